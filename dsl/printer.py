@@ -1,0 +1,283 @@
+"""Canonical text of a net: ``parse(print_net(net)) == net``.
+
+Comments attached to declarations (their ``doc``) are written back above
+them, so formatting a file never loses what its author wrote.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from qpn.distributions import (Det, Distribution, Empirical, Erlang, Exp, Gamma, HyperExp,
+                               HyperExpFit, Lognormal, Normal, Uniform)
+from qpn.expr import Expr, Num, Ref, TupleExpr, as_expr, fmt
+from qpn.model import (EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
+                       QueueingPlace, RangeColors, RecordColors, Subnet, Term, Transition)
+
+INDENT = "    "
+WIDTH = 88
+
+
+def _e(x) -> str:
+    return fmt(as_expr(x))
+
+
+def _is_nat(e) -> bool:
+    return type(e) is Num and e.unit is None and isinstance(e.value, int) and e.value >= 0
+
+
+def fmt_count(e: Expr) -> str:
+    """A count before a place or color: 3, n or (expr)."""
+    if _is_nat(e) or (type(e) is Ref):
+        return fmt(e)
+    return f"({fmt(e)})"
+
+
+def fmt_color(e: Expr) -> str:
+    """A color in a term: a, 3, (a, 3) or (expr)."""
+    if _is_nat(e) or type(e) is Ref or type(e) is TupleExpr:
+        return fmt(e)
+    return f"({fmt(e)})"
+
+
+def fmt_term(t: Term) -> str:
+    if type(t.count) is Num and t.count.value == 1 and t.count.unit is None and isinstance(t.count.value, int):
+        return fmt_color(t.color)
+    return f"{fmt_count(t.count)} {fmt_color(t.color)}"
+
+
+def fmt_marking(p: Place) -> str:
+    if p.colors is None:
+        return ", ".join(fmt_color(t.count) for t in p.init)
+    return ", ".join(fmt_term(t) for t in p.init)
+
+
+def fmt_arc(a) -> str:
+    if len(a.terms) == 1 and a.terms[0].color is None:
+        c = a.terms[0].count
+        if type(c) is Num and c.value == 1 and isinstance(c.value, int) and c.unit is None:
+            return a.place
+        return f"{fmt_count(c)} {a.place}"
+    return f"{a.place}({', '.join(fmt_term(t) for t in a.terms)})"
+
+
+def fmt_dist(d: Distribution) -> str:
+    if isinstance(d, Exp):
+        return f"exp({_e(d.mean_)})"
+    if isinstance(d, Det):
+        return f"det({_e(d.value)})"
+    if isinstance(d, Uniform):
+        return f"uniform({_e(d.lo)}, {_e(d.hi)})"
+    if isinstance(d, Erlang):
+        return f"erlang({_e(d.k)}, {_e(d.mean_)})"
+    if isinstance(d, HyperExp):
+        return "hyperexp(" + ", ".join(f"{_e(p)}: {_e(m)}" for p, m in zip(d.probs, d.means)) + ")"
+    if isinstance(d, HyperExpFit):
+        return f"hyperexp(mean = {_e(d.mean_)}, scv = {_e(d.scv_)})"
+    if isinstance(d, Gamma):
+        return f"gamma({_e(d.mean_)}, {_e(d.scv_)})"
+    if isinstance(d, Lognormal):
+        return f"lognormal({_e(d.mean_)}, {_e(d.scv_)})"
+    if isinstance(d, Normal):
+        return f"normal({_e(d.mu)}, {_e(d.sigma)})"
+    if isinstance(d, Empirical):
+        name = "replay" if d.replay else "empirical"
+        if d.source is not None:
+            args = [f'"{d.source}"']
+        else:
+            args = ["[" + ", ".join(_e(s) for s in d.samples) + "]"]
+        if d.unit:
+            args.append(f"unit = {d.unit}")
+        if d.column is not None:
+            args.append(f"column = {d.column}")
+        return f"{name}({', '.join(args)})"
+    raise TypeError(f"cannot print distribution {d!r}")
+
+
+def fmt_qspec(q: Queue) -> str:
+    parts = [q.discipline]
+    default_servers = Num(math.inf) if q.discipline == "is" else Num(1)
+    if q.servers != default_servers or type(q.servers) is not Num:
+        parts.append(f"servers {fmt(q.servers)}")
+    if q.quantum is not None:
+        parts.append(f"quantum {fmt(q.quantum)}")
+    if q.switch is not None:
+        parts.append(f"switch {fmt(q.switch)}")
+    if q.discipline == "prio" and not q.preemptive:
+        parts.append("nonpreemptive")
+    return " ".join(parts)
+
+
+def _place_opts(p: Place) -> list[str]:
+    opts = []
+    if isinstance(p, QueueingPlace):
+        opts.append(f"on {p.queue}" if isinstance(p.queue, str) else f"queue {fmt_qspec(p.queue)}")
+        if len(p.service) == 1 and p.service[0].color is None:
+            opts.append(f"service {fmt_dist(p.service[0].dist)}")
+        else:
+            opts.append("service " + ", ".join(f"{fmt_color(s.color)}: {fmt_dist(s.dist)}"
+                                               for s in p.service))
+        if p.priority:
+            if len(p.priority) == 1 and p.priority[0][0] is None:
+                opts.append(f"priority {fmt(p.priority[0][1])}")
+            else:
+                opts.append("priority " + ", ".join(f"{fmt_color(c)}: {fmt(lv)}" for c, lv in p.priority))
+        if p.departure != "normal":
+            opts.append(f"departure {p.departure}")
+    if p.capacity is not None:
+        opts.append(f"capacity {fmt(p.capacity)}")
+    if p.init:
+        opts.append(f"init {fmt_marking(p)}")
+    return opts
+
+
+def fmt_place(p: Place, indent: str) -> list[str]:
+    head = f"{p.direction} {p.name}" if isinstance(p, Port) else f"place {p.name}"
+    if p.colors is not None:
+        head += f" : {p.colors}"
+    opts = _place_opts(p)
+    one = " ".join([head] + opts)
+    if len(indent) + len(one) <= WIDTH:
+        return [indent + one]
+    lines = [indent + head]
+    for o in opts:
+        lines += _wrap(o, indent + INDENT)
+    return lines
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
+def _wrap(option: str, indent: str) -> list[str]:
+    """An option line; long comma lists continue aligned under their first item."""
+    if len(indent) + len(option) <= WIDTH:
+        return [indent + option]
+    keyword, _, rest = option.partition(" ")
+    items = _split_top(rest)
+    pad = indent + " " * (len(keyword) + 1)
+    lines = [f"{indent}{keyword} {items[0]}"]
+    for it in items[1:]:
+        lines[-1] += ","
+        lines.append(pad + it)
+    return lines
+
+
+def fmt_mode_body(m: Mode) -> str:
+    s = ", ".join(fmt_arc(a) for a in m.inputs)
+    s = (s + " -> " if s else "-> ") + ", ".join(fmt_arc(a) for a in m.outputs)
+    s = s.rstrip()
+    if m.guard is not None:
+        s += f" when {fmt(m.guard)}"
+    if m.inhibitors:
+        s += " unless " + ", ".join(fmt_arc(a) for a in m.inhibitors)
+    if m.weight is not None:
+        s += f" weight {fmt(m.weight)}"
+    if m.delay is not None:
+        s += f" delay {fmt_dist(m.delay)}"
+    return s
+
+
+def _doc_lines(doc: str, indent: str) -> list[str]:
+    if not doc:
+        return []
+    return [indent + ("# " + line if line else "#") for line in doc.split("\n")]
+
+
+def fmt_transition(t: Transition, indent: str) -> list[str]:
+    head = f"transition {t.name}"
+    if t.kind == "timed" and not any(m.delay is not None for m in t.modes):
+        head += " timed"
+    if t.priority is not None:
+        head += f" priority {fmt(t.priority)}"
+    if t.servers is not None:
+        head += f" servers {fmt(t.servers)}"
+    if len(t.modes) == 1 and t.modes[0].name is None and not t.modes[0].doc:
+        return [f"{indent}{head} : {fmt_mode_body(t.modes[0])}"]
+    out = [f"{indent}{head} {{"]
+    for m in t.modes:
+        out += _doc_lines(m.doc, indent + INDENT)
+        name = f" {m.name}" if m.name else ""
+        out.append(f"{indent}{INDENT}mode{name} : {fmt_mode_body(m)}")
+    out.append(f"{indent}}}")
+    return out
+
+
+def fmt_item(it, indent: str = "") -> list[str]:
+    if isinstance(it, Param):
+        lines = [f"{indent}param {it.name} = {fmt(it.value)}"]
+    elif isinstance(it, EnumColors):
+        lines = [f"{indent}colors {it.name} = {{{', '.join(it.values)}}}"]
+    elif isinstance(it, RangeColors):
+        lines = [f"{indent}colors {it.name} = {fmt(it.lo)} .. {fmt(it.hi)}"]
+    elif isinstance(it, RecordColors):
+        lines = [f"{indent}colors {it.name} = ({', '.join(f'{f}: {c}' for f, c in it.fields)})"]
+    elif isinstance(it, Queue):
+        lines = [f"{indent}queue {it.name} : {fmt_qspec(it)}"]
+    elif isinstance(it, Place):
+        lines = fmt_place(it, indent)
+    elif isinstance(it, Transition):
+        lines = fmt_transition(it, indent)
+    elif isinstance(it, Instance):
+        args = ", ".join(f"{n} = {fmt(e)}" for n, e in it.args)
+        lines = [f"{indent}instance {it.name} = {it.subnet}({args})"]
+    elif isinstance(it, Include):
+        lines = [f'{indent}include "{it.path}"']
+    elif isinstance(it, Subnet):
+        ps = ", ".join(p.name if p.default is None else f"{p.name} = {fmt(p.default)}" for p in it.params)
+        lines = [f"{indent}subnet {it.name}({ps}) {{"]
+        lines += _items(it.items, indent + INDENT)
+        lines.append(f"{indent}}}")
+    else:
+        raise TypeError(f"cannot print {it!r}")
+    return _doc_lines(getattr(it, "doc", ""), indent) + lines
+
+
+def _group(it) -> str:
+    if isinstance(it, (EnumColors, RangeColors, RecordColors)):
+        return "colors"
+    if isinstance(it, Port):
+        return "port"
+    return type(it).__name__ if not isinstance(it, Place) else "place"
+
+
+def _items(items: Iterable, indent: str) -> list[str]:
+    out: list[str] = []
+    prev = None
+    for it in items:
+        block = fmt_item(it, indent)
+        multi = len(block) > 1
+        if out and (prev is None or prev[0] != _group(it) or multi or prev[1]):
+            out.append("")
+        out.extend(block)
+        prev = (_group(it), multi)
+    return out
+
+
+def print_net(net: Net) -> str:
+    """Canonical model text, ending with a newline."""
+    lines = _doc_lines(net.doc, "")
+    if lines:
+        lines.append("")
+    lines.append(f"net {net.name}")
+    body = _items(net.items, "")
+    if body:
+        lines.append("")
+        lines += body
+    if net.trailer:
+        lines.append("")
+        lines += _doc_lines(net.trailer, "")
+    return "\n".join(lines) + "\n"

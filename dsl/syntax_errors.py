@@ -1,0 +1,102 @@
+"""Turn Lark's parse exceptions into located, readable :class:`ModelError`s."""
+from __future__ import annotations
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from qpn.errors import Loc, ModelError, suggest
+
+# How terminals read in "expected ..." lines.
+_FRIENDLY = {
+    "NAME": "a name",
+    "INT": "a whole number",
+    "NUMBER": "a number",
+    "STRING": 'a quoted string ("...")',
+    "DISCIPLINE": "a queue discipline (is, fcfs, ps, random, prio, lcfs-pr, rr)",
+    "KIND": "'immediate' or 'timed'",
+    "PORT_DIR": "'input' or 'output'",
+    "DEPARTURE": "'fifo' or 'normal'",
+    "COMP_OP": "a comparison (==, !=, <, <=, >, >=)",
+    "ADD_OP": "'+' or '-'",
+    "MUL_OP": "'*' or '/'",
+    "$END": "end of file",
+}
+_STATEMENTS = ["net", "include", "param", "colors", "queue", "place", "transition",
+               "subnet", "instance", "input", "output"]
+
+
+def _terminal_text(parser, name: str) -> str:
+    if name in _FRIENDLY:
+        return _FRIENDLY[name]
+    try:
+        term = parser.get_terminal(name)
+    except KeyError:
+        return name.lower()
+    pat = term.pattern
+    if pat.type == "str":
+        return f"'{pat.value}'"
+    return name.lower()
+
+
+def _keywords(parser, names) -> list[str]:
+    out = []
+    for n in names:
+        try:
+            pat = parser.get_terminal(n).pattern
+        except KeyError:
+            continue
+        if pat.type == "str" and pat.value[:1].isalpha():
+            out.append(pat.value)
+    return out
+
+
+def describe_expected(parser, expected) -> str:
+    items = sorted({_terminal_text(parser, n) for n in expected})
+    if len(items) > 12:
+        items = items[:12] + ["..."]
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+_HINTS = {
+    # (unexpected token value, something in expected) -> hint
+    "=": "initial tokens are written 'init 3'; parameters are declared with 'param name = value'",
+    "{": "a transition with several modes is written 'transition t { mode a : p -> q ... }'",
+    "<-": "arcs go from inputs to outputs: 'transition t : p -> q'",
+}
+
+
+def syntax_error(exc: UnexpectedInput, parser, file: str, source: str) -> ModelError:
+    line = getattr(exc, "line", 0) or 0
+    col = getattr(exc, "column", 0) or 0
+    if isinstance(exc, UnexpectedEOF) or (
+            isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        lines = source.splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+        expected = describe_expected(parser, exc.expected)
+        return ModelError("unexpected end of file", Loc(file, line, col, line, col + 1, source),
+                          expected=expected,
+                          hint="a '{' block or a declaration is not finished" if "'}'" in expected else None)
+    if isinstance(exc, UnexpectedCharacters):
+        ch = source[exc.pos_in_stream] if exc.pos_in_stream < len(source) else "?"
+        allowed = getattr(exc, "allowed", None) or set()
+        return ModelError(f"unexpected character '{ch}'", Loc(file, line, col, line, col + 1, source),
+                          expected=describe_expected(parser, allowed) if allowed else None,
+                          hint="comments start with '#'; strings use double quotes")
+    assert isinstance(exc, UnexpectedToken)
+    tok = exc.token
+    text = str(tok)
+    width = max(len(text), 1)
+    loc = Loc(file, line, col, line, col + width, source)
+    expected = describe_expected(parser, exc.expected)
+    keywords = _keywords(parser, exc.expected)
+    did = None
+    hint = None
+    if tok.type == "NAME":
+        did = suggest(text, keywords or _STATEMENTS)
+    elif text in _HINTS:
+        hint = _HINTS[text]
+    if tok.type != "NAME" and text.isalpha() and "NAME" in exc.expected:
+        hint = f"'{text}' is a keyword of the language and cannot be used as a name"
+    what = f"unexpected '{text}'"
+    return ModelError(what, loc, expected=expected, did_you_mean=did, hint=hint)

@@ -1,0 +1,62 @@
+"""qpn: hierarchical colored queueing Petri nets for performance prediction.
+
+>>> import qpn
+>>> net = qpn.parse("place idle init 3\\nplace busy\\ntransition t : idle -> busy")
+>>> len(net.places), net.param_values()
+(2, {})
+
+Typical use::
+
+    net = qpn.load("models/mm1.qpn")        # parse + validate
+    flat = net.flatten()                    # hierarchy -> flat net
+    res = qpn.solve(net, method="auto")     # analytic or simulation
+    print(res.table())
+
+Heavy dependencies (scipy, sympy, lark) are imported on first use.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import Loc, ModelError, ParameterError, QPNError, SolverError
+from .model import (Arc, EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
+                    QueueingPlace, RangeColors, RecordColors, Service, Subnet, SubnetParam, Term,
+                    Transition)
+
+__version__ = "0.1.0"
+
+
+def parse(text: str, path: str | None = None) -> Net:
+    """Parse model text (the qpn language) into a validated :class:`Net`."""
+    from dsl.parser import parse as _parse
+    return _parse(text, path)
+
+
+def load(path: str) -> Net:
+    """Read, parse and validate a ``.qpn`` model file."""
+    from dsl.parser import load as _load
+    return _load(path)
+
+
+def check(net: Net):
+    """Structural analysis: invariants, traps, dead transitions, connectivity."""
+    from .structure.check import check_net
+    return check_net(net)
+
+
+def compile_net(net: Net, params: dict[str, Any] | None = None):
+    """Unfold a net into arrays (see :mod:`qpn.compile`)."""
+    from .compile import compile_net as _compile
+    return _compile(net, params)
+
+
+def solve(net: Net, method: str = "auto", **params: Any):
+    """Solve a net; ``method`` is auto, mva, ctmc, symbolic or des."""
+    from solvers import solve as _solve
+    return _solve(net, method=method, **params)
+
+
+__all__ = ["Net", "Place", "QueueingPlace", "Port", "Queue", "Transition", "Mode", "Arc", "Term",
+           "Param", "EnumColors", "RangeColors", "RecordColors", "Service", "Subnet", "SubnetParam",
+           "Instance", "Include", "Loc", "ModelError", "ParameterError", "QPNError", "SolverError",
+           "parse", "load", "check", "compile_net", "solve"]

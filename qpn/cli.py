@@ -1,0 +1,219 @@
+"""The ``qpn`` command line.
+
+Every user mistake is printed as a located message (file:line:col, the line,
+a caret, what was expected, a hint) with exit status 2; never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from typing import Callable
+
+from .errors import ModelError, ParameterError, QPNError
+
+COMMANDS: dict[str, tuple[Callable, Callable, str]] = {}
+
+
+def command(name: str, help: str):
+    def deco(fn):
+        def register(setup):
+            COMMANDS[name] = (fn, setup, help)
+            return setup
+        fn.setup = register
+        return fn
+    return deco
+
+
+def parse_sets(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ParameterError(f"--set expects name=value, got '{item}'",
+                                 hint="for example --set threads=8")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def load_model(path: str, sets: list[str] | None = None):
+    from . import load
+    net = load(path)
+    values = parse_sets(sets)
+    return net.with_params(**values) if values else net
+
+
+# --------------------------------------------------------------- commands
+@command("check", "check a model: syntax, names, invariants, traps, dead transitions")
+def cmd_check(args) -> int:
+    from .structure.check import check_net
+    net = load_model(args.file, args.set)
+    rep = check_net(net)
+    shown = [d for d in rep.diagnostics if args.verbose or d.severity != "info"]
+    for d in shown:
+        print(d)
+    flat = net.flatten()
+    parts = [f"{len(flat.places)} places", f"{len(flat.transitions)} transitions"]
+    if rep.p_invariants or rep.uncovered:
+        if rep.uncovered and rep.open_net:
+            parts.append(f"open net ({len(rep.uncovered)} place(s) fed by sources)")
+        elif rep.uncovered:
+            parts.append(f"{len(rep.uncovered)} place(s) not covered by P-invariants")
+        else:
+            parts.append(f"bounded (covered by {len(rep.p_invariants)} P-invariant(s))")
+    if rep.markings is not None:
+        parts.append(f"{rep.markings} reachable markings")
+    status = "errors" if rep.errors else ("warnings" if rep.warnings else "ok")
+    print(f"{args.file}: {status}: " + ", ".join(parts))
+    return 1 if rep.errors else 0
+
+
+@cmd_check.setup
+def _(p):
+    p.add_argument("-v", "--verbose", action="store_true", help="also print informational notes")
+
+
+@command("show", "summarize a model: parameters, colors, places, transitions, invariants")
+def cmd_show(args) -> int:
+    from .structure.check import check_net
+    from .summary import summarize
+    net = load_model(args.file, args.set)
+    print(summarize(net, check_net(net)), end="")
+    return 0
+
+
+@cmd_show.setup
+def _(p):
+    pass
+
+
+@command("fmt", "print a model in canonical form (--write: in place, atomically)")
+def cmd_fmt(args) -> int:
+    from .fileio import write_atomic
+    from . import load
+    net = load(args.file)
+    text = net.text()
+    with open(args.file, encoding="utf-8") as fh:
+        old = fh.read()
+    if args.check:
+        if old != text:
+            print(f"{args.file}: not in canonical format", file=sys.stderr)
+            return 1
+        return 0
+    if args.write:
+        if old != text:
+            write_atomic(args.file, text)
+            print(f"formatted {args.file}", file=sys.stderr)
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+@cmd_fmt.setup
+def _(p):
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--write", action="store_true", help="rewrite the file in place (atomically)")
+    g.add_argument("--check", action="store_true", help="exit 1 if the file is not canonical")
+
+
+@command("flatten", "print the flat net (hierarchy expanded, names as paths)")
+def cmd_flatten(args) -> int:
+    net = load_model(args.file, args.set)
+    sys.stdout.write(net.flatten().text())
+    return 0
+
+
+@cmd_flatten.setup
+def _(p):
+    pass
+
+
+@command("dot", "draw a model with Graphviz (.dot, .svg, .png, .pdf)")
+def cmd_dot(args) -> int:
+    from .dot import to_dot
+    from .fileio import write_atomic
+    net = load_model(args.file, args.set)
+    text = to_dot(net)
+    out = args.output
+    if out is None or out == "-":
+        sys.stdout.write(text)
+        return 0
+    ext = os.path.splitext(out)[1].lower().lstrip(".")
+    if ext in ("dot", "gv", ""):
+        write_atomic(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+        return 0
+    exe = shutil.which("dot")
+    if exe is None:
+        dot_path = os.path.splitext(out)[0] + ".dot"
+        write_atomic(dot_path, text)
+        print(f"Graphviz 'dot' is not installed: wrote {dot_path} instead.\n"
+              f"Render it with: dot -T{ext} {dot_path} -o {out}   "
+              f"(install Graphviz: apt install graphviz)", file=sys.stderr)
+        return 0
+    proc = subprocess.run([exe, f"-T{ext}"], input=text.encode(), capture_output=True)
+    if proc.returncode != 0:
+        raise QPNError(f"dot failed: {proc.stderr.decode(errors='replace').strip()}")
+    write_atomic(out, proc.stdout)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+@cmd_dot.setup
+def _(p):
+    p.add_argument("-o", "--output", help="output file (.dot, .svg, .png, .pdf); default stdout")
+
+
+def _load_plugins() -> None:
+    """Commands contributed by other packages (solvers, frontends)."""
+    for mod in ("solvers.cli", "frontends.cli"):
+        try:
+            __import__(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name not in (mod, mod.split(".")[0]):
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _load_plugins()
+    parser = argparse.ArgumentParser(
+        prog="qpn", description="Model and solve hierarchical colored queueing Petri nets.")
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"qpn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (fn, setup, help) in COMMANDS.items():
+        p = sub.add_parser(name, help=help, description=help)
+        if getattr(setup, "takes_file", True):
+            p.add_argument("file", help="model file (.qpn)")
+            p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                           help="override a parameter (repeatable)")
+        setup(p)
+        p.set_defaults(func=fn)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except QPNError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+"""Distributions as first-class values, with analytic mean and SCV.
+
+Arguments are expressions (so ``exp(think)`` stays parametric); once every
+argument is a constant, ``mean()``, ``scv()`` and ``sample()`` work.  Times
+are in seconds.
+
+>>> from qpn.distributions import Erlang
+>>> d = Erlang(4, 2.0)
+>>> d.mean(), d.scv()
+(2.0, 0.25)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import Loc, ModelError
+from .expr import Expr, Num, as_expr, evaluate, fmt
+
+Value = Any  # Expr | int | float
+
+
+def _val(x: Value, env: Mapping[str, Any] | None) -> float:
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return x
+    return evaluate(x, env or {})
+
+
+class Distribution:
+    """Common interface. Subclasses are frozen dataclasses of expressions."""
+
+    kind: str = ""
+    loc: Loc | None
+
+    # -- binding ------------------------------------------------------------
+    def bind(self, env: Mapping[str, Any]) -> "Distribution":
+        """A copy whose expression arguments are evaluated to numbers."""
+        changes = {}
+        for f in fields(self):
+            if f.name in ("loc", "source", "replay", "unit", "samples"):
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, tuple):
+                changes[f.name] = tuple(_val(i, env) for i in v)
+            elif v is not None:
+                changes[f.name] = _val(v, env)
+        return replace(self, **changes)
+
+    def args(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "loc")
+
+    # -- moments ------------------------------------------------------------
+    def mean(self, env: Mapping[str, Any] | None = None) -> float:
+        return self.bind(env or {})._mean()
+
+    def scv(self, env: Mapping[str, Any] | None = None) -> float:
+        """Squared coefficient of variation, Var/mean^2."""
+        return self.bind(env or {})._scv()
+
+    def variance(self, env: Mapping[str, Any] | None = None) -> float:
+        b = self.bind(env or {})
+        return b._scv() * b._mean() ** 2
+
+    def is_exponential(self) -> bool:
+        return False
+
+    def sample(self, rng: np.random.Generator, size: int | tuple = 1,
+               env: Mapping[str, Any] | None = None) -> np.ndarray:
+        """Draw i.i.d. samples (numpy, vectorized)."""
+        return self.bind(env or {})._sample(rng, size)
+
+    def check(self, env: Mapping[str, Any]) -> None:
+        """Raise :class:`ModelError` if the evaluated arguments are invalid."""
+        self.bind(env)._check()
+
+    def _fail(self, msg: str, hint: str | None = None) -> ModelError:
+        return ModelError(f"{self.kind}: {msg}", self.loc, hint=hint)
+
+    def _positive(self, name: str, v: float) -> None:
+        if not (v > 0) or math.isinf(v):
+            raise self._fail(f"{name} must be a positive finite number, got {v}",
+                             hint="times are means in seconds (or with a unit: 5 ms)")
+
+    # subclass hooks
+    def _mean(self) -> float: raise NotImplementedError
+    def _scv(self) -> float: raise NotImplementedError
+    def _sample(self, rng, size): raise NotImplementedError
+    def _check(self) -> None: pass
+
+
+def _loc() -> Any:
+    return field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Exp(Distribution):
+    """Exponential with the given mean (``exp(rate = r)`` means mean 1/r)."""
+    mean_: Value
+    loc: Loc | None = _loc()
+    kind = "exp"
+
+    def is_exponential(self) -> bool: return True
+    def _mean(self): return self.mean_
+    def _scv(self): return 1.0
+    def _sample(self, rng, size): return rng.exponential(self.mean_, size)
+    def _check(self): self._positive("mean", self.mean_)
+
+
+@dataclass(frozen=True)
+class Det(Distribution):
+    """Deterministic (constant) value."""
+    value: Value
+    loc: Loc | None = _loc()
+    kind = "det"
+
+    def _mean(self): return self.value
+    def _scv(self): return 0.0
+    def _sample(self, rng, size): return np.full(size, float(self.value))
+
+    def _check(self):
+        if not (self.value >= 0) or math.isinf(self.value):
+            raise self._fail(f"value must be >= 0 and finite, got {self.value}")
+
+
+@dataclass(frozen=True)
+class Uniform(Distribution):
+    lo: Value
+    hi: Value
+    loc: Loc | None = _loc()
+    kind = "uniform"
+
+    def _mean(self): return (self.lo + self.hi) / 2
+    def _scv(self): return ((self.hi - self.lo) ** 2 / 12) / self._mean() ** 2
+    def _sample(self, rng, size): return rng.uniform(self.lo, self.hi, size)
+
+    def _check(self):
+        if self.lo < 0 or self.hi < self.lo or self.hi <= 0:
+            raise self._fail(f"need 0 <= lo <= hi and hi > 0, got ({self.lo}, {self.hi})")
+
+
+@dataclass(frozen=True)
+class Erlang(Distribution):
+    """Sum of k exponential phases; mean is the total mean."""
+    k: Value
+    mean_: Value
+    loc: Loc | None = _loc()
+    kind = "erlang"
+
+    def _mean(self): return self.mean_
+    def _scv(self): return 1.0 / self.k
+    def _sample(self, rng, size): return rng.gamma(self.k, self.mean_ / self.k, size)
+
+    def _check(self):
+        if self.k != int(self.k) or self.k < 1:
+            raise self._fail(f"the number of phases k must be a whole number >= 1, got {self.k}")
+        self._positive("mean", self.mean_)
+
+
+@dataclass(frozen=True)
+class HyperExp(Distribution):
+    """Mixture of exponentials: with probability p_i, exponential with mean m_i."""
+    probs: tuple
+    means: tuple
+    loc: Loc | None = _loc()
+    kind = "hyperexp"
+
+    def _mean(self): return sum(p * m for p, m in zip(self.probs, self.means))
+
+    def _scv(self):
+        m1 = self._mean()
+        m2 = sum(p * 2 * m * m for p, m in zip(self.probs, self.means))
+        return m2 / m1 ** 2 - 1
+
+    def _sample(self, rng, size):
+        n = int(np.prod(size))
+        branch = rng.choice(len(self.probs), size=n, p=np.asarray(self.probs, float))
+        out = rng.exponential(1.0, n) * np.asarray(self.means, float)[branch]
+        return out.reshape(size)
+
+    def _check(self):
+        if len(self.probs) < 1:
+            raise self._fail("needs at least one branch 'p: mean'")
+        if any(p < 0 for p in self.probs) or abs(sum(self.probs) - 1) > 1e-9:
+            raise self._fail(f"branch probabilities must be >= 0 and sum to 1, got {list(self.probs)}",
+                             hint="write hyperexp(0.3: 1 ms, 0.7: 10 ms)")
+        for m in self.means:
+            self._positive("branch mean", m)
+
+
+@dataclass(frozen=True)
+class HyperExpFit(Distribution):
+    """Two-phase hyperexponential with balanced means fitted to (mean, scv >= 1)."""
+    mean_: Value
+    scv_: Value
+    loc: Loc | None = _loc()
+    kind = "hyperexp"
+
+    def branches(self) -> HyperExp:
+        m, c = self.mean_, self.scv_
+        p1 = 0.5 * (1 + math.sqrt((c - 1) / (c + 1)))
+        p2 = 1 - p1
+        return HyperExp((p1, p2), (m / (2 * p1), m / (2 * p2)))
+
+    def _mean(self): return self.mean_
+    def _scv(self): return self.scv_
+    def _sample(self, rng, size): return self.branches()._sample(rng, size)
+
+    def _check(self):
+        self._positive("mean", self.mean_)
+        if not self.scv_ >= 1:
+            raise self._fail(f"scv must be >= 1 for a hyperexponential, got {self.scv_}",
+                             hint="for scv < 1 use erlang(k, mean) or gamma(mean, scv)")
+
+
+@dataclass(frozen=True)
+class Gamma(Distribution):
+    mean_: Value
+    scv_: Value
+    loc: Loc | None = _loc()
+    kind = "gamma"
+
+    def _mean(self): return self.mean_
+    def _scv(self): return self.scv_
+
+    def _sample(self, rng, size):
+        return rng.gamma(1.0 / self.scv_, self.mean_ * self.scv_, size)
+
+    def _check(self):
+        self._positive("mean", self.mean_)
+        self._positive("scv", self.scv_)
+
+
+@dataclass(frozen=True)
+class Lognormal(Distribution):
+    mean_: Value
+    scv_: Value
+    loc: Loc | None = _loc()
+    kind = "lognormal"
+
+    def _mean(self): return self.mean_
+    def _scv(self): return self.scv_
+
+    def _sample(self, rng, size):
+        s2 = math.log1p(self.scv_)
+        return rng.lognormal(math.log(self.mean_) - s2 / 2, math.sqrt(s2), size)
+
+    def _check(self):
+        self._positive("mean", self.mean_)
+        self._positive("scv", self.scv_)
+
+
+def _phi(x: float) -> float:
+    return math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+
+def _Phi(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+@dataclass(frozen=True)
+class Normal(Distribution):
+    """Normal(mu, sigma) truncated at 0 (a time cannot be negative)."""
+    mu: Value
+    sigma: Value
+    loc: Loc | None = _loc()
+    kind = "normal"
+
+    def _moments(self) -> tuple[float, float]:
+        a = -self.mu / self.sigma
+        z = 1 - _Phi(a)
+        lam = _phi(a) / z
+        mean = self.mu + self.sigma * lam
+        var = self.sigma ** 2 * (1 + a * lam - lam * lam)
+        return mean, var
+
+    def _mean(self): return self._moments()[0]
+
+    def _scv(self):
+        m, v = self._moments()
+        return v / m ** 2
+
+    def _sample(self, rng, size):
+        from scipy.special import ndtr, ndtri  # lazy: scipy only when sampling
+        lo = ndtr(-self.mu / self.sigma)
+        u = rng.uniform(lo, 1.0, size)
+        return np.maximum(self.mu + self.sigma * ndtri(u), 0.0)
+
+    def _check(self):
+        self._positive("sigma", self.sigma)
+        if math.isinf(self.mu):
+            raise self._fail("mu must be finite")
+
+
+@dataclass(frozen=True)
+class Empirical(Distribution):
+    """Measured samples, drawn at random (``empirical``) or in order (``replay``).
+
+    ``samples`` are numbers in ``unit`` (seconds when None).  ``source`` names
+    the file they were read from, so the printer writes the reference back.
+    """
+    samples: tuple
+    replay: bool = False
+    unit: str | None = None
+    source: str | None = None
+    column: int | None = None
+    loc: Loc | None = _loc()
+    kind = "empirical"
+
+    def values(self) -> np.ndarray:
+        from .expr import UNITS
+        scale = UNITS[self.unit] if self.unit else 1.0
+        return np.asarray(self.samples, dtype=float) * scale
+
+    def bind(self, env):
+        return self
+
+    def _mean(self): return float(self.values().mean())
+
+    def _scv(self):
+        v = self.values()
+        m = v.mean()
+        return float(v.var() / m ** 2)
+
+    def _sample(self, rng, size):
+        v = self.values()
+        return v[rng.integers(0, len(v), size)]
+
+    def _check(self):
+        if len(self.samples) == 0:
+            raise self._fail("no samples", hint="give a list [1.2, 3.4] or a file with one number per line")
+        if min(self.samples) < 0:
+            raise self._fail("samples must be >= 0")
+        if self._mean() <= 0:
+            raise self._fail("samples must not all be zero")
+
+
+#: Distribution names of the language -> class (for the parser and printer).
+DISTRIBUTIONS = ("exp", "det", "uniform", "erlang", "hyperexp", "gamma", "lognormal",
+                 "normal", "empirical", "replay")
+
+
+def exp(mean: Value) -> Exp:
+    """Exponential distribution with the given mean."""
+    return Exp(as_expr(mean) if not isinstance(mean, (int, float)) else Num(mean))
+
+
+def describe(d: Distribution) -> str:
+    """Short human description, e.g. ``exp(mean 0.05)``."""
+    if isinstance(d, Empirical):
+        name = "replay" if d.replay else "empirical"
+        return f"{name}({len(d.samples)} samples)"
+    parts = []
+    for a in d.args():
+        if isinstance(a, tuple):
+            parts.append("[" + ", ".join(fmt(as_expr(x)) for x in a) + "]")
+        else:
+            parts.append(fmt(as_expr(a)))
+    return f"{d.kind}({', '.join(parts)})"

@@ -1,0 +1,118 @@
+"""User-facing errors with source locations.
+
+Every mistake a user can make in a model raises a :class:`ModelError` (or a
+subclass).  Its string form is what the CLI prints instead of a traceback::
+
+    models/web.qpn:12:21: error: undefined place 'cpus'
+       12 | transition start : idle, requests(x) -> cpus(x)
+          |                                         ^^^^
+    expected: a place declared in this net
+    hint: did you mean 'cpu'?
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in a source file (1-based line and column)."""
+
+    file: str = "<string>"
+    line: int = 0
+    col: int = 0
+    end_line: int = 0
+    end_col: int = 0
+    source: str | None = None  # full text of the file, for the caret display
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def line_text(self) -> str | None:
+        if self.source is None or self.line <= 0:
+            return None
+        lines = self.source.splitlines()
+        if self.line > len(lines):
+            return None
+        return lines[self.line - 1]
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str | None:
+    """Closest candidate to ``name`` for a did-you-mean hint, or None.
+
+    >>> suggest('cpus', ['cpu', 'disk'])
+    'cpu'
+    """
+    cands = sorted({c for c in candidates if c != name})
+    best = difflib.get_close_matches(name, cands, n=1, cutoff=0.6)
+    if best:
+        return best[0]
+    low = {c.lower(): c for c in cands}
+    return low.get(name.lower())
+
+
+class QPNError(Exception):
+    """Base class of all errors qpn reports to users (no traceback in the CLI)."""
+
+
+class ModelError(QPNError):
+    """A mistake in a model: where, what, what was expected, and a hint."""
+
+    def __init__(self, message: str, loc: Loc | None = None, *,
+                 expected: str | None = None, hint: str | None = None,
+                 did_you_mean: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.expected = expected
+        self.hint = hint
+        self.did_you_mean = did_you_mean
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"{self.loc}: error: {self.message}" if self.loc else f"error: {self.message}"
+        out = [head]
+        text = self.loc.line_text() if self.loc else None
+        if text is not None:
+            num = str(self.loc.line)
+            pad = " " * len(num)
+            out.append(f" {num} | {text}")
+            width = 1
+            if self.loc.end_line == self.loc.line and self.loc.end_col > self.loc.col:
+                width = self.loc.end_col - self.loc.col
+            caret = " " * (max(self.loc.col, 1) - 1) + "^" * width
+            out.append(f" {pad} | {caret}")
+        if self.expected:
+            out.append(f"expected: {self.expected}")
+        if self.did_you_mean:
+            out.append(f"hint: did you mean '{self.did_you_mean}'?")
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        return "\n".join(out)
+
+
+class ParameterError(ModelError):
+    """A bad parameter value or override (e.g. ``--set threads=four``)."""
+
+
+class SolverError(QPNError):
+    """A solver cannot handle a model; names the construct and who can."""
+
+    def __init__(self, message: str, *, construct: str | None = None,
+                 methods: Iterable[str] = ()):
+        self.construct = construct
+        self.methods = tuple(methods)
+        text = message
+        if self.methods:
+            text += f" (methods that can: {', '.join(self.methods)})"
+        super().__init__(text)
+
+
+def undefined(kind: str, name: str, loc: Loc | None, candidates: Iterable[str],
+              expected: str | None = None) -> ModelError:
+    """Standard 'undefined X' error with a did-you-mean suggestion."""
+    cands = list(candidates)
+    return ModelError(f"undefined {kind} '{name}'", loc,
+                      expected=expected or f"a {kind} declared in this net",
+                      did_you_mean=suggest(name, cands))

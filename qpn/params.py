@@ -1,0 +1,147 @@
+"""Parameter values and overrides (the basis of sweeps).
+
+>>> import qpn
+>>> net = qpn.parse("param n = 4\\nparam twice = 2 * n\\nplace p init twice")
+>>> net.param_values()['twice'], net.with_params(n=5).param_values()['twice']
+(8, 10)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Mapping
+
+from .errors import ModelError, ParameterError, suggest
+from .expr import Expr, Num, evaluate, fmt, free_names, is_constant
+from .model import Include, Instance, Net, Param
+
+
+def _as_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def param_values(net: Net, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluate every parameter of ``net`` in dependency order.
+
+    Raises :class:`ModelError` for cycles, undefined names and non-numbers.
+    """
+    defs: dict[str, Param] = {p.name: p for p in net.params}
+    values: dict[str, Any] = dict(extra or {})
+    state: dict[str, int] = {}
+
+    def visit(name: str, chain: tuple[str, ...]) -> Any:
+        if name in values:
+            return values[name]
+        if state.get(name) == 1:
+            cyc = " -> ".join(chain + (name,))
+            raise ModelError(f"parameters depend on each other in a cycle: {cyc}", defs[name].loc,
+                             hint="give one of them a number")
+        state[name] = 1
+        p = defs[name]
+        env = {}
+        for dep in free_names(p.value):
+            if dep not in defs and dep not in values:
+                raise ModelError(f"undefined name '{dep}' in parameter '{name}'", p.loc,
+                                 did_you_mean=suggest(dep, defs))
+            env[dep] = visit(dep, chain + (name,))
+        v = evaluate(p.value, env)
+        if not _as_number(v):
+            raise ModelError(f"parameter '{name}' must be a number, got {v!r}", p.loc)
+        if isinstance(v, float) and math.isnan(v):
+            raise ModelError(f"parameter '{name}' is not a number (NaN)", p.loc)
+        state[name] = 2
+        values[name] = v
+        return v
+
+    for name in defs:
+        visit(name, ())
+    return values
+
+
+def coerce_value(name: str, value: Any) -> Expr:
+    """Turn an override (number, expression or text like '20 ms') into an expression."""
+    if isinstance(value, bool):
+        raise ParameterError(f"parameter '{name}' must be a number, got {value!r}")
+    if _as_number(value):
+        if isinstance(value, float) and (math.isnan(value)):
+            raise ParameterError(f"parameter '{name}' must be a number, got NaN")
+        return Num(value)
+    if isinstance(value, str):
+        from dsl.parser import parse_expr
+        try:
+            e = parse_expr(value.strip(), f"--set {name}")
+        except ModelError:
+            raise ParameterError(f"parameter '{name}' must be a number or an expression, got '{value}'",
+                                 hint="examples: --set threads=8, --set think=\"20 ms\"") from None
+        return e
+    if hasattr(value, "__class__") and value.__class__.__module__ == "qpn.expr":
+        return value
+    raise ParameterError(f"parameter '{name}' must be a number, got {value!r}")
+
+
+def with_params(net: Net, values: Mapping[str, Any]) -> Net:
+    """Override parameters (top-level names or ``instance.param``)."""
+    if not values:
+        return net
+    top = {p.name for p in net.params}
+    inst = {i.name: i for i in net.instances}
+    pending: dict[str, Expr] = {}
+    for name, value in values.items():
+        e = coerce_value(name, value)
+        if name not in top:
+            head = name.split(".", 1)[0]
+            if "." in name and head in inst:
+                pending[name] = e
+                continue
+            cands = list(top) + [f"{i}.{p.name}" for i in inst for s in net.subnets
+                                 if s.name == inst[i].subnet for p in s.params]
+            raise ParameterError(f"unknown parameter '{name}'", None,
+                                 expected="one of: " + (", ".join(sorted(cands)) or "(none)"),
+                                 did_you_mean=suggest(name, cands))
+        pending[name] = e
+    for name, e in pending.items():
+        if "." in name and name not in top:
+            continue
+        names = free_names(e)
+        bad = [n for n in names if n not in top]
+        if bad:
+            raise ParameterError(f"parameter '{name}' must be a number or an expression of "
+                                 f"parameters; '{bad[0]}' is neither", None,
+                                 did_you_mean=suggest(bad[0], top))
+    new = _replace_items(net, pending)
+    param_values(new)  # fail early on non-numbers
+    return new
+
+
+def _replace_items(net: Net, pending: dict[str, Expr]) -> Net:
+    items = []
+    for it in net.items:
+        if isinstance(it, Param) and it.name in pending:
+            it = replace(it, value=pending[it.name])
+        elif isinstance(it, Include) and it.net is not None:
+            sub = {k: v for k, v in pending.items() if k in {p.name for p in it.net.params}}
+            if sub:
+                it = replace(it, net=_replace_items(it.net, sub))
+        elif isinstance(it, Instance):
+            args = dict(it.args)
+            changed = False
+            for key, e in pending.items():
+                if key.startswith(it.name + "."):
+                    pname = key[len(it.name) + 1:]
+                    if "." in pname:
+                        raise ParameterError(f"cannot override '{key}' on the hierarchical net",
+                                             hint="flatten first: net.flatten().with_params(...)")
+                    sub = next((s for s in net.subnets if s.name == it.subnet), None)
+                    if sub is None or pname not in {p.name for p in sub.params}:
+                        raise ParameterError(f"unknown parameter '{key}'", None,
+                                             did_you_mean=suggest(pname, [p.name for p in sub.params] if sub else []))
+                    args[pname] = e
+                    changed = True
+            if changed:
+                order = [p.name for p in next(s for s in net.subnets if s.name == it.subnet).params]
+                it = replace(it, args=tuple((k, args[k]) for k in order if k in args))
+        items.append(it)
+    return replace(net, items=tuple(items))
+
+
+__all__ = ["param_values", "with_params", "coerce_value", "fmt", "is_constant"]

@@ -1,0 +1,86 @@
+"""Untimed reachability of a compiled net (small nets; for structural checks).
+
+Immediate modes have priority over timed ones and over service completions,
+and higher immediate priorities over lower ones, as in the timed semantics.
+Service lets any queued token finish (a superset of what each discipline
+allows), so "never enabled" here means never enabled under any timing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..compile import CompiledNet
+
+
+@dataclass
+class ReachabilityResult:
+    complete: bool                     # False if the limit was hit
+    markings: int
+    ever_enabled: np.ndarray           # per compiled mode
+    deadlocks: list[np.ndarray] = field(default_factory=list)
+    vanishing_loop: bool = False
+
+
+def enabled_modes(c: CompiledNet, pre: np.ndarray, post: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Boolean vector: which compiled modes are enabled in marking ``m``."""
+    ok = np.all(pre <= m, axis=1)
+    if c.inh_threshold.size:
+        counts = c.inh @ m
+        blocked = counts >= c.inh_threshold
+        if blocked.any():
+            ok[np.unique(c.inh_mode[blocked])] = False
+    if c.cap_limit.size and ok.any():
+        after = m[None, :] - pre + post            # (modes x slots)
+        load = after @ c.cap.T.toarray()           # (modes x capacity groups)
+        ok &= np.all(load <= c.cap_limit[None, :], axis=1)
+    return ok
+
+
+def explore(c: CompiledNet, limit: int = 20_000) -> ReachabilityResult:
+    pre = c.pre.toarray()
+    post = c.post.toarray()
+    imm = np.array([md.kind == "immediate" for md in c.modes], dtype=bool)
+    prio = np.array([md.priority for md in c.modes], dtype=float)
+    qslots = np.flatnonzero(c.slot_is_queue)
+    # depository slot of each queue slot
+    dest = np.empty(c.nslots, dtype=np.int64)
+    for q in c.queues:
+        for s, d in zip(q.classes, q.dslots):
+            dest[s] = d
+    ever = np.zeros(len(c.modes), dtype=bool)
+    seen = {c.m0.tobytes()}
+    stack = [c.m0.copy()]
+    deadlocks: list[np.ndarray] = []
+    complete = True
+    while stack:
+        m = stack.pop()
+        en = enabled_modes(c, pre, post, m) if len(c.modes) else np.zeros(0, bool)
+        succ = []
+        if (en & imm).any():
+            top = prio[en & imm].max()
+            fire = np.flatnonzero(en & imm & (prio == top))
+            ever[fire] = True
+            succ = [m - pre[i] + post[i] for i in fire]
+        else:
+            fire = np.flatnonzero(en)
+            ever[fire] = True
+            succ = [m - pre[i] + post[i] for i in fire]
+            for s in qslots[m[qslots] > 0]:
+                n = m.copy()
+                n[s] -= 1
+                n[dest[s]] += 1
+                succ.append(n)
+            if not succ:
+                deadlocks.append(m)
+        for n in succ:
+            key = n.tobytes()
+            if key not in seen:
+                if len(seen) >= limit:
+                    complete = False
+                    stack.clear()
+                    break
+                seen.add(key)
+                stack.append(n)
+    return ReachabilityResult(complete, len(seen), ever, deadlocks[:5])

@@ -1,0 +1,89 @@
+"""Solvers: one interface, interchangeable methods, a chooser that explains itself.
+
+A solver is registered under a method name and offers:
+
+* ``problems(compiled, options) -> list[str]``: why it cannot solve this net
+  (empty if it can); each problem names the construct;
+* ``solve(compiled, options) -> Result``.
+
+``solve(net, method=..., **params)`` compiles the net once and hands it to the
+chosen solver.  Methods register themselves in :data:`REGISTRY` on import.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from qpn.errors import SolverError
+
+from .result import Measure, Result
+
+METHODS = ("auto", "mva", "ctmc", "symbolic", "des")
+
+
+class Solver(Protocol):
+    name: str
+
+    def problems(self, compiled, options: dict) -> list[str]: ...
+
+    def solve(self, compiled, options: dict) -> Result: ...
+
+
+REGISTRY: dict[str, Solver] = {}
+_MODULES = {"mva": "solvers.mva", "ctmc": "solvers.ctmc", "symbolic": "solvers.symbolic",
+            "des": "solvers.des", "auto": "solvers.auto"}
+
+
+def register(solver: Solver) -> Solver:
+    REGISTRY[solver.name] = solver
+    return solver
+
+
+def get_solver(method: str) -> Solver:
+    if method not in REGISTRY:
+        mod = _MODULES.get(method)
+        if mod is None:
+            from qpn.errors import suggest
+            s = suggest(method, METHODS)
+            raise SolverError(f"unknown method '{method}'" + (f"; did you mean '{s}'?" if s else ""),
+                              methods=METHODS)
+        try:
+            __import__(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+            raise SolverError(f"method '{method}' is not available in this version of qpn",
+                              methods=tuple(m for m in METHODS if m in REGISTRY)) from None
+    return REGISTRY[method]
+
+
+def solve(net, method: str = "auto", options: dict | None = None, **params: Any) -> Result:
+    """Solve ``net`` with ``method``; ``params`` override net parameters."""
+    from qpn.compile import compile_net
+    options = dict(options or {})
+    t0 = time.perf_counter()
+    compiled = compile_net(net, params or None)
+    solver = get_solver(method)
+    problems = solver.problems(compiled, options)
+    if problems:
+        others = []
+        for m in METHODS:
+            if m in ("auto", method):
+                continue
+            try:
+                s = get_solver(m)
+            except SolverError:
+                continue
+            if not s.problems(compiled, options):
+                others.append(m)
+        raise SolverError(f"method '{method}' cannot solve this net: " + "; ".join(problems),
+                          construct=problems[0], methods=others)
+    res = solver.solve(compiled, options)
+    res.params = dict(compiled.params)
+    if res.wall_time is None:
+        res.wall_time = time.perf_counter() - t0
+    return res
+
+
+__all__ = ["solve", "register", "get_solver", "REGISTRY", "Result", "Measure", "METHODS", "Solver"]

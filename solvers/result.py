@@ -1,0 +1,184 @@
+"""The result type every solver returns (analytic ones without CIs).
+
+A :class:`Result` is a list of :class:`Measure` cells keyed by
+(measure, element, color); the same type for MVA, CTMC and the simulator, so
+two results can be compared cell by cell.
+
+Measures:
+  tokens        mean number of tokens in a place (queue + depository)
+  queue_tokens  mean tokens in the queue part of a queueing place (incl. in service)
+  arrivals      tokens entering a place per second
+  departures    tokens leaving a place per second
+  residence     mean time a token spends in a place (Little: tokens / arrivals)
+  response      mean time from arrival at a queue to service completion
+  utilization   busy servers / servers of a queue (for IS: mean busy servers)
+  throughput    firings of a transition per second
+  probability   probability of a marking predicate
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+UNITS = {"tokens": "", "queue_tokens": "", "arrivals": "1/s", "departures": "1/s",
+         "residence": "s", "response": "s", "utilization": "", "throughput": "1/s",
+         "probability": ""}
+
+
+@dataclass
+class Measure:
+    measure: str
+    element: str
+    color: str = ""          # '' = all colors together (or plain tokens)
+    value: float = math.nan
+    ci: float | None = None  # half-width of the confidence interval
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.measure, self.element, self.color)
+
+    @property
+    def unit(self) -> str:
+        return UNITS.get(self.measure, "")
+
+
+@dataclass
+class Result:
+    method: str
+    model: str
+    rows: list[Measure] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    explanation: list[str] = field(default_factory=list)   # what the solver chose and why
+    warnings: list[str] = field(default_factory=list)
+    level: float | None = None                             # CI level, e.g. 0.95
+    partial: bool = False
+    wall_time: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)     # solver details (states, residual ...)
+
+    # -- access ------------------------------------------------------------
+    def _index(self) -> dict:
+        idx = self.__dict__.get("_idx")
+        if idx is None or len(idx) != len(self.rows):
+            idx = {r.key: r for r in self.rows}
+            self.__dict__["_idx"] = idx
+        return idx
+
+    def cell(self, measure: str, element: str, color: str = "") -> Measure:
+        try:
+            return self._index()[(measure, element, color)]
+        except KeyError:
+            have = sorted({r.element for r in self.rows if r.measure == measure})
+            from qpn.errors import QPNError, suggest
+            s = suggest(element, have)
+            raise QPNError(f"no measure '{measure}' for '{element}'"
+                           + (f" color '{color}'" if color else "")
+                           + (f"; did you mean '{s}'?" if s else "")) from None
+
+    def get(self, measure: str, element: str, color: str = "") -> float:
+        return self.cell(measure, element, color).value
+
+    def ci(self, measure: str, element: str, color: str = "") -> float | None:
+        return self.cell(measure, element, color).ci
+
+    def add(self, measure: str, element: str, value: float, color: str = "",
+            ci: float | None = None) -> None:
+        self.rows.append(Measure(measure, element, color, float(value), ci))
+
+    def measures(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for r in self.rows:
+            seen.setdefault(r.measure, None)
+        return list(seen)
+
+    # -- output ------------------------------------------------------------
+    def table(self, measures: Iterable[str] | None = None, digits: int = 6) -> str:
+        """Aligned text table (one line per cell)."""
+        want = set(measures) if measures else None
+        rows = [r for r in self.rows if want is None or r.measure in want]
+        head = ["measure", "element", "color", "value"] + (["+/-"] if any(r.ci is not None for r in rows) else [])
+        body = []
+        for r in rows:
+            line = [r.measure, r.element, r.color, _g(r.value, digits)]
+            if len(head) == 5:
+                line.append("" if r.ci is None else _g(r.ci, 3))
+            body.append(line)
+        widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+        out = []
+        title = f"{self.model}: {self.method}"
+        if self.level is not None:
+            title += f", {int(round(self.level * 100))}% confidence intervals"
+        if self.partial:
+            title += " (PARTIAL: stopped early)"
+        out.append(title)
+        fmt_line = lambda cells: "  ".join(  # noqa: E731
+            c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        out.append(fmt_line(head))
+        out.append("  ".join("-" * w for w in widths))
+        out += [fmt_line(b) for b in body]
+        return "\n".join(out) + "\n"
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "model": self.model, "params": self.params,
+                "level": self.level, "partial": self.partial, "wall_time": self.wall_time,
+                "explanation": self.explanation, "warnings": self.warnings,
+                "info": _jsonable(self.info),
+                "measures": [dict(asdict(r), unit=r.unit) for r in self.rows]}
+
+    def to_json(self, path: str | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, default=_jsonable_default)
+        if path is not None:
+            from qpn.fileio import write_atomic
+            write_atomic(path, text + "\n")
+        return text
+
+    def to_csv(self, path: str | None = None) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["measure", "element", "color", "value", "ci_halfwidth", "unit"])
+        for r in self.rows:
+            w.writerow([r.measure, r.element, r.color, repr(r.value),
+                        "" if r.ci is None else repr(r.ci), r.unit])
+        text = buf.getvalue()
+        if path is not None:
+            from qpn.fileio import write_atomic
+            write_atomic(path, text)
+        return text
+
+    def compare(self, other: "Result") -> list[tuple[Measure, Measure, float]]:
+        """Cells present in both results with their relative difference."""
+        idx = other._index()
+        out = []
+        for r in self.rows:
+            o = idx.get(r.key)
+            if o is None:
+                continue
+            denom = max(abs(r.value), abs(o.value))
+            rel = 0.0 if denom == 0 else abs(r.value - o.value) / denom
+            out.append((r, o, rel))
+        return out
+
+
+def _g(v: float, digits: int) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    return f"{v:.{digits}g}"
+
+
+def _jsonable_default(o):
+    try:
+        import numpy as np
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(o)
+
+
+def _jsonable(d):
+    return json.loads(json.dumps(d, default=_jsonable_default))
