@@ -135,7 +135,7 @@ def _empirical(name, args, loc, sig, base_dir):
         source = value
         samples = read_samples(os.path.join(base_dir, value), column or 1, where)
     if not samples:
-        raise ModelError(f"{name} has no samples", where, expected=sig)
+        raise ModelError(f"{name} has no samples", where or loc, expected=sig)
     bad = [s for s in samples if not isinstance(s, (int, float)) or s < 0]
     if bad:
         raise ModelError(f"samples must be numbers >= 0, got {bad[0]!r}", where)

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 from dataclasses import replace
@@ -14,29 +15,55 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+import threading
+
+from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, VisitError
 
-from qpn.distributions import (DISTRIBUTIONS, Det, Empirical, Erlang, Exp, Gamma, HyperExp,
-                               HyperExpFit, Lognormal, Normal, Uniform)
+from qpn.distributions import DISTRIBUTIONS
 from qpn.errors import Loc, ModelError, QPNError, suggest
-from qpn.expr import (FUNCTIONS, UNITS, BinOp, Call, Num, Ref, TupleExpr, Unary, evaluate)
+from qpn.expr import (FUNCTIONS, UNITS, BinOp, Call, Num, Ref, TupleExpr, Unary)
 from qpn.model import (EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
                        QueueingPlace, RangeColors, RecordColors, Service, Subnet, SubnetParam,
                        Term, Transition)
 
 from .comments import attach_comments
+from .distparse import build_distribution
 from .normalize import normalize
 from .syntax_errors import syntax_error
+from .tokens import TokenStream
 
 GRAMMAR = Path(__file__).with_name("qpn.lark")
+_LOCK = threading.Lock()
+
+
+class _Context:
+    """Per-parse state shared by the token feed and the builder."""
+    file = "<string>"
+    source = ""
+    base_dir = "."
+    prev_line = 0   # line of the last token of the construct being reduced
 
 
 @lru_cache(maxsize=1)
+def _machinery():
+    ctx = _Context()
+    builder = _Builder(ctx)
+    # cache=True keeps the LALR tables in a temp file (start-up ~0.4 s -> ~0.05 s);
+    # the builder is embedded, so no parse tree is ever built.
+    lark = Lark(GRAMMAR.read_text(), parser="lalr", maybe_placeholders=True, cache=True,
+                transformer=builder, start=["start", "expr_start"])
+    return lark, TokenStream(lark), ctx
+
+
 def _lark() -> Lark:
-    # cache=True keeps the LALR tables in a temp file: start-up drops from ~0.4 s
-    return Lark(GRAMMAR.read_text(), parser="lalr", propagate_positions=True,
-                maybe_placeholders=True, cache=True)
+    return _machinery()[0]
+
+
+KEYWORDS = frozenset("""net include param colors shared queue place input output transition
+immediate timed priority servers mode when unless weight delay subnet instance inf on capacity
+departure fifo init service is fcfs ps random prio lcfs-pr rr quantum switch preemptive
+nonpreemptive not and or""".split())
 
 
 class _RawArc:
@@ -59,44 +86,63 @@ class _NetName:
         self.name, self.loc = name, loc
 
 
-@v_args(meta=True)
 class _Builder(Transformer):
-    def __init__(self, file: str, source: str, base_dir: str):
+    def __init__(self, ctx: _Context):
         super().__init__()
-        self.file, self.source, self.base_dir = file, source, base_dir
+        self.ctx = ctx
 
-    # -- locations ---------------------------------------------------------
-    def loc(self, meta) -> Loc | None:
-        if getattr(meta, "empty", True):
-            return None
-        return Loc(self.file, meta.line, meta.column, meta.end_line, meta.end_column, self.source)
-
+    # -- locations (from tokens: no parse tree is built) ---------------------
     def tloc(self, tok: Token) -> Loc:
-        return Loc(self.file, tok.line, tok.column, tok.end_line or tok.line,
-                   tok.end_column or tok.column + len(tok), self.source)
+        return Loc(self.ctx.file, tok.line, tok.column, tok.line, tok.end_column, self.ctx.source)
+
+    def cloc(self, children) -> Loc | None:
+        """Location of the first located child (token or model element)."""
+        for ch in children:
+            if ch is None:
+                continue
+            if isinstance(ch, Token):
+                return self.tloc(ch)
+            loc = getattr(ch, "loc", None)
+            if loc is not None:
+                return loc
+            if isinstance(ch, (list, tuple)):
+                loc = self.cloc(ch)
+                if loc is not None:
+                    return loc
+        return None
+
+    def iloc(self, children) -> Loc | None:
+        """Location of a declaration, spanning to its last line (for comments)."""
+        loc = self.cloc(children)
+        return loc.with_end(max(self.ctx.prev_line, loc.line)) if loc is not None else None
 
     def err(self, msg, where, **kw) -> ModelError:
-        loc = where if isinstance(where, Loc) or where is None else (
-            self.tloc(where) if isinstance(where, Token) else self.loc(where))
-        return ModelError(msg, loc, **kw)
+        if isinstance(where, Token):
+            where = self.tloc(where)
+        elif isinstance(where, list):
+            where = self.cloc(where)
+        return ModelError(msg, where, **kw)
 
     # -- top level -----------------------------------------------------------
-    def start(self, meta, items):
+    def start(self, items):
         return items
 
-    def net_decl(self, meta, c):
-        return _NetName(str(c[0]), self.loc(meta))
+    def expr_start(self, c):
+        return c[0]
 
-    def include(self, meta, c):
-        return Include(path=str(c[0])[1:-1], loc=self.loc(meta))
+    def net_decl(self, c):
+        return _NetName(str(c[0]), self.iloc(c))
 
-    def param(self, meta, c):
-        return Param(str(c[0]), c[1], loc=self.loc(meta))
+    def include(self, c):
+        return Include(path=str(c[0])[1:-1], loc=self.iloc(c))
+
+    def param(self, c):
+        return Param(str(c[0]), c[1], loc=self.iloc(c))
 
     # -- colors ----------------------------------------------------------------
-    def colors(self, meta, c):
+    def colors(self, c):
         name, (kind, data) = str(c[0]), c[1]
-        loc = self.loc(meta)
+        loc = self.iloc(c)
         if kind == "enum":
             seen = set()
             for tok in data:
@@ -108,28 +154,28 @@ class _Builder(Transformer):
             return RangeColors(name, data[0], data[1], loc=loc)
         return RecordColors(name, tuple((str(f), str(s)) for f, s in data), loc=loc)
 
-    def enum_colors(self, meta, c):
+    def enum_colors(self, c):
         return ("enum", c)
 
-    def range_colors(self, meta, c):
+    def range_colors(self, c):
         return ("range", c)
 
-    def record_colors(self, meta, c):
+    def record_colors(self, c):
         names = [str(f) for f, _ in c]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise self.err(f"record field '{dup.pop()}' is given twice", meta)
+            raise self.err(f"record field '{dup.pop()}' is given twice", c)
         return ("record", c)
 
-    def field(self, meta, c):
+    def field(self, c):
         return (c[0], c[1])
 
     # -- queues ------------------------------------------------------------------
-    def queue_decl(self, meta, c):
+    def queue_decl(self, c):
         name, spec = str(c[0]), c[1]
-        return spec(name, self.loc(meta))
+        return spec(name, self.iloc(c))
 
-    def qspec(self, meta, c):
+    def qspec(self, c):
         disc_tok, opts = c[0], c[1:]
         disc = str(disc_tok)
         kw: dict[str, Any] = {}
@@ -153,26 +199,28 @@ class _Builder(Transformer):
             raise self.err("an 'is' queue has infinitely many servers; do not give 'servers'",
                            opts[[o[0] for o in opts].index("servers")][2])
         servers = kw.get("servers", Num(math.inf) if disc == "is" else Num(1))
+        disc_loc = self.tloc(disc_tok)
 
         def build(name, loc):
             return Queue(name, disc, servers=servers, quantum=kw.get("quantum"),
-                         switch=kw.get("switch"), preemptive=kw.get("preemptive", True), loc=loc)
+                         switch=kw.get("switch"), preemptive=kw.get("preemptive", True),
+                         loc=loc or disc_loc)
         return build
 
-    def q_servers(self, meta, c):
-        return ("servers", c[0], self.loc(meta))
+    def q_servers(self, c):
+        return ("servers", c[0], self.cloc(c))
 
-    def q_quantum(self, meta, c):
-        return ("quantum", c[0], self.loc(meta))
+    def q_quantum(self, c):
+        return ("quantum", c[0], self.cloc(c))
 
-    def q_switch(self, meta, c):
-        return ("switch", c[0], self.loc(meta))
+    def q_switch(self, c):
+        return ("switch", c[0], self.cloc(c))
 
-    def q_preemptive(self, meta, c):
-        return ("preemptive", True, self.loc(meta))
+    def q_preemptive(self, c):
+        return ("preemptive", True, self.cloc(c))
 
-    def q_nonpreemptive(self, meta, c):
-        return ("preemptive", False, self.loc(meta))
+    def q_nonpreemptive(self, c):
+        return ("preemptive", False, self.cloc(c))
 
     # -- places --------------------------------------------------------------------
     def _place_opts(self, opts):
@@ -183,10 +231,10 @@ class _Builder(Transformer):
             kw[key] = (value, where)
         return kw
 
-    def place(self, meta, c):
+    def place(self, c):
         name_tok, cs, opts = c[0], c[1], c[2:]
         name = str(name_tok)
-        loc = self.loc(meta)
+        loc = self.iloc(c)
         kw = self._place_opts(opts)
         common = dict(name=name, colors=str(cs) if cs is not None else None,
                       capacity=kw.get("capacity", (None,))[0],
@@ -208,7 +256,7 @@ class _Builder(Transformer):
                              priority=tuple(kw.get("priority", ((),))[0]),
                              departure=str(kw.get("departure", ("normal",))[0]))
 
-    def port(self, meta, c):
+    def port(self, c):
         dir_tok, name_tok, cs, opts = c[0], c[1], c[2], c[3:]
         kw = self._place_opts(opts)
         for key in kw:
@@ -217,74 +265,81 @@ class _Builder(Transformer):
                                kw[key][1], hint="put the queueing place inside the subnet and connect it to the port")
         return Port(name=str(name_tok), colors=str(cs) if cs is not None else None,
                     capacity=kw.get("capacity", (None,))[0], init=tuple(kw.get("init", ((),))[0]),
-                    direction=str(dir_tok), loc=self.loc(meta))
+                    direction=str(dir_tok), loc=self.iloc(c))
 
-    def o_queue(self, meta, c):
-        return ("queue", c[0], self.loc(meta))
+    def o_queue(self, c):
+        return ("queue", c[0], None)
 
-    def o_on(self, meta, c):
-        return ("on", c[0], self.loc(meta))
+    def o_on(self, c):
+        return ("on", c[0], self.cloc(c))
 
-    def o_capacity(self, meta, c):
-        return ("capacity", c[0], self.loc(meta))
+    def o_capacity(self, c):
+        return ("capacity", c[0], self.cloc(c))
 
-    def o_departure(self, meta, c):
-        return ("departure", str(c[0]), self.loc(meta))
+    def o_departure(self, c):
+        return ("departure", "fifo", self.cloc(c))
 
-    def o_init(self, meta, c):
-        return ("init", c[0], self.loc(meta))
+    def o_init(self, c):
+        return ("init", c[0], self.cloc(c))
 
-    def o_service(self, meta, c):
-        return ("service", c[0], self.loc(meta))
+    def o_service(self, c):
+        return ("service", c[0], c[0][0].dist.loc if c[0] else None)
 
-    def o_priority(self, meta, c):
-        return ("priority", c[0], self.loc(meta))
+    def o_priority(self, c):
+        return ("priority", c[0], self.cloc(c))
 
-    def service_all(self, meta, c):
+    def service_all(self, c):
         return [Service(None, c[0])]
 
-    def service_colors(self, meta, c):
+    def service_colors(self, c):
         return list(c)
 
-    def svc(self, meta, c):
+    def svc(self, c):
         return Service(c[0], c[1])
 
-    def prio_all(self, meta, c):
+    def prio_all(self, c):
         return [(None, c[0])]
 
-    def prio_colors(self, meta, c):
+    def prio_colors(self, c):
         return list(c)
 
-    def pri(self, meta, c):
+    def pri(self, c):
         return (c[0], c[1])
 
     # -- terms ------------------------------------------------------------------------
-    def terms(self, meta, c):
+    def terms(self, c):
         return list(c)
 
-    def term(self, meta, c):
+    def term(self, c):
         return Term(c[0], c[1])  # count may be None until normalized
 
-    def count_int(self, meta, c):
-        return Num(int(c[0]), loc=self.tloc(c[0]))
+    def _whole(self, tok, what):
+        text = str(tok)
+        if not text.isdigit():
+            raise self.err(f"{what} must be a whole number, got {text}", tok,
+                           hint="write a computed value in parentheses: (2 * n)")
+        return Num(int(text), loc=self.tloc(tok))
 
-    def count_name(self, meta, c):
+    def count_int(self, c):
+        return self._whole(c[0], "a token count")
+
+    def count_name(self, c):
         return Ref(str(c[0]), self.tloc(c[0]))
 
-    def count_expr(self, meta, c):
+    def count_expr(self, c):
         return c[0]
 
-    def color_name(self, meta, c):
+    def color_name(self, c):
         return Ref(str(c[0]), self.tloc(c[0]))
 
-    def color_int(self, meta, c):
-        return Num(int(c[0]), loc=self.tloc(c[0]))
+    def color_int(self, c):
+        return self._whole(c[0], "a number color (or count of plain tokens)")
 
-    def color_expr(self, meta, c):
-        return c[0] if len(c) == 1 else TupleExpr(tuple(c), self.loc(meta))
+    def color_expr(self, c):
+        return c[0] if len(c) == 1 else TupleExpr(tuple(c), self.cloc(c))
 
     # -- transitions ---------------------------------------------------------------------
-    def transition(self, meta, c):
+    def transition(self, c):
         name_tok, kind_tok, rest = c[0], c[1], c[2:]
         name = str(name_tok)
         topts: dict[str, Any] = {}
@@ -326,17 +381,17 @@ class _Builder(Transformer):
         return Transition(name, kind, tuple(modes),
                           priority=topts["priority"][1] if "priority" in topts else None,
                           servers=topts["servers"][1] if "servers" in topts else None,
-                          loc=self.loc(meta))
+                          loc=self.iloc(c))
 
-    def t_priority(self, meta, c):
-        return ("priority", c[0], self.loc(meta))
+    def t_priority(self, c):
+        return ("priority", c[0], self.cloc(c))
 
-    def t_servers(self, meta, c):
-        return ("servers", c[0], self.loc(meta))
+    def t_servers(self, c):
+        return ("servers", c[0], self.cloc(c))
 
-    def mode(self, meta, c):
+    def mode(self, c):
         name = str(c[0]) if c[0] is not None else None
-        return self._mode(name, c[1], self.loc(meta))
+        return self._mode(name, c[1], self.iloc(c))
 
     def _mode(self, name, body: _ModeBody, loc) -> Mode:
         kw: dict[str, Any] = {}
@@ -350,52 +405,52 @@ class _Builder(Transformer):
                     tuple(kw.get("unless", ())), kw.get("when"), kw.get("weight"),
                     kw.get("delay"), loc=loc)
 
-    def mode_body(self, meta, c):
-        return _ModeBody(c[0], c[1], c[2:], self.loc(meta))
+    def mode_body(self, c):
+        return _ModeBody(c[0], c[1], c[2:], self.cloc(c))
 
-    def arcs(self, meta, c):
+    def arcs(self, c):
         return list(c)
 
-    def arc(self, meta, c):
-        return _RawArc(c[0], str(c[1]), c[2], self.loc(meta))
+    def arc(self, c):
+        return _RawArc(c[0], str(c[1]), c[2], self.cloc(c))
 
-    def m_when(self, meta, c):
-        return ("when", c[0], self.loc(meta))
+    def m_when(self, c):
+        return ("when", c[0], self.cloc(c))
 
-    def m_unless(self, meta, c):
-        return ("unless", c[0], self.loc(meta))
+    def m_unless(self, c):
+        return ("unless", c[0], self.cloc(c))
 
-    def m_weight(self, meta, c):
-        return ("weight", c[0], self.loc(meta))
+    def m_weight(self, c):
+        return ("weight", c[0], self.cloc(c))
 
-    def m_delay(self, meta, c):
-        return ("delay", c[0], self.loc(meta))
+    def m_delay(self, c):
+        return ("delay", c[0], self.cloc(c))
 
     # -- distributions -------------------------------------------------------------------
-    def dist(self, meta, c):
+    def dist(self, c):
         from .distparse import build_distribution
         name_tok = c[0]
         args = [a for a in c[1:] if a is not None]
-        return build_distribution(str(name_tok), args, self.loc(meta), self.tloc(name_tok),
-                                  self.base_dir)
+        return build_distribution(str(name_tok), args, self.cloc(c), self.tloc(name_tok),
+                                  self.ctx.base_dir)
 
-    def d_pos(self, meta, c):
-        return ("pos", None, c[0], self.loc(meta))
+    def d_pos(self, c):
+        return ("pos", None, c[0], self.cloc(c))
 
-    def d_named(self, meta, c):
-        return ("named", str(c[0]), c[1], self.loc(meta))
+    def d_named(self, c):
+        return ("named", str(c[0]), c[1], self.cloc(c))
 
-    def d_pair(self, meta, c):
-        return ("pair", c[0], c[1], self.loc(meta))
+    def d_pair(self, c):
+        return ("pair", c[0], c[1], self.cloc(c))
 
-    def d_list(self, meta, c):
-        return ("list", None, [x for x in c if x is not None], self.loc(meta))
+    def d_list(self, c):
+        return ("list", None, [x for x in c if x is not None], self.cloc(c))
 
-    def d_string(self, meta, c):
-        return ("string", None, str(c[0])[1:-1], self.loc(meta))
+    def d_string(self, c):
+        return ("string", None, str(c[0])[1:-1], self.cloc(c))
 
     # -- hierarchy -----------------------------------------------------------------------
-    def subnet(self, meta, c):
+    def subnet(self, c):
         name = str(c[0])
         params, items = [], []
         for x in c[1:]:
@@ -407,24 +462,24 @@ class _Builder(Transformer):
             if p.name in seen:
                 raise self.err(f"parameter '{p.name}' is declared twice in subnet '{name}'", p.loc)
             seen.add(p.name)
-        return Subnet(name, tuple(params), tuple(items), loc=self.loc(meta))
+        return Subnet(name, tuple(params), tuple(items), loc=self.iloc(c))
 
-    def sparam(self, meta, c):
-        return SubnetParam(str(c[0]), c[1], loc=self.loc(meta))
+    def sparam(self, c):
+        return SubnetParam(str(c[0]), c[1], loc=self.cloc(c))
 
-    def instance(self, meta, c):
+    def instance(self, c):
         args = [a for a in c[2:] if a is not None]
         names = [a[0] for a in args]
         for i, n in enumerate(names):
             if n in names[:i]:
                 raise self.err(f"argument '{n}' is given twice", args[i][2])
-        return Instance(str(c[0]), str(c[1]), tuple((n, e) for n, e, _ in args), loc=self.loc(meta))
+        return Instance(str(c[0]), str(c[1]), tuple((n, e) for n, e, _ in args), loc=self.iloc(c))
 
-    def iarg(self, meta, c):
-        return (str(c[0]), c[1], self.loc(meta))
+    def iarg(self, c):
+        return (str(c[0]), c[1], self.cloc(c))
 
     # -- expressions ---------------------------------------------------------------------
-    def number(self, meta, c):
+    def number(self, c):
         tok, unit = c
         text = str(tok)
         value: int | float = int(text) if text.isdigit() else float(text)
@@ -433,15 +488,15 @@ class _Builder(Transformer):
             raise self.err(f"unknown unit '{u}'", unit, expected="a time unit: " + ", ".join(UNITS),
                            did_you_mean=suggest(u, UNITS),
                            hint=f"to multiply write '{text} * {u}'")
-        return Num(value, str(unit) if unit is not None else None, loc=self.loc(meta))
+        return Num(value, str(unit) if unit is not None else None, loc=self.cloc(c))
 
-    def inf(self, meta, c):
-        return Num(math.inf, loc=self.loc(meta))
+    def inf(self, c):
+        return Num(math.inf, loc=self.cloc(c))
 
-    def ref(self, meta, c):
+    def ref(self, c):
         return Ref(str(c[0]), self.tloc(c[0]))
 
-    def call(self, meta, c):
+    def call(self, c):
         name_tok, args = c[0], [a for a in c[1:] if a is not None]
         fname = str(name_tok)
         if fname not in FUNCTIONS:
@@ -454,94 +509,109 @@ class _Builder(Transformer):
         lo, hi, _ = FUNCTIONS[fname]
         if not lo <= len(args) <= hi:
             raise self.err(f"{fname}() takes {lo if lo == hi else f'{lo} or more'} argument(s), "
-                           f"got {len(args)}", meta)
-        return Call(fname, tuple(args), self.loc(meta))
+                           f"got {len(args)}", c)
+        return Call(fname, tuple(args), self.cloc(c))
 
-    def tuple(self, meta, c):
-        return TupleExpr(tuple(c), self.loc(meta))
+    def tuple(self, c):
+        return TupleExpr(tuple(c), self.cloc(c))
 
-    def neg(self, meta, c):
-        x = c[0]
+    def neg(self, c):
+        x = c[-1]
         if type(x) is Num and x.value >= 0 and math.copysign(1, x.value) > 0:
-            return Num(-x.value, x.unit, loc=self.loc(meta))
-        return Unary("-", x, self.loc(meta))
+            return Num(-x.value, x.unit, loc=self.cloc(c))
+        return Unary("-", x, self.cloc(c))
 
-    def not_(self, meta, c):
-        return Unary("not", c[0], self.loc(meta))
+    def not_(self, c):
+        return Unary("not", c[0], self.cloc(c))
 
-    def _fold(self, meta, c, op=None):
+    def _fold(self, c, op=None):
         acc = c[0]
+        loc = self.cloc(c)
         if op is not None:  # 'and'/'or': operands only
             for x in c[1:]:
-                acc = BinOp(op, acc, x, self.loc(meta))
+                acc = BinOp(op, acc, x, loc)
             return acc
         for i in range(1, len(c), 2):
-            acc = BinOp(str(c[i]), acc, c[i + 1], self.loc(meta))
+            acc = BinOp(str(c[i]), acc, c[i + 1], loc)
         return acc
 
-    def or_expr(self, meta, c):
-        return self._fold(meta, c, "or")
+    def or_expr(self, c):
+        return self._fold(c, "or")
 
-    def and_expr(self, meta, c):
-        return self._fold(meta, c, "and")
+    def and_expr(self, c):
+        return self._fold(c, "and")
 
-    def sum(self, meta, c):
-        return self._fold(meta, c)
+    def sum(self, c):
+        return self._fold(c)
 
-    def product(self, meta, c):
-        return self._fold(meta, c)
+    def product(self, c):
+        return self._fold(c)
 
-    def comparison(self, meta, c):
-        return self._fold(meta, c)
+    def comparison(self, c):
+        return self._fold(c)
 
-    def power(self, meta, c):
-        return BinOp("^", c[0], c[1], self.loc(meta))
+    def power(self, c):
+        return BinOp("^", c[0], c[1], self.cloc(c))
 
 
 # ------------------------------------------------------------------------- API
-def parse_items(text: str, file: str = "<string>", base_dir: str = ".") -> list:
-    parser = _lark()
-    comments: list[Token] = []
-    builder = _Builder(file, text, base_dir)
-    try:
-        tree = _parse_with_comments(parser, text, comments)
-        items = builder.transform(tree)
-    except UnexpectedInput as exc:
-        raise syntax_error(exc, parser, file, text) from None
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, QPNError):
-            raise exc.orig_exc from None
-        raise
+def parse_items(text: str, file: str = "<string>", base_dir: str = ".",
+                start: str = "start") -> tuple[list, list]:
+    """Declarations of one file (not yet normalized or validated) and its comments."""
+    lark, stream, ctx = _machinery()
+    with _LOCK:
+        ctx.file, ctx.source, ctx.base_dir, ctx.prev_line = file, text, base_dir, 0
+        try:
+            tokens, comments = stream(text)
+            ip = lark.parse_interactive("", start=start)
+            feed = ip.feed_token
+            last = 0
+            for tok in tokens:
+                ctx.prev_line = last
+                feed(tok)
+                last = tok.line
+            ctx.prev_line = last
+            items = ip.feed_eof(tokens[-1] if tokens else None)
+        except UnexpectedInput as exc:
+            raise syntax_error(exc, lark, file, text) from None
+        except VisitError as exc:
+            if isinstance(exc.orig_exc, QPNError):
+                raise exc.orig_exc from None
+            raise
+    if start != "start":
+        return items, comments
+    if not isinstance(items, list):  # an empty file
+        items = [] if items is None or not getattr(items, "children", None) else items.children
     return items, comments
-
-
-def _parse_with_comments(parser: Lark, text: str, comments: list):
-    # Lark's lexer_callbacks are fixed at construction; collect comments with a
-    # cheap regex pass instead (comments never appear inside strings here).
-    import re
-    for m in re.finditer(r'"[^"\n]*"|#[^\n]*', text):
-        s = m.group(0)
-        if s.startswith("#"):
-            line = text.count("\n", 0, m.start()) + 1
-            comments.append((line, s))
-    return parser.parse(text)
 
 
 def parse(text: str, path: str | os.PathLike | None = None, *,
           _include_stack: tuple[str, ...] = ()) -> Net:
     """Parse model text; ``path`` names the file for errors and includes."""
+    # A parse allocates ~10 objects per token, none of them in reference cycles;
+    # pausing the cyclic collector meanwhile halves the time on large models.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse(text, path, _include_stack)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
     file = str(path) if path is not None else "<string>"
     base_dir = os.path.dirname(os.path.abspath(file)) if path is not None else os.getcwd()
     items, comments = parse_items(text, file, base_dir)
-    name = Path(file).stem if path is not None else "net"
+    name = default_name(file if path is not None else None)
     body = []
     net_line = None
     for it in items:
         if isinstance(it, _NetName):
-            net_line = it.loc.line if it.loc else None
-            if body or name != (Path(file).stem if path is not None else "net"):
+            if body or net_line is not None:
                 raise ModelError("'net <name>' must be the first declaration", it.loc)
             name = it.name
+            net_line = it.loc.line if it.loc else 0
             continue
         body.append(it)
     # includes
@@ -560,6 +630,17 @@ def parse(text: str, path: str | os.PathLike | None = None, *,
     return net
 
 
+def default_name(file: str | None) -> str:
+    """Net name from a file name when the model has no 'net' line."""
+    import re
+    if file is None:
+        return "model"
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(file).stem) or "model"
+    if stem[0].isdigit() or stem in KEYWORDS:
+        stem = "m_" + stem
+    return stem
+
+
 def _load_include(inc: Include, base_dir: str, stack: tuple[str, ...]) -> Include:
     target = os.path.normpath(os.path.join(base_dir, inc.path))
     if target in stack:
@@ -570,7 +651,7 @@ def _load_include(inc: Include, base_dir: str, stack: tuple[str, ...]) -> Includ
                          expected=f"a file relative to {base_dir}")
     with open(target, encoding="utf-8") as fh:
         text = fh.read()
-    sub = parse(text, target, _include_stack=stack)
+    sub = _parse(text, target, stack)
     return replace(inc, net=sub)
 
 
@@ -589,5 +670,5 @@ def load(path: str | os.PathLike) -> Net:
 
 def parse_expr(text: str, file: str = "<expr>"):
     """Parse a single expression (used for ``--set name=value``)."""
-    items, _ = parse_items(f"param _ = {text}", file)
-    return items[0].value
+    expr, _ = parse_items(text, file, start="expr_start")
+    return expr

@@ -137,7 +137,8 @@ def fmt_place(p: Place, indent: str) -> list[str]:
         head += f" : {p.colors}"
     opts = _place_opts(p)
     one = " ".join([head] + opts)
-    if len(indent) + len(one) <= WIDTH:
+    simple = not isinstance(p, QueueingPlace) or (len(opts) <= 2 and len(p.service) == 1)
+    if simple and len(indent) + len(one) <= WIDTH:
         return [indent + one]
     lines = [indent + head]
     for o in opts:
@@ -226,7 +227,7 @@ def fmt_item(it, indent: str = "") -> list[str]:
     elif isinstance(it, RecordColors):
         lines = [f"{indent}colors {it.name} = ({', '.join(f'{f}: {c}' for f, c in it.fields)})"]
     elif isinstance(it, Queue):
-        lines = [f"{indent}queue {it.name} : {fmt_qspec(it)}"]
+        lines = [f"{indent}shared queue {it.name} : {fmt_qspec(it)}"]
     elif isinstance(it, Place):
         lines = fmt_place(it, indent)
     elif isinstance(it, Transition):
@@ -259,8 +260,9 @@ def _items(items: Iterable, indent: str) -> list[str]:
     prev = None
     for it in items:
         block = fmt_item(it, indent)
-        multi = len(block) > 1
-        if out and (prev is None or prev[0] != _group(it) or multi or prev[1]):
+        doc = bool(getattr(it, "doc", ""))
+        multi = len(block) - len(_doc_lines(getattr(it, "doc", ""), indent)) > 1
+        if out and (prev is None or prev[0] != _group(it) or multi or doc or prev[1]):
             out.append("")
         out.extend(block)
         prev = (_group(it), multi)

@@ -20,7 +20,7 @@ _FRIENDLY = {
     "MUL_OP": "'*' or '/'",
     "$END": "end of file",
 }
-_STATEMENTS = ["net", "include", "param", "colors", "queue", "place", "transition",
+_STATEMENTS = ["net", "include", "param", "colors", "shared", "place", "transition",
                "subnet", "instance", "input", "output"]
 
 
@@ -96,7 +96,10 @@ def syntax_error(exc: UnexpectedInput, parser, file: str, source: str) -> ModelE
         did = suggest(text, keywords or _STATEMENTS)
     elif text in _HINTS:
         hint = _HINTS[text]
-    if tok.type != "NAME" and text.isalpha() and "NAME" in exc.expected:
-        hint = f"'{text}' is a keyword of the language and cannot be used as a name"
     what = f"unexpected '{text}'"
+    if tok.type != "NAME" and text[:1].isalpha():
+        what = f"unexpected keyword '{text}'"
+        if "NAME" in exc.expected:
+            hint = (f"'{text}' is a keyword of the language and cannot be a name; if it starts "
+                    "a new declaration, the one before is incomplete")
     return ModelError(what, loc, expected=expected, did_you_mean=did, hint=hint)

@@ -12,31 +12,42 @@ subclass).  Its string form is what the CLI prints instead of a traceback::
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import Iterable
 
 
-@dataclass(frozen=True)
 class Loc:
-    """A position in a source file (1-based line and column)."""
+    """A position in a source file (1-based line and column).
 
-    file: str = "<string>"
-    line: int = 0
-    col: int = 0
-    end_line: int = 0
-    end_col: int = 0
-    source: str | None = None  # full text of the file, for the caret display
+    A plain slotted class: models hold one per element, so it must be cheap.
+    Locations never take part in model equality.
+    """
+
+    __slots__ = ("file", "line", "col", "end_line", "end_col", "source")
+
+    def __init__(self, file: str = "<string>", line: int = 0, col: int = 0,
+                 end_line: int = 0, end_col: int = 0, source: str | None = None):
+        self.file, self.line, self.col = file, line, col
+        self.end_line, self.end_col, self.source = end_line, end_col, source
+
+    def __repr__(self) -> str:
+        return f"Loc({self.file!r}, {self.line}, {self.col})"
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
 
+    def with_end(self, end_line: int) -> "Loc":
+        return Loc(self.file, self.line, self.col, end_line, self.end_col, self.source)
+
     def line_text(self) -> str | None:
         if self.source is None or self.line <= 0:
             return None
-        lines = self.source.splitlines()
-        if self.line > len(lines):
-            return None
-        return lines[self.line - 1]
+        start = 0
+        for _ in range(self.line - 1):
+            start = self.source.find("\n", start) + 1
+            if start == 0:
+                return None
+        end = self.source.find("\n", start)
+        return self.source[start:] if end < 0 else self.source[start:end]
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:

@@ -497,10 +497,11 @@ def _check_mode(t: Transition, m: Mode, scope: _Scope) -> None:
     for a in m.inputs:
         info = _place_for_arc(a, scope, "input", t.name)
         cs = _colorset(scope, info.colors, a.loc)
-        _check_terms(a, cs, scope)
         if cs is not None:
             for term in a.terms:
                 _pattern_vars(term.color, cs, scope, variables, a.loc)
+    for a in m.inputs:
+        _check_terms(a, _colorset(scope, scope.places[a.place].colors, a.loc), scope, variables)
     # complex input expressions may use variables bound elsewhere
     for a in m.inputs:
         cs = _colorset(scope, scope.places[a.place].colors, a.loc)
@@ -510,14 +511,14 @@ def _check_mode(t: Transition, m: Mode, scope: _Scope) -> None:
     for a in m.outputs:
         info = _place_for_arc(a, scope, "output", t.name)
         cs = _colorset(scope, info.colors, a.loc)
-        _check_terms(a, cs, scope)
+        _check_terms(a, cs, scope, variables)
         if cs is not None:
             for term in a.terms:
                 _check_color_expr(term.color, cs, variables, scope, a.loc, f"an output of '{t.name}'")
     for a in m.inhibitors:
         info = _place_for_arc(a, scope, "inhibitor", t.name)
         cs = _colorset(scope, info.colors, a.loc)
-        _check_terms(a, cs, scope)
+        _check_terms(a, cs, scope, variables)
         if cs is not None:
             for term in a.terms:
                 _check_color_expr(term.color, cs, variables, scope, a.loc, f"an inhibitor of '{t.name}'")
@@ -528,11 +529,11 @@ def _check_mode(t: Transition, m: Mode, scope: _Scope) -> None:
         _check_dist(m.delay, scope, f"the delay of '{t.name}'")
 
 
-def _check_terms(a: Arc, cs, scope: _Scope) -> None:
+def _check_terms(a: Arc, cs, scope: _Scope, variables=()) -> None:
     if not a.terms:
         raise ModelError(f"arc to '{a.place}' has no tokens", a.loc)
     for term in a.terms:
-        _check_numeric(term.count, scope.numeric, f"the arc multiplicity of '{a.place}'")
+        _check_numeric(term.count, scope.numeric, f"the arc multiplicity of '{a.place}'", variables)
         if cs is None and term.color is not None:
             raise ModelError(f"place '{a.place}' holds plain tokens; it takes no '(...)'", a.loc,
                              hint=f"write '2 {a.place}' for two tokens")

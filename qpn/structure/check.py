@@ -116,7 +116,7 @@ def check_net(net: Net, params=None) -> StructureReport:
         rep.add("info", "skipped", f"invariants skipped: {len(labels)} places x {len(c.modes)} "
                 "modes is beyond the structural-analysis size limit")
     _traps(c, rep)
-    if c.nslots <= 400 and len(c.modes) <= 2000:
+    if c.modes and c.nslots <= 400 and len(c.modes) <= 2000:
         _reachability(c, rep)
     return rep
 

@@ -1,0 +1,98 @@
+"""Every user mistake gives a located error: file:line:col, the line, a caret,
+what was expected, and a did-you-mean hint where one exists."""
+import pytest
+
+import qpn
+from qpn.cli import main
+from qpn.errors import ModelError
+
+from bad_inputs import CASES
+
+
+@pytest.mark.parametrize("cid,src,fragment,line,col", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_located(cid, src, fragment, line, col):
+    with pytest.raises(ModelError) as info:
+        qpn.parse(src, "bad.qpn")
+    err = info.value
+    assert fragment in err.message
+    assert err.loc is not None and err.loc.file == "bad.qpn"
+    assert (err.loc.line, err.loc.col) == (line, col)
+    text = str(err)
+    assert text.startswith(f"bad.qpn:{line}:{col}: error: ")
+    lines = text.splitlines()
+    # the offending source line and a caret under the column
+    assert lines[1].endswith(src.splitlines()[line - 1])
+    caret = lines[2].split("| ", 1)[1]
+    assert caret.index("^") == col - 1
+
+
+def test_at_least_forty_distinct_bad_inputs():
+    assert len({c[0] for c in CASES}) >= 40
+    assert len({c[1] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("src,suggestion", [
+    ("place idle init 1\nplace cpu queue ps service exp(1)\ntransition t : idle -> cpus\n", "cpu"),
+    ("place a\ntranistion t : a -> a\n", "transition"),
+    ("param t = 5 mss\n", "ms"),
+    ("place a queue is service expo(1)\n", "exp"),
+    ("param abc = 1\nparam x = 2 * abd\n", "abc"),
+    ("colors job = {alpha, beta}\nplace p : job init alpah\n", "alpha"),
+    ("subnet S(threads = 1) { place p init threads }\ninstance s = S(thread = 2)\n", "threads"),
+    ("param a = sqr(4)\n", "sqrt"),
+])
+def test_did_you_mean(src, suggestion):
+    with pytest.raises(ModelError) as info:
+        qpn.parse(src)
+    assert info.value.did_you_mean == suggestion
+    assert f"did you mean '{suggestion}'?" in str(info.value)
+
+
+def test_expected_is_stated():
+    with pytest.raises(ModelError) as info:
+        qpn.parse("place a\ntransition t : a\nplace b\n")
+    assert "'->'" in info.value.expected
+
+
+@pytest.mark.parametrize("cid,src,fragment,line,col", CASES[::7], ids=[c[0] for c in CASES[::7]])
+def test_cli_prints_no_traceback(tmp_path, capsys, cid, src, fragment, line, col):
+    f = tmp_path / "bad.qpn"
+    f.write_text(src)
+    status = main(["check", str(f)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "Traceback" not in err
+    assert f"bad.qpn:{line}:{col}: error:" in err and fragment in err
+
+
+def test_cli_bad_parameter_override(tmp_path, capsys):
+    f = tmp_path / "m.qpn"
+    f.write_text("param threads = 4\nplace p init threads\n")
+    assert main(["check", str(f), "--set", "threads=four"]) == 2
+    err = capsys.readouterr().err
+    assert "parameter 'threads' must be a number" in err and "Traceback" not in err
+    assert main(["check", str(f), "--set", "thread=4"]) == 2
+    assert "unknown parameter 'thread'" in capsys.readouterr().err
+    assert main(["check", str(f), "--set", "threads"]) == 2
+    assert "--set expects name=value" in capsys.readouterr().err
+
+
+def test_cli_missing_file(capsys):
+    assert main(["check", "no/such/file.qpn"]) == 2
+    assert "no such model file" in capsys.readouterr().err
+
+
+def test_include_cycle(tmp_path):
+    (tmp_path / "a.qpn").write_text('include "b.qpn"\n')
+    (tmp_path / "b.qpn").write_text('include "a.qpn"\n')
+    with pytest.raises(ModelError) as info:
+        qpn.load(str(tmp_path / "a.qpn"))
+    assert "include cycle: a.qpn -> b.qpn -> a.qpn" in info.value.message
+
+
+def test_error_in_included_file_points_there(tmp_path):
+    (tmp_path / "lib.qpn").write_text("place ok\nplace ok\n")
+    (tmp_path / "main.qpn").write_text('include "lib.qpn"\n')
+    with pytest.raises(ModelError) as info:
+        qpn.load(str(tmp_path / "main.qpn"))
+    assert info.value.loc.file.endswith("lib.qpn") and info.value.loc.line == 2
