@@ -55,6 +55,9 @@ def get_solver(method: str) -> Solver:
                 raise
             raise SolverError(f"method '{method}' is not available in this version of qpn",
                               methods=tuple(m for m in METHODS if m in REGISTRY)) from None
+    if method not in REGISTRY:
+        raise SolverError(f"method '{method}' is not available in this version of qpn",
+                          methods=tuple(m for m in METHODS if m in REGISTRY))
     return REGISTRY[method]
 
 

@@ -1,0 +1,122 @@
+"""Frontend commands of the ``qpn`` CLI (loaded by ``qpn.cli._load_plugins``).
+
+    qpn trace -o run.jsonl -- python prog.py ARGS     record a Python program
+    qpn trace-check run.jsonl                         validate and summarize a trace
+    qpn import-persik probes.log -o run.jsonl         convert a PERSIK probe log
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+from qpn.cli import command
+from qpn.errors import QPNError
+
+
+@command("trace", "run a Python program traced and write a neutral trace (JSON lines)")
+def cmd_trace(args) -> int:
+    from .pytrace.runner import trace_command
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise QPNError("qpn trace: give the command to run, e.g. "
+                       "qpn trace -o run.jsonl -- python prog.py")
+    run = trace_command(cmd, args.output, timeout=args.timeout)
+    for w in run.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    threads = sum(1 for e in run.trace.events if e["kind"] == "thread_start")
+    print(f"wrote {args.output}: {len(run.trace.events)} events, {threads} threads"
+          + (f" (program exit status {run.returncode})" if run.returncode else ""),
+          file=sys.stderr)
+    return run.returncode
+
+
+@cmd_trace.setup
+def _(p):
+    p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="stop the program (SIGTERM) after this many seconds")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, e.g. python prog.py ARGS")
+
+
+_.takes_file = False
+
+
+@command("trace-check", "validate a neutral trace and summarize it (threads, events, objects)")
+def cmd_trace_check(args) -> int:
+    from .trace import read_trace
+    trace = read_trace(args.trace, strict=not args.lenient)
+    for w in trace.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    h = trace.header
+    caps = ", ".join(k for k, v in sorted(h.capabilities.items()) if v) or "none"
+    print(f"{args.trace}: {h.source} trace, {len(trace.events)} events"
+          + ("" if trace.complete else " (valid prefix only)"))
+    print(f"capabilities: {caps}")
+    names = trace.thread_names()
+    by_thread = trace.by_thread()
+    for tid, evs in sorted(by_thread.items()):
+        span = (evs[-1]["ts"] - evs[0]["ts"]) / 1e6
+        cpu = [e["cpu"] for e in evs if "cpu" in e]
+        cpu_ms = f", cpu {(cpu[-1] - cpu[0]) / 1e6:.3f} ms" if len(cpu) > 1 else ""
+        print(f"  thread {tid} {names.get(tid, '')!r}: {len(evs)} events, "
+              f"{span:.3f} ms{cpu_ms}")
+    kinds = collections.Counter(e["kind"] for e in trace.events)
+    print("events: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+    objs = collections.Counter(e["type"] for e in trace.objects().values())
+    if objs:
+        print("objects: " + ", ".join(f"{k} {n}" for k, n in objs.most_common()))
+    return 0
+
+
+@cmd_trace_check.setup
+def _(p):
+    p.add_argument("trace", help="trace file (.jsonl)")
+    p.add_argument("--lenient", action="store_true",
+                   help="accept the valid part of a malformed trace (warn instead of failing)")
+
+
+_.takes_file = False
+
+
+@command("import-persik", "convert a PERSIK probe log (THREAD ... DONE sections) to a neutral trace")
+def cmd_import_persik(args) -> int:
+    from .persik import persik_to_trace, read_persik
+    from .trace import write_trace
+    log = read_persik(args.log, strict=not args.lenient)
+    for w in log.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    header, events = persik_to_trace(log)
+    n = write_trace(args.output, header, events)
+    print(f"wrote {args.output}: {n} events from {len(log.threads)} thread(s)", file=sys.stderr)
+    if args.pcg:
+        from .pcg import build_pcg, code_fragments, format_pcg, parse_library, prune
+        library = parse_library(args.library)
+        context = {int(x) for x in args.context_probes.split(",") if x.strip()}
+        seqs = [code_fragments(t.probes, context_probes=context, library=library)
+                for t in log.threads]
+        seqs = [prune(s, args.threshold) for s in seqs]
+        print(format_pcg(build_pcg(seqs)), end="")
+    return 0
+
+
+@cmd_import_persik.setup
+def _(p):
+    p.add_argument("log", help="PERSIK probe log")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
+    p.add_argument("--lenient", action="store_true", help="keep the valid part of a bad log")
+    p.add_argument("--pcg", action="store_true",
+                   help="also print the code fragments' probabilistic call graph")
+    p.add_argument("--context-probes", default="",
+                   help="probe ids inside shared library code (e.g. file natives 1013,1014): "
+                        "their fragments get the calling probe as context")
+    p.add_argument("--library", default="",
+                   help="library entry:exit probe pairs, e.g. 500:501,502:503")
+    p.add_argument("--threshold", type=float, default=0.03,
+                   help="drop computation fragments below this share of the thread's CPU "
+                        "(default 0.03)")
+
+
+_.takes_file = False

@@ -1,0 +1,304 @@
+"""The recorder that runs inside the traced Python process.
+
+It is imported by a generated ``sitecustomize`` before the program's first line
+(see :mod:`frontends.pytrace.runner`), installs the wrappers of
+:mod:`.sync`, :mod:`.queues` and :mod:`.iopatch`, and collects every event as a
+tuple in one list (``list.append`` is atomic under the GIL, so threads need no
+lock of their own).  The list is spilled to a raw file as marshal records when
+it grows large, at exit, on SIGTERM and before ``os._exit``; the runner turns
+the records into the neutral format afterwards, so JSON encoding never slows
+the program down.
+
+Only the standard library may be imported here: the traced interpreter need not
+have qpn's dependencies.
+"""
+from __future__ import annotations
+
+import _thread
+import itertools
+import marshal
+import _signal  # not `signal`: it imports enum, which costs start-up time
+import os
+import sys
+import time
+
+mono = time.monotonic_ns          # CLOCK_MONOTONIC, the clock perf uses too
+cpu = time.thread_time_ns         # CPU time of the calling thread
+# Records carry the cheap pthread ident (get_native_id is a system call); each
+# thread_start record also gives the OS thread id, and the runner maps one to
+# the other, so the trace has OS tids that match perf/strace traces.
+gettid = _thread.get_ident
+native_tid = _thread.get_native_id
+
+from .layout import LONG  # noqa: E402  (stdlib-only module)
+
+BUF: list = []
+emit = BUF.append                 # record one event tuple (see layout.FIELDS)
+SPILL_AT = 200_000                # records kept in memory before a spill
+_real_sleep = time.sleep
+_ids = itertools.count(1)
+_sites: dict = {}                 # (filename, lineno) -> site id
+_site_rows: list = []             # site ids not yet written: (id, filename, lineno)
+_kind: dict = {}                  # filename -> 0 user code, 1 library, 2 this tracer
+_state = {"fd": None, "done": False, "child": False}
+_flush_lock = _thread.allocate_lock()
+
+_AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
+# The standard library is where os.py lives (sysconfig would cost milliseconds
+# of start-up); installed packages are recognised by their directory name.
+_LIB_DIRS = (os.path.realpath(os.path.dirname(os.__file__)) + os.sep,)
+_PKG_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def spent(t0: int, c0: int) -> tuple:
+    """(wall ns since t0, CPU ns since c0 if the wall time exceeded LONG, else None)."""
+    d = mono() - t0
+    return d, (cpu() - c0 if d > LONG else None)
+
+
+def _spiller() -> None:
+    # Checking the buffer size here rather than at every event keeps the
+    # wrappers to one list.append.
+    while not _state["done"]:
+        _real_sleep(0.2)
+        if len(BUF) >= SPILL_AT:
+            spill()
+
+
+def classify(filename: str) -> int:
+    """0 for user code, 1 for the standard library/site-packages, 2 for the tracer."""
+    if filename.startswith("<"):
+        k = 0 if filename in ("<string>", "<stdin>") else 1
+    else:
+        path = os.path.realpath(filename)
+        if path.startswith(_AGENT_DIR + os.sep):
+            k = 2
+        elif path.startswith(_LIB_DIRS) or any(d in path for d in _PKG_DIRS):
+            k = 1
+        else:
+            k = 0
+    _kind[filename] = k
+    return k
+
+
+def site() -> int | None:
+    """Site id of the innermost user-code frame calling into a wrapper.
+
+    Library frames are skipped (a lock taken inside ``queue.Queue.put`` is
+    reported at the user's ``put`` line); if no user frame exists (a pool
+    worker's loop), the innermost library frame is used.
+    """
+    f = sys._getframe(1)
+    lib = None
+    while f is not None:
+        fn = f.f_code.co_filename
+        k = _kind.get(fn)
+        if k is None:
+            k = classify(fn)
+        if k == 0:
+            break
+        if k == 1 and lib is None:
+            lib = f
+        f = f.f_back
+    else:
+        if lib is None:
+            return None
+        f = lib
+        fn = f.f_code.co_filename
+    return site_id(fn, f.f_lineno)
+
+
+def user_site() -> int | None:
+    """Like :func:`site`, but None when no user-code frame is on the stack."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        k = _kind.get(fn)
+        if k is None:
+            k = classify(fn)
+        if k == 0:
+            return site_id(fn, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+def site_id(filename: str, lineno: int) -> int:
+    key = (filename, lineno)
+    sid = _sites.get(key)
+    if sid is None:
+        new = next(_ids)
+        sid = _sites.setdefault(key, new)
+        if sid == new:
+            _site_rows.append((sid, filename, lineno))
+    return sid
+
+
+def created_by_library() -> bool:
+    """True when the object being created is made by library code (e.g. the
+    mutex inside ``queue.Queue``): such internals are left untraced."""
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        k = _kind.get(fn)
+        if k is None:
+            k = classify(fn)
+        if k != 2:
+            return k == 1
+        f = f.f_back
+    return False
+
+
+def _write(rec: tuple) -> None:
+    fd = _state["fd"]
+    if fd is None:
+        return
+    data = marshal.dumps(rec)
+    data = len(data).to_bytes(8, "little") + data
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def spill() -> None:
+    """Move the buffered records to the raw file (safe to call from any thread)."""
+    with _flush_lock:
+        n = len(BUF)
+        chunk = BUF[:n]
+        del BUF[:n]              # atomic: appends racing with us land after n
+        m = len(_site_rows)
+        rows = _site_rows[:m]
+        del _site_rows[:m]
+        if not _state["child"]:
+            _write(("E", chunk, rows))
+
+
+def finish(reason: str = "exit") -> None:
+    """Record the main thread's end and write everything (idempotent)."""
+    if _state["done"] or _state["child"]:
+        return
+    _state["done"] = True
+    emit(("thread_end", gettid(), mono(), cpu(), None))
+    spill()
+    _write(("X", {"reason": reason, "end_ns": mono()}))
+    fd, _state["fd"] = _state["fd"], None
+    if fd is not None:
+        os.close(fd)
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (multiprocessing) is not traced: it must not interleave
+    # records with its parent's.  Its wrappers still append, so a spiller that
+    # discards keeps its memory bounded.
+    _state["child"] = True
+    _state["fd"] = None
+    BUF.clear()
+    _thread.start_new_thread(_spiller, ())
+
+
+def _on_signal(signum, frame) -> None:
+    finish(f"signal {signum}")
+    _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def install(raw_path: str) -> None:
+    """Install every wrapper and start recording into ``raw_path``."""
+    import atexit
+    _state["fd"] = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    start = mono()
+    _write(("H", {
+        "pid": os.getpid(), "argv": list(sys.argv), "executable": sys.executable,
+        "cwd": os.getcwd(), "python": sys.version.split()[0],
+        "implementation": sys.implementation.name, "start_ns": start,
+        "epoch_ns": time.time_ns(), "cpus": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "switch_interval_ns": int(sys.getswitchinterval() * 1e9)}))
+    from . import iopatch
+    iopatch.install()
+    # The other wrappers are installed when the program imports the module
+    # they wrap, so a program that never imports socket does not pay for it.
+    when_imported("threading", lambda m: _load("sync").install())
+    when_imported("queue", lambda m: _load("queues").install())
+    when_imported("concurrent.futures.thread", lambda m: _load("queues").install_futures())
+    when_imported("socket", lambda m: iopatch.install_socket())
+    emit(("thread_start", gettid(), start, cpu(), None, "MainThread", None, False,
+          native_tid()))
+    atexit.register(finish)
+    _thread.start_new_thread(_spiller, ())
+    for sig in (_signal.SIGTERM, _signal.SIGHUP):
+        if _signal.getsignal(sig) == _signal.SIG_DFL:
+            _signal.signal(sig, _on_signal)
+    real_exit = os._exit
+
+    def _exit(status):
+        finish("os._exit")
+        real_exit(status)
+    os._exit = _exit
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    from . import api
+    api._install_recorder(emit, site, mono, cpu, gettid)
+
+
+def _load(name: str):
+    import importlib
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+class _PostImportHook:
+    """A meta-path finder that runs a callback right after a module is executed."""
+
+    def __init__(self):
+        self.hooks: dict = {}
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.hooks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        # Patch only per-module loader instances: a class (frozen or built-in
+        # importer) is shared by many modules.
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec
+        callbacks = self.hooks.pop(name)
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            for cb in callbacks:
+                cb(module)
+        loader.exec_module = exec_module
+        return spec
+
+
+_hook = _PostImportHook()
+
+
+def when_imported(name: str, callback) -> None:
+    """Call ``callback(module)`` once ``name`` is imported (now if it already is)."""
+    if name in sys.modules:
+        callback(sys.modules[name])
+        return
+    _hook.hooks.setdefault(name, []).append(callback)
+    if _hook not in sys.meta_path:
+        sys.meta_path.insert(0, _hook)
+
+
+def install_from_env() -> None:
+    """Entry point of the generated sitecustomize (reads QPN_TRACE_* variables)."""
+    raw = os.environ.pop("QPN_TRACE_RAW", None)
+    orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
+    # Children of the traced program are not traced: restore their environment.
+    if orig is not None:
+        if orig == "":
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = orig
+    if raw:
+        install(raw)

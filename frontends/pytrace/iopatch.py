@@ -1,0 +1,314 @@
+"""Traced file and socket I/O and ``time.sleep``.
+
+``open`` called (directly or through pathlib etc.) from user code returns a
+thin proxy that records open/read/write/close with path, bytes, wall and CPU
+duration; opens made by library machinery alone (imports, linecache) are left
+alone.  Iterating a file line by line is recorded as one aggregated read per
+loop (``calls`` = lines; for text files ``bytes`` counts characters), because
+one event per line would cost more than the line itself.
+
+Socket methods are wrapped on ``socket.socket``, so sockets made by any code
+(http.client, socketserver) are traced, including ``makefile`` streams.
+"""
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import time
+
+from .agent import cpu, emit, gettid, mono, site, spent, user_site
+
+_open = builtins.open
+_sleep = time.sleep
+
+
+def traced_sleep(seconds: float) -> None:
+    s = site()
+    c0 = cpu()
+    t0 = mono()
+    _sleep(seconds)
+    d, cd = spent(t0, c0)
+    emit(("wait", gettid(), t0, c0, s, "sleep", None, d, None, None, None, int(seconds * 1e9), cd))
+
+
+def traced_open(file, mode="r", *args, **kwargs):
+    s = user_site()
+    if s is None:
+        return _open(file, mode, *args, **kwargs)
+    path = f"fd:{file}" if isinstance(file, int) else os.fsdecode(file)
+    c0 = cpu()
+    t0 = mono()
+    try:
+        f = _open(file, mode, *args, **kwargs)
+    except OSError:
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "open", None, path, None, None, d, cd, None, False))
+        raise
+    d, cd = spent(t0, c0)
+    proxy = TracedFile(f, path)
+    emit(("io", gettid(), t0, c0, s, "open", id(proxy), path, proxy._fd, None, d, cd))
+    return proxy
+
+
+class TracedFile:
+    """Proxy of an open file: traced I/O methods, everything else delegated.
+
+    The read/write methods are written out one by one (no shared helper) since
+    each extra Python call costs a noticeable part of the tracer's overhead.  Calls shorter than layout.LONG get no ``cpu_dur``
+    (their CPU, at most that long, counts to the next fragment).
+    """
+
+    __slots__ = ("_f", "_path", "_fd", "_it", "__weakref__")
+
+    def __init__(self, f, path: str):
+        self._f, self._path, self._it = f, path, None
+        try:
+            self._fd = f.fileno()
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            self._fd = None
+
+    def _record(self, op, s, t0, c0, nbytes):
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, op, id(self), self._path, self._fd, nbytes, d, cd))
+
+    def read(self, *args):
+        if self._it is not None:
+            self._flush_iter()
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        data = self._f.read(*args)
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, len(data),
+              d, cd))
+        return data
+
+    def readline(self, *args):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        data = self._f.readline(*args)
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, len(data),
+              d, cd))
+        return data
+
+    def readinto(self, buffer):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        n = self._f.readinto(buffer)
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, n or 0,
+              d, cd))
+        return n
+
+    def read1(self, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        data = self._f.read1(*args)
+        self._record("read", s, t0, c0, len(data))
+        return data
+
+    def readlines(self, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        lines = self._f.readlines(*args)
+        self._record("read", s, t0, c0, sum(map(len, lines)))
+        return lines
+
+    def write(self, data):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        n = self._f.write(data)
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "write", id(self), self._path, self._fd, len(data),
+              d, cd))
+        return n
+
+    def writelines(self, lines):
+        lines = list(lines)
+        s, c0, t0 = site(), cpu(), mono()
+        self._f.writelines(lines)
+        self._record("write", s, t0, c0, sum(map(len, lines)))
+
+    def close(self) -> None:
+        if self._it is not None:
+            self._flush_iter()
+        f = self._f
+        if not f.closed:
+            s, c0, t0 = site(), cpu(), mono()
+            f.close()
+            self._record("close", s, t0, c0, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t0 = mono()
+        try:
+            line = next(self._f)
+        except StopIteration:
+            if self._it is not None:
+                self._flush_iter()
+            raise
+        it = self._it
+        if it is None:
+            self._it = [t0, cpu(), site(), 1, len(line), mono() - t0]
+        else:
+            it[3] += 1
+            it[4] += len(line)
+            it[5] += mono() - t0
+        return line
+
+    def _flush_iter(self) -> None:
+        t0, c0, s, calls, nbytes, dur = self._it
+        self._it = None
+        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, nbytes, dur,
+              None, None, None, calls))
+
+    # frequent untraced calls, defined here because __getattr__ is slow
+    def seek(self, *args):
+        return self._f.seek(*args)
+
+    def tell(self):
+        return self._f.tell()
+
+    def flush(self):
+        return self._f.flush()
+
+    def fileno(self):
+        return self._f.fileno()
+
+    @property
+    def closed(self):
+        return self._f.closed
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __del__(self):
+        if self._it is not None:
+            self._flush_iter()
+
+    def __repr__(self) -> str:
+        return f"<traced {self._f!r}>"
+
+
+def _wrap_socket(socket) -> None:
+    S = socket.socket
+    send, sendall, recv, recv_into = S.send, S.sendall, S.recv, S.recv_into
+    sendto, recvfrom, accept, connect = S.sendto, S.recvfrom, S.accept, S.connect
+
+    def failed(self, op, s, t0, c0):
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, op, id(self), None, self.fileno(), None, d, cd, None,
+              False))
+
+    def t_send(self, data, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        try:
+            n = send(self, data, *args)
+        except OSError:
+            failed(self, "send", s, t0, c0)
+            raise
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "send", id(self), None, self.fileno(), n, d, cd))
+        return n
+
+    def t_sendall(self, data, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        try:
+            sendall(self, data, *args)
+        except OSError:
+            failed(self, "send", s, t0, c0)
+            raise
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "send", id(self), None, self.fileno(), len(data),
+              d, cd))
+
+    def t_sendto(self, data, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        n = sendto(self, data, *args)
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "send", id(self), None, self.fileno(), n, d, cd,
+              str(args[-1])))
+        return n
+
+    def t_recv(self, size, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        try:
+            data = recv(self, size, *args)
+        except OSError:
+            failed(self, "recv", s, t0, c0)
+            raise
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "recv", id(self), None, self.fileno(), len(data),
+              d, cd))
+        return data
+
+    def t_recv_into(self, buffer, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        try:
+            n = recv_into(self, buffer, *args)
+        except OSError:
+            failed(self, "recv", s, t0, c0)
+            raise
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "recv", id(self), None, self.fileno(), n, d, cd))
+        return n
+
+    def t_recvfrom(self, size, *args):
+        s, c0, t0 = site(), cpu(), mono()
+        data, addr = recvfrom(self, size, *args)
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "recv", id(self), None, self.fileno(), len(data),
+              d, cd, str(addr)))
+        return data, addr
+
+    def t_accept(self):
+        s, c0, t0 = site(), cpu(), mono()
+        try:
+            conn, addr = accept(self)
+        except OSError:
+            failed(self, "accept", s, t0, c0)
+            raise
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "accept", id(self), None, self.fileno(), None,
+              d, cd, str(addr)))
+        return conn, addr
+
+    def t_connect(self, address):
+        s, c0, t0 = site(), cpu(), mono()
+        try:
+            connect(self, address)
+        except OSError:
+            failed(self, "connect", s, t0, c0)
+            raise
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "connect", id(self), None, self.fileno(), None,
+              d, cd, str(address)))
+
+    for name, fn in (("send", t_send), ("sendall", t_sendall), ("sendto", t_sendto),
+                     ("recv", t_recv), ("recv_into", t_recv_into), ("recvfrom", t_recvfrom),
+                     ("accept", t_accept), ("connect", t_connect)):
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = getattr(S, name).__doc__
+        setattr(S, name, fn)
+
+
+def install() -> None:
+    time.sleep = traced_sleep
+    builtins.open = traced_open
+    io.open = traced_open
+
+
+def install_socket() -> None:
+    import socket
+    _wrap_socket(socket)

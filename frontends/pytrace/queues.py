@@ -1,0 +1,155 @@
+"""Traced ``queue`` queues and ``concurrent.futures`` thread pools.
+
+Every put/get carries ``item`` = ``id(item)``: the same object put into one
+queue and taken out of it (or passed on to the next queue) has the same id, so
+a request can be followed across threads.  Ids are unique only among objects
+alive at the same time; match a get to the earliest unmatched put of the same
+id on the same queue (``frontends.trace_query.match_items`` does).
+
+Queues are traced even when library code creates them: the work queue of a
+``ThreadPoolExecutor`` is how submitted tasks reach the worker threads.
+"""
+from __future__ import annotations
+
+import queue
+
+from .agent import cpu, emit, gettid, mono, site, site_id, spent
+from .sync import declare, ns
+
+_Full, _Empty = queue.Full, queue.Empty
+
+
+class _QueueMixin:
+    _kind = "queue"
+
+    def __init__(self, maxsize: int = 0):
+        super().__init__(maxsize)
+        declare(self, self._kind, capacity=maxsize if maxsize > 0 else None)
+
+    def put(self, item, block: bool = True, timeout: float | None = None) -> None:
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        try:
+            super().put(item, block, timeout)
+        except _Full:
+            d, cd = spent(t0, c0)
+            emit(("put", gettid(), t0, c0, s, id(self), id(item), d, self._qsize(), False, cd))
+            raise
+        d, cd = spent(t0, c0)
+        emit(("put", gettid(), t0, c0, s, id(self), id(item), d, self._qsize(), None, cd))
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        try:
+            item = super().get(block, timeout)
+        except _Empty:
+            d, cd = spent(t0, c0)
+            emit(("get", gettid(), t0, c0, s, id(self), None, d, 0, False, cd))
+            raise
+        d, cd = spent(t0, c0)
+        emit(("get", gettid(), t0, c0, s, id(self), id(item), d, self._qsize(), None, cd))
+        return item
+
+
+class TracedQueue(_QueueMixin, queue.Queue):
+    _kind = "queue"
+
+
+class TracedLifoQueue(_QueueMixin, queue.LifoQueue):
+    _kind = "lifo_queue"
+
+
+class TracedPriorityQueue(_QueueMixin, queue.PriorityQueue):
+    _kind = "prio_queue"
+
+
+class TracedSimpleQueue(queue.SimpleQueue):
+    """``queue.SimpleQueue`` (C): every entry point is overridden."""
+
+    def __init__(self):
+        declare(self, "simple_queue")
+
+    def put(self, item, block: bool = True, timeout: float | None = None) -> None:
+        t = mono()
+        super().put(item)
+        emit(("put", gettid(), t, cpu(), site(), id(self), id(item), 0, self.qsize()))
+
+    def put_nowait(self, item) -> None:
+        self.put(item)
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        try:
+            item = super().get(block, timeout)
+        except _Empty:
+            d, cd = spent(t0, c0)
+            emit(("get", gettid(), t0, c0, s, id(self), None, d, 0, False, cd))
+            raise
+        d, cd = spent(t0, c0)
+        emit(("get", gettid(), t0, c0, s, id(self), id(item), d, self.qsize(), None, cd))
+        return item
+
+    def get_nowait(self):
+        return self.get(False)
+
+
+def install_futures() -> None:
+    """Patch ThreadPoolExecutor (pool object, task spans) and Future.result."""
+    from concurrent.futures import _base as futures_base
+    from concurrent.futures import thread as futures_thread
+    install()                # the pool's work queue is a traced SimpleQueue
+    if getattr(futures_thread, "_qpn_patched", False):
+        return
+    futures_thread._qpn_patched = True
+    Pool, WorkItem, Future = (futures_thread.ThreadPoolExecutor, futures_thread._WorkItem,
+                              futures_base.Future)
+    init, run, result = Pool.__init__, WorkItem.run, Future.result
+
+    def traced_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        declare(self, "pool", workers=self._max_workers, queue=id(self._work_queue),
+                name=self._thread_name_prefix or None)
+
+    def traced_run(self):
+        c0 = cpu()
+        t0 = mono()
+        try:
+            run(self)
+        finally:
+            t1, c1 = mono(), cpu()
+            fn = self.fn
+            code = getattr(fn, "__code__", None)
+            s = site_id(code.co_filename, code.co_firstlineno) if code is not None else None
+            emit(("task", gettid(), t0, c0, s, id(self), t1 - t0, c1 - c0,
+                  getattr(fn, "__qualname__", None) or repr(fn), id(self.future)))
+
+    def traced_result(self, timeout=None):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        ok = None
+        try:
+            return result(self, timeout)
+        except futures_base.TimeoutError:
+            ok = False
+            raise
+        finally:
+            d, cd = spent(t0, c0)
+            emit(("wait", gettid(), t0, c0, s, "future", id(self), d, ok, ns(timeout), None,
+                  None, cd))
+
+    Pool.__init__ = traced_init
+    WorkItem.run = traced_run
+    Future.result = traced_result
+
+
+def install() -> None:
+    queue.Queue = TracedQueue
+    queue.LifoQueue = TracedLifoQueue
+    queue.PriorityQueue = TracedPriorityQueue
+    queue.SimpleQueue = TracedSimpleQueue

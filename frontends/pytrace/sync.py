@@ -1,0 +1,372 @@
+"""Traced versions of the ``threading`` primitives and thread start/join.
+
+Objects the program creates are traced; objects the standard library creates
+for itself (the mutex inside ``queue.Queue``, the condition inside a
+``Future``) stay plain, so the trace shows the program's synchronization and
+not the library's plumbing.
+
+Timing rules: an uncontended acquisition is one non-blocking try and records
+``dur`` 0; only when the try fails is the blocking wait timed.  Waits measured
+here include re-acquiring the GIL after the wake-up.
+"""
+from __future__ import annotations
+
+import _thread
+import threading
+
+from .agent import cpu, created_by_library, emit, gettid, mono, native_tid, site, spent
+
+_allocate = _thread.allocate_lock
+_RawRLock = _thread.RLock
+_Condition = threading.Condition
+_Semaphore = threading.Semaphore
+_BoundedSemaphore = threading.BoundedSemaphore
+_Barrier = threading.Barrier
+_Event = threading.Event
+_BrokenBarrierError = threading.BrokenBarrierError
+
+
+def ns(seconds) -> int | None:
+    """A timeout in seconds as ns; None for 'wait forever'."""
+    return None if seconds is None or seconds < 0 else int(seconds * 1e9)
+
+
+def declare(obj: object, type_: str, **params) -> None:
+    """Emit the ``object`` event of a newly created traced object."""
+    emit(("object", gettid(), mono(), cpu(), site(), id(obj), type_, params or None))
+
+
+class TracedLock:
+    """``threading.Lock`` with acquire (wait, contended) and release (hold) events."""
+
+    __slots__ = ("_l", "_t", "__weakref__")
+
+    def __init__(self, _type: str = "lock"):
+        self._l = _allocate()
+        self._t = 0
+        declare(self, _type)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._l.acquire(False):
+            t = self._t = mono()
+            emit(("acquire", gettid(), t, cpu(), site(), id(self), 0, False))
+            return True
+        c0 = cpu()
+        t0 = mono()
+        if not blocking:
+            emit(("acquire", gettid(), t0, c0, site(), id(self), 0, True, False))
+            return False
+        ok = self._l.acquire(True, timeout)
+        d, cd = spent(t0, c0)
+        if ok:
+            self._t = t0 + d
+        emit(("acquire", gettid(), t0, c0, site(), id(self), d, True,
+              None if ok else False, ns(timeout), None, cd))
+        return ok
+
+    __enter__ = acquire
+
+    def release(self) -> None:
+        t = mono()
+        hold = t - self._t       # read before releasing: the next owner rewrites _t
+        self._l.release()
+        emit(("release", gettid(), t, cpu(), site(), id(self), hold))
+
+    def __exit__(self, *exc) -> None:
+        # release() inlined: `with lock:` is the hottest path of most programs
+        t = mono()
+        hold = t - self._t
+        self._l.release()
+        emit(("release", gettid(), t, cpu(), site(), id(self), hold))
+
+    def locked(self) -> bool:
+        return self._l.locked()
+
+    # Condition(lock) support: a wait releases and re-acquires the lock.
+    def _is_owned(self) -> bool:
+        return self._l.locked()
+
+    def _release_save(self) -> None:
+        self.release()
+
+    def _acquire_restore(self, _state) -> None:
+        self.acquire()
+
+    def _at_fork_reinit(self) -> None:
+        self._l._at_fork_reinit()
+
+    def __repr__(self) -> str:
+        return f"<traced lock {'locked' if self.locked() else 'unlocked'} at {id(self):#x}>"
+
+
+class TracedRLock:
+    """``threading.RLock``: events only for the outermost acquire/release."""
+
+    __slots__ = ("_l", "_t", "_depth", "__weakref__")
+
+    def __init__(self):
+        self._l = _RawRLock()
+        self._t = 0
+        self._depth = 0          # written only by the owning thread
+        declare(self, "rlock")
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        l = self._l
+        if self._depth and l._is_owned():
+            l.acquire()
+            self._depth += 1
+            return True
+        if l.acquire(False):
+            t = self._t = mono()
+            self._depth = 1
+            emit(("acquire", gettid(), t, cpu(), site(), id(self), 0, False))
+            return True
+        c0 = cpu()
+        t0 = mono()
+        if not blocking:
+            emit(("acquire", gettid(), t0, c0, site(), id(self), 0, True, False))
+            return False
+        ok = l.acquire(True, timeout)
+        d, cd = spent(t0, c0)
+        if ok:
+            self._t = t0 + d
+            self._depth = 1
+        emit(("acquire", gettid(), t0, c0, site(), id(self), d, True,
+              None if ok else False, ns(timeout), None, cd))
+        return ok
+
+    __enter__ = acquire
+
+    def release(self) -> None:
+        if not self._l._is_owned():
+            raise RuntimeError("cannot release un-acquired lock")
+        d = self._depth
+        if d > 1:
+            self._depth = d - 1
+            self._l.release()
+            return
+        self._depth = 0
+        t = mono()
+        hold = t - self._t
+        self._l.release()
+        emit(("release", gettid(), t, cpu(), site(), id(self), hold))
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def _is_owned(self) -> bool:
+        return self._l._is_owned()
+
+    def _release_save(self):
+        t = mono()
+        hold, depth = t - self._t, self._depth
+        self._depth = 0
+        state = self._l._release_save()
+        emit(("release", gettid(), t, cpu(), site(), id(self), hold))
+        return state, depth
+
+    def _acquire_restore(self, saved) -> None:
+        state, depth = saved
+        c0 = cpu()
+        t0 = mono()
+        self._l._acquire_restore(state)
+        d, cd = spent(t0, c0)
+        self._t = t0 + d
+        self._depth = depth
+        # contended is unknown here: re-acquiring after a wait cannot be tried first
+        emit(("acquire", gettid(), t0, c0, site(), id(self), d, None, None, None, None, cd))
+
+    def _at_fork_reinit(self) -> None:
+        self._l._at_fork_reinit()
+        self._depth = 0
+
+    def __repr__(self) -> str:
+        return f"<traced rlock at {id(self):#x}>"
+
+
+def Lock():
+    """Factory replacing ``threading.Lock``."""
+    if created_by_library():
+        return _allocate()
+    return TracedLock()
+
+
+def RLock(*args, **kwargs):
+    """Factory replacing ``threading.RLock``."""
+    if created_by_library():
+        return _RawRLock()
+    return TracedRLock()
+
+
+class _LibraryAware:
+    """``__new__`` that hands library code the untraced original class."""
+
+    _original: type = object
+
+    def __new__(cls, *args, **kwargs):
+        if cls.__dict__.get("_traced_base") and created_by_library():
+            return cls._original(*args, **kwargs)
+        return object.__new__(cls)
+
+
+class TracedCondition(_LibraryAware, _Condition):
+    _original, _traced_base = _Condition, True
+
+    def __init__(self, lock=None):
+        if lock is None:
+            lock = TracedRLock()
+        super().__init__(lock)
+        declare(self, "cond", lock=id(lock))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        ok = super().wait(timeout)
+        d, cd = spent(t0, c0)
+        emit(("wait", gettid(), t0, c0, s, "cond", id(self), d, None if ok else False,
+              ns(timeout), None, None, cd))
+        return ok
+
+    def notify(self, n: int = 1) -> None:
+        emit(("notify", gettid(), mono(), cpu(), site(), "cond", id(self), None,
+              len(self._waiters)))
+        super().notify(n)
+
+    def notify_all(self) -> None:
+        waiters = len(self._waiters)
+        emit(("notify", gettid(), mono(), cpu(), site(), "cond", id(self), True, waiters))
+        super().notify(waiters)
+
+    notifyAll = notify_all
+
+
+class _SemaphoreMixin:
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        if super().acquire(False):
+            emit(("acquire", gettid(), mono(), cpu(), site(), id(self), 0, False))
+            return True
+        c0 = cpu()
+        t0 = mono()
+        if not blocking:
+            emit(("acquire", gettid(), t0, c0, site(), id(self), 0, True, False))
+            return False
+        ok = super().acquire(True, timeout)
+        d, cd = spent(t0, c0)
+        emit(("acquire", gettid(), t0, c0, site(), id(self), d, True,
+              None if ok else False, ns(timeout), None, cd))
+        return ok
+
+    __enter__ = acquire
+
+    def release(self, n: int = 1) -> None:
+        t = mono()
+        super().release(n)
+        emit(("release", gettid(), t, cpu(), site(), id(self), None, n if n != 1 else None))
+
+
+class TracedSemaphore(_SemaphoreMixin, _LibraryAware, _Semaphore):
+    _original, _traced_base = _Semaphore, True
+
+    def __init__(self, value: int = 1):
+        super().__init__(value)
+        declare(self, "sem", permits=value)
+
+
+class TracedBoundedSemaphore(_SemaphoreMixin, _LibraryAware, _BoundedSemaphore):
+    _original, _traced_base = _BoundedSemaphore, True
+
+    def __init__(self, value: int = 1):
+        # BoundedSemaphore.__init__ calls the module's Semaphore, which is now
+        # TracedSemaphore: do its two steps here instead.
+        _Semaphore.__init__(self, value)
+        self._initial_value = value
+        declare(self, "bsem", permits=value)
+
+
+class TracedBarrier(_LibraryAware, _Barrier):
+    _original, _traced_base = _Barrier, True
+
+    def __init__(self, parties: int, action=None, timeout: float | None = None):
+        super().__init__(parties, action, timeout)
+        declare(self, "barrier", parties=parties)
+
+    def wait(self, timeout: float | None = None) -> int:
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        try:
+            index = super().wait(timeout)
+        except _BrokenBarrierError:
+            d, cd = spent(t0, c0)
+            emit(("wait", gettid(), t0, c0, s, "barrier", id(self), d, False,
+                  ns(timeout), None, None, cd))
+            raise
+        d, cd = spent(t0, c0)
+        emit(("wait", gettid(), t0, c0, s, "barrier", id(self), d, None, None, None, None, cd))
+        return index
+
+
+class TracedEvent(_LibraryAware, _Event):
+    _original, _traced_base = _Event, True
+
+    def __init__(self):
+        super().__init__()
+        declare(self, "event")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        ok = super().wait(timeout)
+        d, cd = spent(t0, c0)
+        emit(("wait", gettid(), t0, c0, s, "event", id(self), d, None if ok else False,
+              ns(timeout), None, None, cd))
+        return ok
+
+    def set(self) -> None:
+        t = mono()
+        super().set()
+        emit(("notify", gettid(), t, cpu(), site(), "event", id(self), True))
+
+
+def _patch_thread() -> None:
+    Thread = threading.Thread
+    start, bootstrap, join = Thread.start, Thread._bootstrap_inner, Thread.join
+
+    def traced_start(self):
+        self._qpn_origin = (gettid(), site())
+        start(self)
+
+    def traced_bootstrap_inner(self):
+        parent, s = getattr(self, "_qpn_origin", (None, None))
+        emit(("thread_start", gettid(), mono(), cpu(), s, self.name, parent, self.daemon,
+              native_tid()))
+        try:
+            bootstrap(self)
+        finally:
+            emit(("thread_end", gettid(), mono(), cpu(), None))
+
+    def traced_join(self, timeout=None):
+        s = site()
+        c0 = cpu()
+        t0 = mono()
+        join(self, timeout)
+        d, cd = spent(t0, c0)
+        emit(("wait", gettid(), t0, c0, s, "join", id(self), d,
+              False if self.is_alive() else None, ns(timeout), self.native_id, None, cd))
+
+    Thread.start = traced_start
+    Thread._bootstrap_inner = traced_bootstrap_inner
+    Thread.join = traced_join
+
+
+def install() -> None:
+    threading.Lock = Lock
+    threading.RLock = RLock
+    threading.Condition = TracedCondition
+    threading.Semaphore = TracedSemaphore
+    threading.BoundedSemaphore = TracedBoundedSemaphore
+    threading.Barrier = TracedBarrier
+    threading.Event = TracedEvent
+    _patch_thread()

@@ -1,0 +1,108 @@
+"""Questions the analyzer asks of a trace: fragments, queue hand-offs, locks.
+
+All functions take plain event dicts (as read by :mod:`frontends.trace`).
+
+A *fragment* is the code a thread runs between the end of one event and the
+start of the next: its wall time and CPU time tell computation that needs the
+GIL (CPU well below wall while other threads run) from work in C code that
+releases it or from time spent runnable.
+
+>>> evs = [{"kind": "get", "tid": 1, "ts": 0, "cpu": 0, "dur": 50, "obj": 1, "item": 9},
+...        {"kind": "put", "tid": 1, "ts": 150, "cpu": 80, "obj": 2, "item": 9}]
+>>> [(f.wall, f.cpu) for f in fragments(evs)]
+[(100, 80)]
+"""
+from __future__ import annotations
+
+import collections
+from typing import Iterable, NamedTuple, Sequence
+
+
+def end_ts(ev: dict) -> int:
+    """When an event ends: ``ts + dur`` (``ts`` for instantaneous events)."""
+    return ev["ts"] + ev.get("dur", 0)
+
+
+class Fragment(NamedTuple):
+    """The stretch of one thread between two consecutive events."""
+
+    tid: int
+    before: dict              # the event that ends where the fragment starts
+    after: dict               # the event that starts where the fragment ends
+    wall: int                 # ns
+    cpu: int | None           # ns of thread CPU, None without thread_cpu
+
+    @property
+    def site(self) -> tuple:
+        return (self.before.get("site"), self.after.get("site"))
+
+
+# Spans that contain other events of their thread: they are not fragment
+# boundaries (a condition wait contains its lock's release and re-acquire).
+CONTAINERS = frozenset({"task", "span"})
+
+
+def fragments(thread_events: Sequence[dict], *, containers=CONTAINERS) -> list[Fragment]:
+    """Fragments of one thread's events (sorted by ts, as ``Trace.by_thread`` gives).
+
+    Fragment CPU = cpu at the next event - (cpu at the previous one + its
+    ``cpu_dur``); when ``cpu_dur`` is absent the span's CPU is taken as 0 (a
+    blocking wait).  Nested events (inside an earlier span) are skipped.
+    """
+    out: list[Fragment] = []
+    prev = None
+    prev_end = None
+    for ev in thread_events:
+        if ev["kind"] in containers:
+            continue
+        if prev is not None:
+            if ev["ts"] < prev_end:          # nested in prev (e.g. release inside a wait)
+                continue
+            cpu = None
+            if "cpu" in ev and "cpu" in prev:
+                cpu = max(0, ev["cpu"] - prev["cpu"] - prev.get("cpu_dur", 0))
+            out.append(Fragment(ev["tid"], prev, ev, ev["ts"] - prev_end, cpu))
+        prev, prev_end = ev, end_ts(ev)
+    return out
+
+
+def match_items(events: Iterable[dict]) -> list[tuple[dict, dict]]:
+    """Pair each successful queue ``get`` with the ``put`` of the same item.
+
+    Per (queue, item id), gets are matched in completion order with puts in
+    start order: ids are unique only among live objects, so an id reused later
+    pairs with its own later put.
+    """
+    puts: dict = collections.defaultdict(collections.deque)
+    gets: list = []
+    for ev in events:
+        k = ev["kind"]
+        if k == "put" and ev.get("ok", True):
+            puts[(ev["obj"], ev["item"])].append(ev)
+        elif k == "get" and ev.get("ok", True) and "item" in ev:
+            gets.append(ev)
+    for q in puts.values():
+        q_sorted = sorted(q, key=lambda e: e["ts"])
+        q.clear()
+        q.extend(q_sorted)
+    pairs = []
+    for g in sorted(gets, key=end_ts):
+        q = puts.get((g["obj"], g["item"]))
+        if q:
+            pairs.append((q.popleft(), g))
+    return pairs
+
+
+def lock_holds(events: Iterable[dict]) -> dict[int, list[int]]:
+    """Hold times (ns) per lock object, from release events."""
+    out: dict[int, list[int]] = collections.defaultdict(list)
+    for ev in events:
+        if ev["kind"] == "release" and "hold" in ev:
+            out[ev["obj"]].append(ev["hold"])
+    return dict(out)
+
+
+def thread_cpu(thread_events: Sequence[dict]) -> int | None:
+    """CPU ns a thread used between its first and last event (None if unknown)."""
+    cpus = [e["cpu"] for e in thread_events if "cpu" in e]
+    return cpus[-1] - cpus[0] if len(cpus) > 1 else None

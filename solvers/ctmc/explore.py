@@ -1,0 +1,341 @@
+"""Breadth-first generation of the tangible reachability graph, vectorized.
+
+Whole frontiers are processed as arrays: every timed event and queue event
+produces successor rows for all frontier states at once; vanishing rows
+(immediate transitions enabled) are resolved into distributions over tangible
+rows; rows are encoded as integer keys and deduplicated in bulk against a
+sorted key index.  No Python loop runs per state.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qpn.errors import SolverError
+
+from .dynamics import Dynamics
+from .spec import CTMCSpec
+
+MAX_ROUNDS = 64
+
+
+class Keyer:
+    """Mixed-radix encoding of rows into int64 keys (one or several words)."""
+
+    def __init__(self, bounds: np.ndarray):
+        radix = (np.asarray(bounds, dtype=object) + 1)
+        self.chunks: list[tuple[np.ndarray, np.ndarray]] = []
+        start = 0
+        n = len(radix)
+        while start < n or not self.chunks:
+            mult, prod, end = [], 1, start
+            while end < n and prod * int(radix[end]) < 2 ** 62:
+                mult.append(prod)
+                prod *= int(radix[end])
+                end += 1
+            if end == start and start < n:
+                raise SolverError("a state column has too large a range to encode")
+            self.chunks.append((np.arange(start, end), np.asarray(mult, dtype=np.int64)))
+            start = end
+            if start >= n:
+                break
+        self.words = len(self.chunks)
+
+    def __call__(self, R: np.ndarray) -> np.ndarray:
+        if self.words == 1:
+            cols, mult = self.chunks[0]
+            return R[:, cols].astype(np.int64) @ mult if len(cols) else np.zeros(len(R), np.int64)
+        W = np.empty((len(R), self.words), dtype=np.int64)
+        for i, (cols, mult) in enumerate(self.chunks):
+            W[:, i] = R[:, cols].astype(np.int64) @ mult
+        return np.ascontiguousarray(W).view(np.dtype((np.void, 8 * self.words))).ravel()
+
+
+class Registry:
+    """Known states: sorted keys -> ids; rows stored in insertion order."""
+
+    def __init__(self, keyer: Keyer, ncols: int, limit: int):
+        self.keyer = keyer
+        self.keys = None
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.blocks: list[np.ndarray] = []
+        self.size = 0
+        self.limit = limit
+
+    def lookup_or_add(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of rows (adding unknown ones) and the ids that are new."""
+        keys = self.keyer(R)
+        uk, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        if self.keys is None or len(self.keys) == 0:
+            found = np.zeros(len(uk), dtype=bool)
+            pos = np.zeros(len(uk), dtype=np.int64)
+        else:
+            pos = np.searchsorted(self.keys, uk)
+            pos_c = np.minimum(pos, len(self.keys) - 1)
+            found = self.keys[pos_c] == uk
+        uid = np.empty(len(uk), dtype=np.int64)
+        if self.keys is not None and len(self.keys):
+            uid[found] = self.ids[np.minimum(pos, len(self.keys) - 1)[found]]
+        new = ~found
+        nnew = int(new.sum())
+        if self.size + nnew > self.limit:
+            raise SolverError(f"the state space exceeds the limit of {self.limit} states "
+                              f"({self.size + nnew} generated so far)",
+                              construct="state-space size", methods=("des",))
+        new_ids = np.arange(self.size, self.size + nnew, dtype=np.int64)
+        uid[new] = new_ids
+        if nnew:
+            self.blocks.append(R[first[new]].astype(np.int32))
+            if self.keys is None or len(self.keys) == 0:
+                self.keys, self.ids = uk[new], new_ids
+            else:
+                at = pos[new]
+                self.keys = np.insert(self.keys, at, uk[new])
+                self.ids = np.insert(self.ids, at, new_ids)
+            self.size += nnew
+        return uid[inv.ravel()], new_ids
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.blocks) if self.blocks else np.zeros((0, 0), dtype=np.int32)
+
+
+@dataclass
+class StateSpace:
+    states: np.ndarray                 # (n, ncols)
+    src: np.ndarray                    # transitions: src -> dst with rate
+    dst: np.ndarray
+    rate: np.ndarray
+    flow_state: np.ndarray             # mode firings: (state, mode, rate)
+    flow_mode: np.ndarray
+    flow_rate: np.ndarray
+    init_ids: np.ndarray               # initial distribution over tangible states
+    init_prob: np.ndarray
+    blocked: np.ndarray                # states at the population cut-off
+    seconds: float = 0.0
+    levels: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Explorer:
+    def __init__(self, spec: CTMCSpec, limit: int = 2_000_000):
+        self.spec = spec
+        self.dyn = Dynamics(spec)
+        self.keyer = Keyer(spec.bounds)
+        self.limit = limit
+        self.imm = np.asarray(spec.immediate, dtype=np.int64)
+        self.flows: list[tuple[np.ndarray, int, np.ndarray]] = []
+
+    # ----------------------------------------------------- vanishing states
+    def _immediate_choice(self, R: np.ndarray):
+        """Per row: probabilities of each immediate mode firing (rows x nimm)."""
+        dyn = self.dyn
+        E = np.stack([dyn.enabled(R, m) for m in self.imm], axis=1) if len(self.imm) else \
+            np.zeros((len(R), 0), dtype=bool)
+        if not E.size:
+            return E, np.zeros(E.shape)
+        pr = np.where(E, dyn.prio[self.imm][None, :], -np.inf)
+        top = pr.max(axis=1, keepdims=True)
+        cand = E & (pr == top)
+        wt = np.where(cand, dyn.weight[self.imm][None, :], 0.0)
+        tot = wt.sum(axis=1, keepdims=True)
+        P = np.divide(wt, tot, out=np.zeros_like(wt), where=tot > 0)
+        return E, P
+
+    def resolve(self, R, w, par):
+        """Replace vanishing rows by tangible rows (weights multiply), recording flows."""
+        if not len(self.imm):
+            return R, w, par
+        out = []
+        cur = (R, w, par)
+        for rnd in range(MAX_ROUNDS):
+            R, w, par = cur
+            E, P = self._immediate_choice(R)
+            V = E.any(axis=1)
+            if not V.all():
+                out.append((R[~V], w[~V], par[~V]))
+            if not V.any():
+                break
+            R, w, par, P = R[V], w[V], par[V], P[V]
+            if rnd:  # after branching, equal rows of one parent are merged (no blow-up)
+                R, w, par, P = self._merge(R, w, par, P)
+            parts = []
+            for j in range(len(self.imm)):
+                sel = P[:, j] > 0
+                if not sel.any():
+                    continue
+                wj = w[sel] * P[sel, j]
+                self.flows.append((par[sel], int(self.imm[j]), wj))
+                parts.append(self.dyn.fire(R[sel], wj, par[sel], np.full(int(sel.sum()), self.imm[j])))
+            cur = tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        else:
+            return self._resolve_linear(cur, out)
+        if not out:
+            return R[:0], w[:0], par[:0]
+        return tuple(np.concatenate([o[i] for o in out]) for i in range(3))
+
+    def _merge(self, R, w, par, P):
+        keys = self.keyer(R)
+        if keys.dtype.kind == "V":
+            combo = np.empty(len(R), dtype=[("p", np.int64), ("k", keys.dtype)])
+            combo["p"], combo["k"] = par, keys
+        else:
+            combo = np.empty(len(R), dtype=[("p", np.int64), ("k", np.int64)])
+            combo["p"], combo["k"] = par, keys
+        u, first, inv = np.unique(combo, return_index=True, return_inverse=True)
+        if len(u) == len(R):
+            return R, w, par, P
+        ws = np.bincount(inv.ravel(), weights=w, minlength=len(u))
+        return R[first], ws, par[first], P[first]
+
+    def _resolve_linear(self, cur, out):
+        """Immediate transitions that can loop: absorb exactly with (I - P_VV)^-1."""
+        import scipy.sparse as sp
+        from scipy.sparse.linalg import spsolve
+        R0, w0, par0 = cur
+        E0, _ = self._immediate_choice(R0)
+        V0 = E0.any(axis=1)
+        if not V0.all():
+            out.append((R0[~V0], w0[~V0], par0[~V0]))
+        R0, w0, par0 = R0[V0], w0[V0], par0[V0]
+        keyer = self.keyer
+        vkeys: dict = {}
+        vrows: list[np.ndarray] = []
+        edges_v, edges_t = [], []
+        tang_rows: list[np.ndarray] = []
+        entry_ids = []
+        for i in range(len(R0)):
+            k = keyer(R0[i:i + 1])[0].tobytes() if keyer.words > 1 else int(keyer(R0[i:i + 1])[0])
+            if k not in vkeys:
+                vkeys[k] = len(vrows)
+                vrows.append(R0[i])
+            entry_ids.append(vkeys[k])
+        todo = list(range(len(vrows)))
+        mode_prob: list[tuple[int, int, float]] = []
+        while todo:
+            batch = np.stack([vrows[v] for v in todo])
+            E, P = self._immediate_choice(batch)
+            nxt = []
+            for bi, v in enumerate(todo):
+                if not E[bi].any():
+                    raise RuntimeError("tangible row in vanishing set")
+                for j in np.flatnonzero(P[bi] > 0):
+                    mode_prob.append((v, int(self.imm[j]), float(P[bi, j])))
+                    br = self.dyn.fire(batch[bi:bi + 1], np.array([P[bi, j]]), np.array([v]),
+                                       np.array([self.imm[j]]))
+                    Rn, wn, _ = br
+                    En, _ = self._immediate_choice(Rn)
+                    for r in range(len(Rn)):
+                        if En[r].any():
+                            k = keyer(Rn[r:r + 1])[0]
+                            k = k.tobytes() if keyer.words > 1 else int(k)
+                            if k not in vkeys:
+                                vkeys[k] = len(vrows)
+                                vrows.append(Rn[r])
+                                nxt.append(vkeys[k])
+                            edges_v.append((v, vkeys[k], wn[r]))
+                        else:
+                            edges_t.append((v, len(tang_rows), wn[r]))
+                            tang_rows.append(Rn[r])
+            todo = nxt
+            if len(vrows) > 200_000:
+                raise SolverError("immediate transitions generate too many vanishing states",
+                                  methods=("des",))
+        nv = len(vrows)
+        A = sp.identity(nv, format="csc")
+        if edges_v:
+            a, b, c = zip(*edges_v)
+            A = A - sp.csc_matrix((c, (a, b)), shape=(nv, nv))
+        from scipy.sparse.csgraph import connected_components
+        Pvv = sp.csr_matrix(((np.ones(len(edges_v)) if edges_v else []),
+                             ([e[0] for e in edges_v], [e[1] for e in edges_v])), shape=(nv, nv))
+        exits = np.zeros(nv, dtype=bool)
+        for v, _t, _w in edges_t:
+            exits[v] = True
+        ncomp, lab = connected_components(Pvv, directed=True, connection="strong")
+        for comp in range(ncomp):
+            members = np.flatnonzero(lab == comp)
+            if exits[members].any():
+                continue
+            succ = set(Pvv[members].indices.tolist())
+            if succ <= set(members.tolist()):
+                trans = sorted({self.spec.compiled.modes[m].transition
+                                for v, m, _p in mode_prob if v in set(members.tolist())})
+                raise SolverError("timeless trap: immediate transitions "
+                                  f"{', '.join(repr(t) for t in trans)} can fire forever without "
+                                  "time passing", construct="timeless trap", methods=())
+        nt = len(tang_rows)
+        B = sp.csc_matrix(([e[2] for e in edges_t], ([e[0] for e in edges_t], [e[1] for e in edges_t])),
+                          shape=(nv, nt))
+        X = spsolve(A, B)
+        X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+        M = sp.csr_matrix(([p for _, _, p in mode_prob], ([v for v, _, _ in mode_prob],
+                                                           [m for _, m, _ in mode_prob])),
+                          shape=(nv, len(self.spec.compiled.modes)))
+        Nm = spsolve(A, M.tocsc())
+        Nm = sp.csr_matrix(Nm) if not sp.issparse(Nm) else Nm.tocsr()
+        T = np.stack(tang_rows) if tang_rows else np.zeros((0, self.spec.ncols), dtype=np.int64)
+        for i in range(len(R0)):
+            e = entry_ids[i]
+            row = X[e]
+            out.append((T[row.indices], w0[i] * row.data, np.full(len(row.indices), par0[i])))
+            frow = Nm[e]
+            for m, val in zip(frow.indices, frow.data):
+                self.flows.append((np.array([par0[i]]), int(m), np.array([w0[i] * val])))
+        return tuple(np.concatenate([o[k] for o in out]) for k in range(3))
+
+    # ----------------------------------------------------------------- BFS
+    def run(self) -> StateSpace:
+        t0 = time.perf_counter()
+        dyn = self.dyn
+        reg = Registry(self.keyer, self.spec.ncols, self.limit)
+        R, w, par = dyn.initial_rows()
+        self.flows = []
+        R, w, par = self.resolve(R, w, par)
+        self.flows = []  # firings before time starts do not count as rates
+        ids, new = reg.lookup_or_add(R)
+        uid, inv = np.unique(ids, return_inverse=True)
+        init_prob = np.bincount(inv.ravel(), weights=w, minlength=len(uid))
+        srcs, dsts, rates = [], [], []
+        blocked_parts = []
+        frontier = new
+        frontier_rows = reg.blocks[-1] if len(new) else None
+        levels = 0
+        while len(frontier):
+            levels += 1
+            S = frontier_rows.astype(np.int64)  # new ids are the rows of the last block
+            dyn.blocked_by_cutoff = np.zeros(len(S), dtype=bool)
+            branches = []
+            for (br, mode) in dyn.timed_events(S):
+                Rb, wb, pb = br
+                if mode >= 0:
+                    self.flows.append((frontier[pb], mode, wb))
+                branches.append((Rb, wb, pb))
+            branches += dyn.queue_events(S)
+            if dyn.blocked_by_cutoff.any():
+                blocked_parts.append(frontier[dyn.blocked_by_cutoff])
+            if not branches:
+                frontier = np.zeros(0, dtype=np.int64)
+                continue
+            Rb = np.concatenate([b[0] for b in branches])
+            wb = np.concatenate([b[1] for b in branches])
+            pb = frontier[np.concatenate([b[2] for b in branches])]
+            Rb, wb, pb = self.resolve(Rb, wb, pb)
+            ids, new = reg.lookup_or_add(Rb)
+            srcs.append(pb)
+            dsts.append(ids)
+            rates.append(wb)
+            frontier = new
+            frontier_rows = reg.blocks[-1] if len(new) else None
+        states = reg.rows()
+        flows = self.flows
+        fs = np.concatenate([f[0] for f in flows]) if flows else np.zeros(0, np.int64)
+        fm = np.concatenate([np.full(len(f[0]), f[1]) for f in flows]) if flows else np.zeros(0, np.int64)
+        fr = np.concatenate([f[2] for f in flows]) if flows else np.zeros(0)
+        blocked = np.zeros(len(states), dtype=bool)
+        for b in blocked_parts:
+            blocked[b] = True
+        cat = lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt)  # noqa: E731
+        return StateSpace(states, cat(srcs, np.int64), cat(dsts, np.int64), cat(rates, float),
+                          fs, fm, fr, uid, init_prob, blocked, time.perf_counter() - t0, levels)

@@ -1,0 +1,190 @@
+"""The CTMC solver: exact steady state (and transient) of a queueing Petri net.
+
+>>> import qpn
+>>> res = qpn.solve(qpn.load("models/mutex.qpn"), method="ctmc")
+>>> round(res.get("utilization", "critical"), 6) > 0
+True
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from qpn.errors import QPNError, SolverError
+
+from ..measures import derive, to_result
+from ..result import Result
+from .explore import Explorer, StateSpace
+from .linalg import generator, steady_state, transient
+from .spec import FLAG_DONE, CTMCSpec, build_spec
+
+DEFAULT_LIMIT = 2_000_000
+
+
+@dataclass
+class CTMC:
+    """A generated chain: the spec, the state space and its generator."""
+    spec: CTMCSpec
+    space: StateSpace
+    Q: object
+
+    @property
+    def n(self) -> int:
+        return self.Q.shape[0]
+
+
+def _options(options: dict) -> dict:
+    o = {"limit": DEFAULT_LIMIT, "cutoff": None, "det_order": 20, "rr": None,
+         "steady": "auto", "predicates": {}}
+    o.update({k: v for k, v in (options or {}).items() if v is not None})
+    return o
+
+
+def build(compiled, options: dict | None = None) -> CTMC:
+    """Generate the CTMC of a compiled net (refusing if it is estimated too large)."""
+    o = _options(options or {})
+    cutoff = o["cutoff"] if o["cutoff"] is not None else 60
+    spec = build_spec(compiled, cutoff=int(cutoff), det_order=int(o["det_order"]), rr=o["rr"])
+    limit = int(o["limit"])
+    if spec.estimate > limit:
+        raise SolverError(f"the state space is estimated at {spec.estimate:.3g} states, above the "
+                          f"limit of {limit:,} (set --limit to raise it); use --method des or "
+                          "smaller parameters", construct="state-space size", methods=("des",))
+    space = Explorer(spec, limit).run()
+    Q = generator(space.src, space.dst, space.rate, len(space.states))
+    return CTMC(spec, space, Q)
+
+
+def class_busy(spec: CTMCSpec, states: np.ndarray) -> list[np.ndarray]:
+    """Busy servers per queue class in every state: list of (n, nclasses)."""
+    from .dynamics import Dynamics
+    dyn = Dynamics(spec)
+    S = states.astype(np.int64)
+    out = []
+    for q in spec.queues:
+        K = len(q.classes)
+        B = np.zeros((len(S), K))
+        s = q.servers
+        if q.layout == "counts":
+            n = S[:, q.classes].astype(float)
+            tot = n.sum(axis=1)
+            if q.discipline == "is":
+                B = n
+            elif q.discipline == "ps":
+                B = n * (np.where(tot > s, s / np.maximum(tot, 1), 1.0)[:, None] if not math.isinf(s) else 1.0)
+            else:
+                B = np.minimum(n, s)
+        else:
+            served, share = dyn.served(q, S)
+            cls = S[:, q.cls_cols]
+            for k in range(K):
+                B[:, k] = ((cls == k + 1) & served).sum(axis=1) * share
+        out.append(B)
+    return out
+
+
+def _predicates(ctmc: CTMC, pi: np.ndarray, preds: dict) -> list[tuple]:
+    """Probability of marking predicates written over place totals, e.g. 'lock == 0'."""
+    from dsl.parser import parse_expr
+    from qpn.expr import evaluate
+    c = ctmc.spec.compiled
+    S = ctmc.space.states
+    env = {}
+    for p in c.places:
+        cols = p.slots + (p.qslots or [])
+        env[p.name] = S[:, cols].sum(axis=1)
+    rows = []
+    for name, text in preds.items():
+        try:
+            val = evaluate(parse_expr(text), env)
+        except QPNError as exc:
+            raise SolverError(f"predicate '{name}': {exc}") from None
+        mask = np.asarray(val, dtype=bool)
+        rows.append(("probability", name, "", float(pi[mask].sum()) if mask.ndim else float(bool(mask))))
+    return rows
+
+
+def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
+    c = ctmc.spec.compiled
+    S = ctmc.space.states
+    slot_tokens = pi @ S[:, :c.nslots].astype(float)
+    sp = ctmc.space
+    mode_rates = np.bincount(sp.flow_mode, weights=sp.flow_rate * pi[sp.flow_state],
+                             minlength=len(c.modes)).astype(float)
+    busy = [pi @ B for B in class_busy(ctmc.spec, S)]
+    return derive(c, slot_tokens, mode_rates, busy)
+
+
+class CTMCSolver:
+    name = "ctmc"
+
+    def problems(self, compiled, options: dict) -> list[str]:
+        o = _options(options)
+        out = []
+        for q in compiled.queues:
+            if q.discipline == "rr" and o["rr"] != "ps":
+                out.append(f"queue {q.name}: round robin with a quantum (no exact Markov model)")
+            if math.isinf(q.servers) and q.discipline not in ("is", "ps"):
+                out.append(f"queue {q.name}: infinitely many servers with {q.discipline}")
+        for m in compiled.modes:
+            if m.kind == "timed" and not m.delay.is_exponential() and m.servers != 1:
+                out.append(f"transition {m.transition}: non-exponential delay with multiple servers")
+        for p in compiled.places:
+            if p.departure == "fifo" and p.queue is not None and \
+                    compiled.queues[p.queue].discipline not in ("fcfs", "is", "ps"):
+                out.append(f"place {p.name}: FIFO departure with "
+                           f"{compiled.queues[p.queue].discipline} service")
+        return out
+
+    def solve(self, compiled, options: dict) -> Result:
+        o = _options(options)
+        t0 = time.perf_counter()
+        adaptive = o["cutoff"] is None
+        cutoff = 60 if adaptive else int(o["cutoff"])
+        while True:
+            ctmc = build(compiled, dict(o, cutoff=cutoff))
+            t1 = time.perf_counter()
+            pi, info = steady_state(ctmc.Q, o["steady"])
+            t2 = time.perf_counter()
+            if ctmc.spec.cutoff is None or not adaptive:
+                break
+            mass = float(pi[ctmc.space.blocked].sum())
+            # an open net: raise the cut-off until the mass at it is negligible
+            if mass <= o.get("truncation", 1e-10) or cutoff >= 2000 or \
+                    ctmc.n * 2.2 > int(o["limit"]):
+                break
+            cutoff *= 2
+        rows = measures(ctmc, pi) + _predicates(ctmc, pi, o["predicates"])
+        sp = ctmc.space
+        res = to_result(compiled, rows, "ctmc", states=ctmc.n, transitions=int(ctmc.Q.nnz - ctmc.n),
+                        levels=sp.levels, generation_seconds=t1 - t0, solve_seconds=t2 - t1,
+                        states_per_second=ctmc.n / max(t1 - t0, 1e-9),
+                        **{("linear_solver" if k == "method" else k): v for k, v in info.items()})
+        res.explanation.append(f"CTMC with {ctmc.n:,} tangible states, solved by {info['method']} "
+                               f"(residual {info['residual']:.2e})")
+        for note in ctmc.spec.notes:
+            res.warnings.append(f"approximation: {note}")
+        if ctmc.spec.cutoff is not None:
+            mass = float(pi[sp.blocked].sum())
+            res.info["cutoff"] = ctmc.spec.cutoff
+            res.info["truncated_mass"] = mass
+            res.warnings.append(f"open net truncated at {ctmc.spec.cutoff} tokens; probability at the "
+                                f"cut-off {mass:.3g}" + (" (raise --cutoff)" if mass > 1e-6 else ""))
+        return res
+
+
+def solve_transient(compiled, times, options: dict | None = None) -> list[Result]:
+    """Measures at each time (instantaneous means and rates) from the initial marking."""
+    o = _options(options or {})
+    ctmc = build(compiled, o)
+    p0 = np.zeros(ctmc.n)
+    p0[ctmc.space.init_ids] = ctmc.space.init_prob
+    out = []
+    for t, pt in zip(times, transient(ctmc.Q, p0, list(times))):
+        res = to_result(compiled, measures(ctmc, pt) + _predicates(ctmc, pt, o["predicates"]),
+                        "ctmc-transient", time=float(t), states=ctmc.n)
+        out.append(res)
+    return out

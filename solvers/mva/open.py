@@ -1,0 +1,121 @@
+"""Open (Jackson/BCMP) networks in closed form, and mixed networks.
+
+In an open product-form network every station behaves as if it were alone
+with Poisson arrivals of its total offered load ``A = sum_c lambda_c D_c``
+(busy servers):
+
+* IS:          ``Q = A``
+* one server:  ``Q = rho / (1 - rho)`` with ``rho = A`` (M/M/1, PS, LCFS-PR)
+* ``k`` servers: ``Q = A + C(k, A) rho / (1 - rho)``, ``rho = A / k``, with
+  Erlang's C formula (the probability of waiting) computed from Erlang B,
+  the Poisson pmf over cdf at ``k``: ``C = B / (1 - rho (1 - B))``.
+
+Each class gets the share ``a_c / A`` of its station's customers (the
+multinomial split of BCMP).  ``rho >= 1`` raises :class:`SolverError`
+naming the saturated station.
+
+Mixed networks (Lazowska et al., ch. 7): the open chains use a fraction
+``rho_i`` of each single-server station, so the closed chains see demands
+``D / (1 - rho_i)``; then an open class finds the closed customers there,
+``Q_o = a_o (1 + Q_closed) / (1 - rho)``.  Delay stations are unaffected.
+A multi-server station visited by both kinds is not handled (its open load
+would change the closed chains' load-dependent rates).
+
+>>> Q, U = open_network([[0.8]], [1])
+>>> round(float(Q[0, 0]), 9), float(U[0])
+(4.0, 0.8)
+>>> round(erlang_c(4, 3.0), 6)
+0.509434
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from qpn.errors import SolverError
+
+from .exact import MVAResult
+
+
+def erlang_c(servers: int, load: float) -> float:
+    """Probability that an arrival waits in an M/M/``servers`` queue with offered ``load``."""
+    from scipy.special import gammaln, pdtr, xlogy  # lazy: a large import, rarely needed
+
+    # Erlang B = Poisson pmf / cdf at k (the truncated Poisson's last term)
+    pmf = np.exp(xlogy(servers, load) - load - gammaln(servers + 1))
+    b = pmf / pdtr(servers, load)
+    rho = load / servers
+    return float(b / (1.0 - rho * (1.0 - b)))
+
+
+def _names(names: Sequence[str] | None, M: int) -> list[str]:
+    return list(names) if names is not None else [f"station {i}" for i in range(M)]
+
+
+def open_network(loads: ArrayLike, servers: ArrayLike,
+                 names: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean customers per (open chain, station) and utilization per station.
+
+    ``loads[c, i]``: arrivals per second of chain ``c`` at station ``i`` times
+    the mean service time (offered load in busy servers).
+    """
+    a = np.atleast_2d(np.asarray(loads, dtype=float))
+    s = np.asarray(servers, dtype=float).reshape(a.shape[1])
+    names = _names(names, a.shape[1])
+    A = a.sum(axis=0)
+    U = np.where(np.isinf(s), A, A / s)
+    _stable(U, s, names, "the open workload")
+    Q = np.zeros_like(a)
+    for i in range(a.shape[1]):
+        if A[i] == 0:
+            continue
+        if math.isinf(s[i]):
+            total = A[i]
+        elif s[i] == 1:
+            total = U[i] / (1.0 - U[i])
+        else:
+            total = A[i] + erlang_c(int(s[i]), A[i]) * U[i] / (1.0 - U[i])
+        Q[:, i] = total * a[:, i] / A[i]
+    return Q, U
+
+
+def _stable(U, s, names, what):
+    for i in np.flatnonzero(~np.isinf(s) & (U >= 1.0)):
+        raise SolverError(f"{what} saturates {names[i]}: utilization {U[i]:.6g} >= 1 "
+                          f"(no steady state)", construct=names[i])
+
+
+def mixed_network(demands: ArrayLike, population: ArrayLike, loads: ArrayLike,
+                  servers: ArrayLike, closed_solver: Callable[..., MVAResult],
+                  names: Sequence[str] | None = None) -> tuple[MVAResult, np.ndarray]:
+    """Closed chains (``demands``, ``population``) sharing stations with open chains (``loads``).
+
+    ``closed_solver(demands, population, servers)`` is any closed MVA
+    (exact or approximate).  Returns its result for the closed chains and the
+    mean customers per (open chain, station).
+    """
+    D = np.atleast_2d(np.asarray(demands, dtype=float))
+    a = np.atleast_2d(np.asarray(loads, dtype=float)).reshape(-1, D.shape[1])
+    s = np.asarray(servers, dtype=float).reshape(D.shape[1])
+    names = _names(names, D.shape[1])
+    A = a.sum(axis=0)
+    U = np.where(np.isinf(s), A, A / s)
+    _stable(U, s, names, "the open workload")
+    multi = ~np.isinf(s) & (s > 1)
+    for i in np.flatnonzero(multi & (A > 0) & (D.sum(axis=0) > 0)):
+        raise SolverError(f"{names[i]}: a multi-server station visited by both open and closed "
+                          f"chains (mixed MVA handles single-server and delay stations)",
+                          construct=names[i], methods=("ctmc", "des"))
+    single = ~np.isinf(s) & (s == 1)
+    Din = np.where(single[None, :], D / np.where(single, 1.0 - U, 1.0)[None, :], D)
+    res = closed_solver(Din, population, s)
+    Qc = res.queue_length.sum(axis=0)
+    Qo, _ = open_network(np.where(single[None, :], 0.0, a), s, names)
+    Qo[:, single] = a[:, single] * (1.0 + Qc[single]) / (1.0 - U[single])
+    return res, Qo
+
+
+__all__ = ["open_network", "mixed_network", "erlang_c"]

@@ -1,0 +1,238 @@
+"""The registered ``mva`` solver: product-form detection, then MVA.
+
+Options:
+
+* ``"mva"``: ``"exact"``, ``"schweitzer"``, ``"linearizer"`` or ``"auto"``
+  (default): exact when the closed chains have at most 200,000 population
+  vectors (and exact MVA's complement networks for multi-server stations
+  stay within its limit), Linearizer otherwise; the Result's ``explanation``
+  says which and why.  Purely open networks use the closed forms of :mod:`.open`.
+* ``"tol"``: convergence tolerance of the approximations (default 1e-10,
+  in customers).
+
+>>> import qpn, solvers
+>>> res = solvers.solve(qpn.parse('''
+... place server queue fcfs service exp(1 s)
+... transition arrive : -> server delay exp(1.25 s)
+... transition leave : server ->'''), "mva")
+>>> round(res.get("tokens", "server"), 9), res.info["algorithm"]
+(4.0, 'open')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qpn.errors import SolverError
+from solvers.measures import derive, to_result
+from solvers.result import Result
+
+from .approx import linearizer, schweitzer
+from .exact import MAX_VECTORS, exact_mva, population_vectors
+from .open import mixed_network, open_network
+from .productform import QNModel, product_form
+
+ALGORITHMS = ("auto", "exact", "schweitzer", "linearizer")
+AUTO_LIMIT = 200_000
+_CLOSED = {"exact": exact_mva, "schweitzer": schweitzer, "linearizer": linearizer}
+
+
+@dataclass
+class Analysis:
+    """MVA of a :class:`QNModel`: per-chain throughput and (chain, station) customers.
+
+    Throughput is per unit visit ratio for closed chains and 1 for open chains
+    (their visit ratios are already arrivals per second).
+    """
+    throughput: np.ndarray
+    queue_length: np.ndarray
+    algorithm: str
+    iterations: int = 0
+    converged: bool = True
+    explanation: list[str] = field(default_factory=list)
+
+
+def _options(options: dict | None) -> tuple[str, float, list[str]]:
+    opts = dict(options or {})
+    algo = opts.get("mva", "auto")
+    tol = opts.get("tol", 1e-10)
+    bad = []
+    if algo not in ALGORITHMS:
+        bad.append(f"option mva={algo!r} is not one of {', '.join(ALGORITHMS)}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
+        bad.append(f"option tol={tol!r} must be a positive number")
+    return algo, tol, bad
+
+
+def _checked_options(options: dict | None) -> tuple[str, float]:
+    algo, tol, bad = _options(options)
+    if bad:
+        raise SolverError("; ".join(bad), construct="options")
+    return algo, tol
+
+
+def _mixed_problems(qn: QNModel) -> list[str]:
+    D = qn.demands()
+    cl, op = qn.closed, qn.open
+    if not cl or not op:
+        return []
+    out = []
+    for i, st in enumerate(qn.stations):
+        if not st.delay and st.servers > 1 and D[op, i].sum() > 0 and D[cl, i].sum() > 0:
+            out.append(f"{st.element}: a multi-server station visited by both open and closed "
+                       f"chains (mixed MVA handles single-server and delay stations)")
+    return out
+
+
+def _exact_networks(qn: QNModel) -> int:
+    """Networks exact MVA solves: 2^m for m multi-server stations of closed chains (:mod:`.exact`)."""
+    D = qn.demands()[qn.closed].sum(axis=0)
+    return 2 ** sum(1 for i, st in enumerate(qn.stations)
+                    if not st.delay and st.servers > 1 and D[i] > 0)
+
+
+def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10) -> Analysis:
+    """Solve a product-form network description with the chosen algorithm."""
+    D = qn.demands()
+    servers = np.array([st.servers for st in qn.stations], dtype=float)
+    names = [st.element for st in qn.stations]
+    cl, op = qn.closed, qn.open
+    X = np.zeros(len(qn.chains))
+    Q = np.zeros((len(qn.chains), len(qn.stations)))
+    X[op] = 1.0
+    if not cl:
+        Q[op], _ = open_network(D[op], servers, names)
+        return Analysis(X, Q, "open", 0, True,
+                        ["open network: closed-form BCMP/Jackson formulas per station"])
+    N = np.array([qn.chains[c].population for c in cl], dtype=np.int64)
+    V = population_vectors(N)
+    nets = _exact_networks(qn)
+    why = []
+    if algorithm == "auto":
+        if V > AUTO_LIMIT:
+            algorithm = "linearizer"
+            why.append(f"Linearizer (approximate MVA): {V} population vectors > {AUTO_LIMIT}, "
+                       f"too many for exact MVA")
+        elif V * nets > MAX_VECTORS:
+            algorithm = "linearizer"
+            why.append(f"Linearizer (approximate MVA): exact MVA would run {nets} networks "
+                       f"(one per subset of the multi-server stations) of {V} vectors each")
+        else:
+            algorithm = "exact"
+            why.append(f"exact MVA: {V} population vectors <= {AUTO_LIMIT}")
+    else:
+        why.append(f"{algorithm} MVA as requested ({V} population vectors)")
+    if algorithm == "exact":
+        solver = exact_mva
+    else:
+        base = _CLOSED[algorithm]
+
+        def solver(d, n, s):
+            return base(d, n, s, tol=tol)
+    if op:
+        res, Qo = mixed_network(D[cl], N, D[op], servers, solver, names)
+        Q[op] = Qo
+        why.append(f"mixed network: {len(op)} open chain(s) inflate the demands of the closed ones")
+    else:
+        res = solver(D[cl], N, servers)
+    X[cl] = res.throughput
+    Q[cl] = res.queue_length
+    return Analysis(X, Q, res.algorithm, res.iterations, res.converged, why)
+
+
+def net_quantities(compiled, qn: QNModel, throughput, queue_length, visits=None, service=None,
+                   mode_visits=None):
+    """``slot_tokens``, ``mode_rates``, ``class_busy`` for :func:`solvers.measures.derive`.
+
+    Works on floats and on numpy object arrays of sympy expressions
+    (``visits``/``service`` per class and ``mode_visits`` then override the
+    numeric ones of ``qn``).  A chain's customers at a station are split over
+    its classes there in proportion to their demands (BCMP's multinomial).
+    """
+    X = np.asarray(throughput)
+    Q = np.asarray(queue_length)
+    symbolic = X.dtype == object or Q.dtype == object
+    dtype = object if symbolic else float
+    v = [k.visits for k in qn.classes] if visits is None else list(visits)
+    S = [k.service for k in qn.classes] if service is None else list(service)
+    MV = qn.mode_visits if mode_visits is None else np.asarray(mode_visits)
+    dem: dict[tuple[int, int], object] = {}
+    for k, cl in enumerate(qn.classes):
+        key = (cl.chain, cl.station)
+        dem[key] = dem.get(key, 0) + v[k] * S[k]
+    slot_tokens = np.zeros(compiled.nslots, dtype=dtype)
+    busy = [np.zeros(len(q.classes), dtype=dtype) for q in compiled.queues]
+    for k, cl in enumerate(qn.classes):
+        d, tot = v[k] * S[k], dem[(cl.chain, cl.station)]
+        if d != 0 and tot != 0:
+            slot_tokens[cl.slot] = slot_tokens[cl.slot] + Q[cl.chain, cl.station] * d / tot
+        st = qn.stations[cl.station]
+        if st.queue is not None:
+            busy[st.queue][cl.qclass] = busy[st.queue][cl.qclass] + X[cl.chain] * d
+    if len(qn.chains):
+        rates = (X.astype(dtype)[:, None] * MV.astype(dtype)).sum(axis=0)
+    else:
+        rates = np.zeros(len(compiled.modes), dtype=dtype)
+    return slot_tokens, np.asarray(rates, dtype=dtype), busy
+
+
+def chain_info(qn: QNModel) -> list[dict]:
+    out = []
+    for ch in qn.chains:
+        d = {"name": ch.name, "type": "closed" if ch.closed else "open",
+             "classes": [qn.classes[k].label + " @ " + qn.stations[qn.classes[k].station].name
+                         for k in ch.classes]}
+        if ch.closed:
+            d["population"] = ch.population
+        else:
+            d["arrival_rate"] = ch.arrival_rate
+        out.append(d)
+    return out
+
+
+class MVASolver:
+    name = "mva"
+
+    def problems(self, compiled, options: dict) -> list[str]:
+        # only the net's problems: options are checked by solve() (another
+        # method's caller may share the options dict while asking who can solve)
+        algo = _options(options)[0]
+        qn = product_form(compiled)
+        if isinstance(qn, list):
+            return qn
+        out = _mixed_problems(qn)
+        if algo == "exact" and qn.closed:
+            V = population_vectors([qn.chains[c].population for c in qn.closed])
+            if V * _exact_networks(qn) > MAX_VECTORS:
+                out.append(f"population: exact MVA would visit {V} population vectors in "
+                           f"{_exact_networks(qn)} network(s) (limit {MAX_VECTORS} in all); "
+                           f"use mva='linearizer'")
+        return out
+
+    def solve(self, compiled, options: dict) -> Result:
+        algo, tol = _checked_options(options)
+        qn = product_form(compiled)
+        if isinstance(qn, list):
+            raise SolverError("the net is not product form: " + "; ".join(qn), construct=qn[0],
+                              methods=("ctmc", "des"))
+        problems = _mixed_problems(qn)
+        if problems:
+            raise SolverError(problems[0], construct=problems[0].split(":")[0], methods=("ctmc", "des"))
+        an = analyze(qn, algo, tol)
+        slot_tokens, rates, busy = net_quantities(compiled, qn, an.throughput, an.queue_length)
+        rows = derive(compiled, slot_tokens, rates, busy)
+        ncl = len(qn.closed)
+        res = to_result(compiled, rows, "mva", algorithm=an.algorithm, iterations=an.iterations,
+                        converged=an.converged, chains=chain_info(qn),
+                        stations=[st.element for st in qn.stations])
+        res.explanation.append(f"product form: {ncl} closed and {len(qn.chains) - ncl} open "
+                               f"chain(s) over {len(qn.stations)} station(s)")
+        res.explanation += an.explanation
+        if not an.converged:
+            res.warnings.append(f"{an.algorithm} did not converge to tol={tol} in "
+                                f"{an.iterations} iterations")
+        return res
+
+
+__all__ = ["MVASolver", "analyze", "net_quantities", "Analysis", "ALGORITHMS", "AUTO_LIMIT"]

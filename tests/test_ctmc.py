@@ -1,0 +1,273 @@
+"""CTMC solver: known closed forms, agreement with MVA, disciplines, phases, traps."""
+import math
+
+import numpy as np
+import pytest
+
+import qpn
+from qpn.errors import SolverError
+from solvers.ctmc import solve_transient
+
+from conftest import MODELS
+
+REL = 1e-9
+
+
+def ctmc(net, **kw):
+    options = kw.pop("options", None)
+    return qpn.solve(net, method="ctmc", options=options, **kw) if options else \
+        qpn.solve(net, method="ctmc", **kw)
+
+
+def mutex_closed_form(K, think, hold):
+    """Birth-death: n threads at the lock (waiting or holding), think rate per thread."""
+    lam, mu = 1 / think, 1 / hold
+    w = [math.factorial(K) / math.factorial(K - n) * (lam / mu) ** n for n in range(K + 1)]
+    p0 = 1 / sum(w)
+    busy = 1 - p0
+    return busy, mu * busy, sum(n * x * p0 for n, x in enumerate(w))
+
+
+@pytest.mark.parametrize("K", range(1, 21))
+def test_mutex_net_equals_birth_death(K):
+    res = ctmc(qpn.load(f"{MODELS}/mutex.qpn"), threads=K)
+    busy, X, at_lock = mutex_closed_form(K, 1.0, 0.2)
+    assert res.get("utilization", "critical") == pytest.approx(busy, rel=REL)
+    assert res.get("throughput", "acquire") == pytest.approx(X, rel=REL)
+    assert res.get("tokens", "waiting") + res.get("tokens", "critical") == pytest.approx(at_lock, rel=REL)
+    assert res.info["states"] == K + 1
+
+
+def test_mm1k_closed_form():
+    net = qpn.parse("param K = 7\nplace q queue fcfs service exp(1) capacity K\n"
+                    "transition arrive : -> q delay exp(1.25)\ntransition leave : q ->\n")
+    res = ctmc(net)
+    rho, K = 0.8, 7
+    p = np.array([rho ** n for n in range(K + 1)])
+    p /= p.sum()
+    assert res.get("tokens", "q") == pytest.approx((np.arange(K + 1) * p).sum(), rel=REL)
+    assert res.get("throughput", "leave") == pytest.approx(1 - p[0], rel=REL)   # mu * P(busy)
+    assert res.get("throughput", "arrive") == pytest.approx(0.8 * (1 - p[-1]), rel=REL)
+    assert "cutoff" not in res.info     # bounded by the capacity: no truncation
+
+
+def test_mm1_and_mmc_open_with_cutoff():
+    res = ctmc(qpn.load(f"{MODELS}/mm1.qpn"))
+    assert res.info["truncated_mass"] < 1e-9
+    assert res.get("response", "server") == pytest.approx(5.0, rel=1e-7)
+    assert res.get("utilization", "server") == pytest.approx(0.8, rel=1e-9)
+    res = ctmc(qpn.load(f"{MODELS}/mmc.qpn"))
+    lam, c, S = 3.0, 4, 1.0
+    A = lam * S
+    s = sum(A ** k / math.factorial(k) for k in range(c))
+    tail = A ** c / math.factorial(c) / (1 - A / c)
+    erlang_c = tail / (s + tail)
+    W = erlang_c * S / (c - A) + S
+    assert res.get("response", "station") == pytest.approx(W, rel=1e-7)
+    assert res.get("utilization", "station") == pytest.approx(A / c, rel=1e-9)
+
+
+def test_mm_infinity():
+    net = qpn.parse("place q queue is service exp(2)\ntransition a : -> q delay exp(0.25)\ntransition b : q ->\n")
+    res = ctmc(net)
+    assert res.get("tokens", "q") == pytest.approx(8.0, rel=1e-7)
+    assert res.get("utilization", "q") == pytest.approx(8.0, rel=1e-7)   # busy servers for IS
+
+
+def test_machine_repairman_with_timed_transitions():
+    res = ctmc(qpn.load(f"{MODELS}/repairman.qpn"))
+    N, r = 10, 10 / 60   # repair / mttf
+    w = [math.factorial(N) / math.factorial(N - k) * r ** k for k in range(N + 1)]
+    p0 = 1 / sum(w)
+    assert res.get("throughput", "fix") == pytest.approx((1 - p0) / 600.0, rel=REL)
+    assert res.get("tokens", "working") == pytest.approx(N - sum(k * x * p0 for k, x in enumerate(w)), rel=REL)
+
+
+@pytest.mark.parametrize("N", [1, 5, 12])
+def test_closed_tandem_matches_mva(N):
+    net = qpn.load(f"{MODELS}/tandem.qpn")
+    a, b = ctmc(net, N=N), qpn.solve(net, method="mva", N=N)
+    cells = [(x, y) for x, y, _ in a.compare(b) if x.measure in ("tokens", "throughput", "utilization")]
+    assert len(cells) > 8
+    for x, y in cells:
+        assert x.value == pytest.approx(y.value, rel=1e-10, abs=1e-14)
+
+
+def test_central_server_ctmc_equals_mva_to_1e_8():
+    """The issue's 2-class central server, populations (8, 6): 388,537 states with FCFS orders."""
+    net = qpn.load(f"{MODELS}/central_server.qpn")
+    a, b = ctmc(net), qpn.solve(net, method="mva")
+    assert a.info["states"] == 388_537
+    cells = [(x, y) for x, y, _ in a.compare(b)
+             if x.measure in ("tokens", "throughput", "utilization", "residence")]
+    assert len(cells) >= 40
+    worst = max(abs(x.value - y.value) / abs(y.value) for x, y in cells if y.value)
+    assert worst < 1e-8
+
+
+def test_preemptive_priority_mm1_two_classes():
+    """Class H sees M/M/1 alone; class L: T = S/(1-rho_H) + rho S / ((1-rho_H)(1-rho))."""
+    net = qpn.parse("""colors k = {hi, lo}
+place q : k queue prio service exp(1) priority hi: 2, lo: 1
+transition ah : -> q(hi) delay exp(1 / 0.3)
+transition al : -> q(lo) delay exp(1 / 0.4)
+transition leave : q(x) ->
+""")
+    res = ctmc(net, options={"cutoff": 90})
+    rho_h, rho = 0.3, 0.7
+    assert res.get("response", "q", "hi") == pytest.approx(1 / (1 - rho_h), rel=1e-7)
+    T_lo = 1 / (1 - rho_h) + rho / ((1 - rho_h) * (1 - rho))
+    assert res.get("response", "q", "lo") == pytest.approx(T_lo, rel=1e-6)
+
+
+def test_nonpreemptive_priority_cobham():
+    net = qpn.parse("""colors k = {hi, lo}
+place q : k queue prio nonpreemptive service exp(1) priority hi: 2, lo: 1
+transition ah : -> q(hi) delay exp(1 / 0.3)
+transition al : -> q(lo) delay exp(1 / 0.4)
+transition leave : q(x) ->
+""")
+    res = ctmc(net, options={"cutoff": 90})
+    W0 = 0.3 * 2 + 0.4 * 2   # sum lambda E[S^2] / 2 with E[S^2] = 2
+    W0 /= 2
+    assert res.get("response", "q", "hi") == pytest.approx(W0 / (1 - 0.3) + 1, rel=1e-6)
+    assert res.get("response", "q", "lo") == pytest.approx(W0 / ((1 - 0.3) * (1 - 0.7)) + 1, rel=1e-6)
+
+
+@pytest.mark.parametrize("disc", ["fcfs", "random", "lcfs-pr", "ps"])
+def test_single_class_means_equal_across_disciplines(disc):
+    """For exponential service, mean queue length does not depend on the order of service."""
+    # FCFS keeps the order of two classes: 2^n states with n tokens, so a light load
+    net = qpn.parse(f"colors c = {{x, y}}\nplace q : c queue {disc} service exp(1)\n"
+                    "transition ax : -> q(x) delay exp(12.5)\ntransition ay : -> q(y) delay exp(1 / 0.12)\n"
+                    "transition leave : q(v) ->\n")
+    res = ctmc(net, options={"cutoff": 14})
+    rho = 0.2
+    assert res.info["truncated_mass"] < 1e-9
+    assert res.get("tokens", "q") == pytest.approx(rho / (1 - rho), rel=1e-7)
+    assert res.get("tokens", "q", "x") == pytest.approx(rho / (1 - rho) * 0.4, rel=1e-7)
+
+
+@pytest.mark.parametrize("dist,scv", [("erlang(4, 0.8)", 0.25), ("hyperexp(mean = 0.8, scv = 3)", 3.0),
+                                       ("exp(0.8)", 1.0)])
+def test_mg1_pollaczek_khinchine_with_phases(dist, scv):
+    net = qpn.parse(f"place q queue fcfs service {dist}\ntransition a : -> q delay exp(1)\n"
+                    "transition b : q ->\n")
+    res = ctmc(net)        # the cut-off grows until the mass at it is below 1e-10
+    assert res.info["truncated_mass"] < 1e-9
+    rho, S = 0.8, 0.8
+    W = rho * S * (1 + scv) / (2 * (1 - rho))
+    assert res.get("response", "q") == pytest.approx(W + S, rel=1e-6)
+    assert not res.warnings[:-1]        # only the cut-off note: erlang/hyperexp are exact
+
+
+@pytest.mark.parametrize("disc,k,rho,cutoff", [("ps", 3, 0.5, 40), ("lcfs-pr", 2, 0.1, 11)])
+def test_insensitive_disciplines_with_erlang_service(disc, k, rho, cutoff):
+    """M/G/1-PS and M/G/1-LCFS-PR: mean tokens rho / (1 - rho) whatever the distribution.
+
+    LCFS-PR keeps the phase of every preempted job (k^n states), hence the light load."""
+    net = qpn.parse(f"place q queue {disc} service erlang({k}, {rho})\ntransition a : -> q delay exp(1)\n"
+                    "transition b : q ->\n")
+    res = ctmc(net, options={"cutoff": cutoff})
+    assert res.info["truncated_mass"] < 1e-10
+    assert res.get("tokens", "q") == pytest.approx(rho / (1 - rho), rel=1e-7)
+
+
+def test_deterministic_is_approximated_and_said():
+    net = qpn.parse("place q queue fcfs service det(0.5)\ntransition a : -> q delay exp(1)\n"
+                    "transition b : q ->\n")
+    res = ctmc(net, options={"cutoff": 80, "det_order": 10})
+    assert any("Erlang of order 10" in w for w in res.warnings)
+    # exact for Erlang-10: W = rho S (1 + 1/10) / (2 (1 - rho)) + S
+    assert res.get("response", "q") == pytest.approx(0.25 * 1.1 / 1.0 + 0.5, rel=1e-6)
+
+
+def test_fifo_departure_resequencing_closed_form():
+    """Two tokens, IS service exp(1), FIFO departure, then think exp(1) (IS).
+
+    States (in service i, done-waiting j, thinking k): the second token cannot
+    leave before the first; solved by hand below."""
+    net = qpn.parse("place think queue is service exp(1) init 2\n"
+                    "place work queue is service exp(1) departure fifo\n"
+                    "transition go : think -> work\ntransition back : work -> think\n")
+    res = ctmc(net)
+    # states: A=(think 2), B=(work 1 active, think 1), C=(work 2 active), D=(work: 1 active ahead, 1 done)
+    # A->B 2, B->A 1, B->C 1, C->B 1 (the head finishes: it leaves), C->D 1 (the second finishes first),
+    # D->B 1 (the head finishes; both leave? no: head leaves, then the done one is released too -> A)
+    Q = np.zeros((4, 4))
+    Q[0, 1] = 2
+    Q[1, 0] = 1
+    Q[1, 2] = 1
+    Q[2, 1] = 1
+    Q[2, 3] = 1
+    Q[3, 0] = 1
+    np.fill_diagonal(Q, -Q.sum(axis=1))
+    A = np.vstack([Q.T[:-1], np.ones(4)])
+    pi = np.linalg.solve(A, np.array([0, 0, 0, 1.0]))
+    assert res.info["states"] == 4
+    work = pi[1] * 1 + pi[2] * 2 + pi[3] * 2
+    assert res.get("tokens", "work") == pytest.approx(work, rel=1e-12)
+    assert res.get("throughput", "back") == pytest.approx(pi[1] + pi[2] + 2 * pi[3], rel=1e-12)
+
+
+def test_immediate_loop_with_exit_is_solved_exactly():
+    # a retry loop: after service, an immediate choice retries (0.5) or leaves (0.5)
+    loop = qpn.parse("""place q queue fcfs service exp(1)
+place check
+place again
+transition arrive : -> q delay exp(4)
+transition done : q -> check
+transition decide {
+    mode retry : check -> again weight 1
+    mode leave : check -> weight 1
+}
+transition redo : again -> check weight 1
+transition back : again -> q weight 1
+""")
+    res = ctmc(loop, options={"cutoff": 80})
+    # from 'check': leave w.p. 1/2, else 'again': back to q w.p. 1/2, else 'check' again
+    # P(back to q per visit) = (1/2 * 1/2) / (1 - 1/2 * 1/2) = 1/3; visits = 3/2; rho = 0.25 * 1.5
+    rho = 0.375
+    assert res.get("utilization", "q") == pytest.approx(rho, rel=1e-9)
+    assert res.get("throughput", "redo") == pytest.approx(res.get("throughput", "back"), rel=1e-9)
+
+
+def test_timeless_trap_is_reported():
+    net = qpn.parse("place a init 1\nplace b\nplace c queue is service exp(1)\n"
+                    "transition t1 : a -> b\ntransition t2 : b -> a\ntransition t3 : c -> c\n")
+    with pytest.raises(SolverError, match="timeless trap.*'t1', 't2'"):
+        ctmc(net)
+
+
+def test_refuses_large_state_space_with_estimate():
+    net = qpn.load(f"{MODELS}/bench/closed_network.qpn")
+    # C(2000 + 4, 4) markings of 2000 jobs over 5 stations, before anything is generated
+    assert f"{math.comb(2004, 4):.2g}" == "6.7e+11"
+    with pytest.raises(SolverError, match=r"estimated at 6\.7e\+11 states.*--method des"):
+        ctmc(net, N=2000)
+
+
+def test_rr_is_refused_or_approximated_on_request():
+    net = qpn.load(f"{MODELS}/rr_cpu.qpn")
+    with pytest.raises(SolverError, match="round robin"):
+        ctmc(net)
+
+
+def test_transient_uniformization_two_state():
+    net = qpn.parse("place a init 1\nplace b\ntransition f : a -> b delay exp(0.5)\n"
+                    "transition g : b -> a delay exp(1)\n")
+    c = qpn.compile_net(net)
+    times = [0.0, 0.3, 1.0, 5.0]
+    out = solve_transient(c, times)
+    lam, mu = 2.0, 1.0
+    for t, r in zip(times, out):
+        pb = lam / (lam + mu) * (1 - math.exp(-(lam + mu) * t))
+        assert r.get("tokens", "b") == pytest.approx(pb, abs=1e-10)
+
+
+def test_marking_predicate_probability():
+    res = ctmc(qpn.load(f"{MODELS}/mutex.qpn"), threads=3,
+               options={"predicates": {"lock_free": "lock == 1", "queue_of_two": "waiting >= 2"}})
+    busy, _, _ = mutex_closed_form(3, 1.0, 0.2)
+    assert res.get("probability", "lock_free") == pytest.approx(1 - busy, rel=1e-12)
+    assert 0 < res.get("probability", "queue_of_two") < 1

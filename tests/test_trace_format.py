@@ -1,0 +1,183 @@
+"""The neutral trace format: reading, writing, validation with located errors."""
+import io
+import os
+import json
+
+import pytest
+
+from frontends import trace as tr
+from frontends.trace import TraceError, TraceEvent, TraceHeader, read_trace, write_trace
+from frontends.trace_query import fragments, lock_holds, match_items, thread_cpu
+from frontends.trace_schema import KINDS, check_event
+from qpn.cli import main
+
+HEADER = {"kind": "header", "format": "qpn-trace", "version": 1, "source": "test",
+          "capabilities": {"thread_cpu": True, "lock_hold": True}}
+
+
+def text(*events, header=HEADER):
+    return "\n".join(json.dumps(e) for e in ([header] if header else []) + list(events)) + "\n"
+
+
+def ev(kind, tid=1, ts=0, **kw):
+    return {"kind": kind, "tid": tid, "ts": ts, **kw}
+
+
+GOOD = [ev("thread_start", ts=0, cpu=0, name="main"),
+        ev("object", ts=5, cpu=5, obj=7, type="queue", capacity=4, site="p.py:3"),
+        ev("put", ts=10, cpu=9, obj=7, item=100, dur=0, size=1),
+        ev("thread_start", tid=2, ts=12, cpu=0, name="w", parent=1),
+        ev("get", tid=2, ts=11, cpu=1, obj=7, item=100, dur=9, size=0),
+        ev("acquire", tid=2, ts=30, cpu=15, obj=8, dur=0, contended=False),
+        ev("release", tid=2, ts=70, cpu=55, obj=8, hold=40),
+        ev("io", tid=2, ts=80, cpu=60, op="read", path="/d", bytes=512, dur=20, cpu_dur=5),
+        ev("thread_end", tid=2, ts=130, cpu=100),
+        ev("thread_end", ts=200, cpu=90)]
+
+
+def test_round_trip_and_helpers(tmp_path):
+    path = tmp_path / "t.jsonl"
+    header = TraceHeader.from_dict(HEADER)
+    assert write_trace(path, header, GOOD + [TraceEvent("mark", 1, 150, fields={"name": "x"})]) == 11
+    t = read_trace(path)
+    assert t.header.has("thread_cpu") and not t.header.has("gil") and t.complete
+    assert t.events[:10] == GOOD and t.events[10]["kind"] == "mark"
+    by = t.by_thread()
+    assert [e["ts"] for e in by[2]] == [11, 12, 30, 70, 80, 130]       # sorted by ts
+    assert t.thread_names() == {1: "main", 2: "w"} and t.objects()[7]["capacity"] == 4
+    assert [(p["tid"], g["tid"]) for p, g in match_items(t.events)] == [(1, 2)]
+    assert lock_holds(t.events) == {8: [40]}
+    frs = fragments(by[2])
+    assert [(f.wall, f.cpu) for f in frs] == [(10, 14), (40, 40), (10, 5), (30, 35)]
+    assert thread_cpu(by[2]) == 99
+    assert TraceEvent.from_dict(GOOD[2]).to_dict() == GOOD[2]
+
+
+def test_every_kind_is_documented():
+    doc = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "docs", "trace-format.md"), encoding="utf-8").read()
+    for kind in KINDS:
+        assert f"`{kind}`" in doc, kind
+
+
+def test_doc_example_is_a_valid_trace_with_the_stated_fragment():
+    doc = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "docs", "trace-format.md"), encoding="utf-8").read()
+    block = doc.split("## Example")[1].split("```")[1]
+    t = read_trace(io.StringIO(block.strip() + "\n"))
+    worker = t.by_thread()[8254]
+    first = fragments(worker)[1]
+    assert (first.before["kind"], first.after["kind"], first.wall, first.cpu) == ("get", "acquire", 5300, 5300)
+    assert match_items(t.events)[0][1]["tid"] == 8254
+
+
+@pytest.mark.parametrize("bad, msg", [
+    (ev("acquire", dur=3), "acquire event lacks field 'obj'"),
+    (ev("acquire", obj=1, dur=-3), "dur must be an integer >= 0"),
+    (ev("release", obj="L1"), "obj must be an integer"),
+    (ev("acquir", obj=1), "unknown event kind 'acquir' (did you mean 'acquire'?)"),
+    (ev("wait", on="nap"), "on must be one of"),
+    (ev("io", op="read", bytes=1.5), "bytes must be an integer"),
+    (ev("put", obj=1, item=2, ok="yes"), "ok must be true or false"),
+    ({"tid": 1, "ts": 0}, "lacks field 'kind'"),
+    (HEADER, "a second header"),
+    ([1, 2], "must be a JSON object"),
+    (ev("sample", stack=["a", 3]), "stack must be a list of strings"),
+])
+def test_invalid_events_are_located(bad, msg):
+    src = text(GOOD[0], GOOD[1], bad, GOOD[2])
+    with pytest.raises(TraceError) as exc:
+        read_trace(io.StringIO(src))
+    assert exc.value.line == 4 and msg in str(exc.value)
+    assert str(exc.value).startswith("<trace>:4: error: ")
+    lenient = read_trace(io.StringIO(src), strict=False)
+    assert lenient.events == GOOD[:2] and not lenient.complete
+    assert lenient.warnings[0].startswith("<trace>:4: ") and "kept the 2 valid event" in lenient.warnings[0]
+
+
+def test_json_errors_blank_lines_and_truncation(tmp_path):
+    src = text(*GOOD[:3]).replace('"ts": 5', '"ts" 5')
+    with pytest.raises(TraceError, match=r"<trace>:3:\d+: error: invalid JSON: Expecting ':'"):
+        read_trace(io.StringIO(src))
+    two = text(GOOD[0]) + json.dumps(GOOD[1]) + " " + json.dumps(GOOD[2]) + "\n"
+    with pytest.raises(TraceError, match="<trace>:3:.*Extra data"):
+        read_trace(io.StringIO(two))
+    blank = text(GOOD[0]) + "\n   \n" + json.dumps(GOOD[1]) + "\n"
+    assert len(read_trace(io.StringIO(blank)).events) == 2
+    cut = text(*GOOD)[:-25]                      # the writer was killed mid-line
+    path = tmp_path / "cut.jsonl"
+    path.write_text(cut)
+    with pytest.raises(TraceError) as exc:
+        read_trace(path)
+    assert f"{path}:11: error: truncated last line" in str(exc.value)
+    t = read_trace(path, strict=False)
+    assert t.events == GOOD[:9] and "truncated" in t.warnings[0]
+    no_newline = text(*GOOD).rstrip("\n")        # a complete last line without "\n" is fine
+    assert len(read_trace(io.StringIO(no_newline)).events) == len(GOOD)
+
+
+def test_errors_deep_in_a_big_trace_have_exact_line_numbers():
+    events = [ev("mark", ts=i, name="m") for i in range(30000)]
+    events[23456] = ev("mark", ts=1, name=5)
+    with pytest.raises(TraceError) as exc:
+        read_trace(io.StringIO(text(*events)))
+    assert exc.value.line == 23458 and "name must be a string" in str(exc.value)
+    t = read_trace(io.StringIO(text(*events)), strict=False)
+    assert len(t.events) == 23456
+
+
+@pytest.mark.parametrize("header, msg", [
+    (None, "first line must be the header"),
+    ({"kind": "header", "format": "other", "version": 1}, "format must be 'qpn-trace'"),
+    ({"kind": "header", "format": "qpn-trace", "version": 9}, "unsupported trace version 9"),
+    ({"kind": "header", "format": "qpn-trace", "version": 1, "capabilities": {"gil": 1}},
+     "capabilities must be"),
+])
+def test_bad_headers(header, msg):
+    src = text(GOOD[0], header=header) if header else text(GOOD[0], header=None)
+    with pytest.raises(TraceError, match=msg) as exc:
+        read_trace(io.StringIO(src), strict=False)       # a bad header is always fatal
+    assert exc.value.line == 1
+    with pytest.raises(TraceError, match="empty trace"):
+        read_trace(io.StringIO(""))
+
+
+def test_writer_refuses_invalid_events(tmp_path):
+    with pytest.raises(TraceError, match="refusing to write an invalid event"):
+        write_trace(tmp_path / "x.jsonl", TraceHeader(), [ev("release")])
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_extension_kinds_and_list_capabilities():
+    h = dict(HEADER, capabilities=["thread_cpu"])
+    t = read_trace(io.StringIO(text(ev("x_gpu_kernel", ts=3, grid=4), header=h)))
+    assert t.header.has("thread_cpu") and t.events[0]["grid"] == 4
+    assert check_event(ev("x_anything")) is None
+
+
+def test_cli_trace_check(tmp_path, capsys):
+    good = tmp_path / "good.jsonl"
+    good.write_text(text(*GOOD))
+    assert main(["trace-check", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "test trace, 10 events" in out and "thread 2 'w': 6 events" in out
+    assert "objects: queue 1" in out and "lock_hold, thread_cpu" in out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text(*GOOD[:4], ev("get", tid=2, ts=11, item=1), *GOOD[5:]))
+    assert main(["trace-check", str(bad)]) == 2
+    assert f"{bad}:6: error: get event lacks field 'obj'" in capsys.readouterr().err
+    assert main(["trace-check", str(bad), "--lenient"]) == 0
+    captured = capsys.readouterr()
+    assert "4 events (valid prefix only)" in captured.out and f"{bad}:6:" in captured.err
+
+
+def test_reader_speed_smoke():
+    # the benchmark measures 10^6 events; here only a sanity bound on 20,000
+    import time
+    events = [ev("acquire", tid=i % 4, ts=i, cpu=i, obj=9, dur=0, contended=False, site="p.py:1")
+              for i in range(20000)]
+    src = text(*events)
+    t0 = time.perf_counter()
+    t = read_trace(io.StringIO(src))
+    assert len(t.events) == 20000 and time.perf_counter() - t0 < 1.0
+    assert tr.CHUNK_CHARS > 0
