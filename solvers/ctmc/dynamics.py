@@ -63,6 +63,13 @@ class Dynamics:
             self.qtab.append(dict(A=A, T=T, X=X, K=K, P=P, slot2class=arrive_into,
                                   prio=np.asarray(q.prio, float)))
         self.blocked_by_cutoff: np.ndarray | None = None
+        # inhibitor groups as matrices for enabled_many
+        G = inh.shape[0]
+        self.inh_groups = inh.toarray().astype(np.int64) if G else None
+        self.inh_thr = np.asarray(c.inh_threshold, dtype=np.int64)
+        self.inh_of_mode = np.zeros((G, nm), dtype=np.int64)
+        for g in range(G):
+            self.inh_of_mode[g, int(c.inh_mode[g])] = 1
         # feeds[m, q]: mode m puts tokens into queue q (which then needs bookkeeping)
         self.feeds = np.zeros((nm, len(spec.queues)), dtype=bool)
         for qi, q in enumerate(spec.queues):
@@ -84,6 +91,22 @@ class Dynamics:
             if track_cutoff and self.blocked_by_cutoff is not None:
                 self.blocked_by_cutoff |= ok & ~cut
             ok &= cut
+        return ok
+
+    def enabled_many(self, R: np.ndarray, modes: np.ndarray) -> np.ndarray:
+        """Enabling of several modes at once (rows x modes); one broadcast for small batches."""
+        modes = np.asarray(modes, dtype=np.int64)
+        F, nm = len(R), len(modes)
+        ns = self.spec.nslots
+        if F * nm * ns > 4_000_000 or self.unc_delta[modes].any() or \
+                any(self.caps[m] for m in modes):
+            return np.stack([self.enabled(R, int(m)) for m in modes], axis=1) if nm else \
+                np.zeros((F, 0), dtype=bool)
+        ok = np.all(R[:, None, :ns] >= self.pre[modes][None, :, :], axis=2)
+        if self.inh_groups is not None and self.inh_groups.shape[0]:
+            counts = R[:, :ns] @ self.inh_groups.T
+            blocked = counts >= self.inh_thr[None, :]
+            ok &= ~((blocked.astype(np.int64) @ self.inh_of_mode[:, modes]) > 0)
         return ok
 
     def degree(self, R: np.ndarray, m: int) -> np.ndarray:

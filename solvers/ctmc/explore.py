@@ -131,8 +131,7 @@ class Explorer:
     def _immediate_choice(self, R: np.ndarray):
         """Per row: probabilities of each immediate mode firing (rows x nimm)."""
         dyn = self.dyn
-        E = np.stack([dyn.enabled(R, m) for m in self.imm], axis=1) if len(self.imm) else \
-            np.zeros((len(R), 0), dtype=bool)
+        E = dyn.enabled_many(R, self.imm) if len(self.imm) else np.zeros((len(R), 0), dtype=bool)
         if not E.size:
             return E, np.zeros(E.shape)
         pr = np.where(E, dyn.prio[self.imm][None, :], -np.inf)

@@ -387,3 +387,20 @@ def symbolic_mva(compiled, max_population: int = 12) -> tuple[np.ndarray, np.nda
 
 
 __all__ = ["symbolic_mva", "parameter_symbols", "parameter_values"]
+
+
+# public names for other symbolic solvers (the CTMC path reuses them)
+mean_expr = _mean
+delay_expr = _delay
+exact_number = _exact
+
+
+def class_service_mean(c, qi: int, k: int, sym, env) -> Any:
+    """Mean service time of class ``k`` of compiled queue ``qi`` as an expression."""
+    q = c.queues[qi]
+    place = c.net.place_map[c.places[q.places[k]].name]
+    color = c.slot_color[q.classes[k]]
+    dist = next((s.dist for s in place.service if s.color is not None
+                 and evaluate(s.color, env) == color), None)
+    dist = dist or next(s.dist for s in place.service if s.color is None)
+    return _mean(dist, q.service[k], sym)

@@ -1,0 +1,77 @@
+"""``auto``: choose a method and say why, in one line.
+
+MVA when the net is product form; else the CTMC when its estimated state
+space fits and every delay is exponential or exactly phase-type (erlang,
+hyperexp); else the simulator.
+"""
+from __future__ import annotations
+
+from qpn.distributions import Erlang, Exp, HyperExp, HyperExpFit
+from qpn.errors import SolverError
+
+from . import get_solver, register
+from .result import Result
+
+EXACT_PH = (Exp, Erlang, HyperExp, HyperExpFit)
+
+
+def _non_ph(compiled) -> list[str]:
+    out = []
+    for q in compiled.queues:
+        for k, d in enumerate(q.service):
+            if not isinstance(d, EXACT_PH):
+                out.append(f"queue {q.name}: {d.kind} service is not phase-type")
+                break
+    for m in compiled.modes:
+        if m.kind == "timed" and not isinstance(m.delay, EXACT_PH):
+            out.append(f"transition {m.transition}: {m.delay.kind} delay is not phase-type")
+    return out
+
+
+def choose(compiled, options: dict) -> tuple[str, str]:
+    """(method, one-line reason)."""
+    from .mva.productform import product_form
+    qn = product_form(compiled)
+    if not isinstance(qn, list):
+        kinds = sorted({"closed" if getattr(ch, "population", None) else "open" for ch in qn.chains})
+        return "mva", (f"the net is product form ({' and '.join(kinds)}, {len(qn.chains)} chain(s)): "
+                       "mean value analysis is exact")
+    why_not_pf = qn[0]
+    ctmc = get_solver("ctmc")
+    problems = ctmc.problems(compiled, options) + _non_ph(compiled)
+    if not problems:
+        from .ctmc.solver import _options
+        from .ctmc.spec import build_spec
+        o = _options(options)
+        try:
+            spec = build_spec(compiled, cutoff=int(o["cutoff"] or 60), rr=o["rr"])
+        except SolverError as exc:
+            problems = [str(exc)]
+        else:
+            if spec.estimate <= int(o["limit"]):
+                return "ctmc", (f"not product form ({why_not_pf}); the CTMC has about "
+                                f"{spec.estimate:,.0f} states and every delay is exponential or "
+                                "phase-type")
+            problems = [f"the CTMC would have about {spec.estimate:.3g} states (limit {int(o['limit']):,})"]
+    return "des", f"not product form ({why_not_pf}); not for the CTMC: {problems[0]}"
+
+
+class AutoSolver:
+    name = "auto"
+
+    def problems(self, compiled, options: dict) -> list[str]:
+        return []
+
+    def solve(self, compiled, options: dict) -> Result:
+        method, reason = choose(compiled, options)
+        solver = get_solver(method)
+        problems = solver.problems(compiled, options)
+        if problems:
+            raise SolverError(f"auto chose {method} but: " + "; ".join(problems))
+        res = solver.solve(compiled, options)
+        res.explanation.insert(0, f"auto: chose {method}: {reason}")
+        res.info["chosen"] = method
+        return res
+
+
+register(AutoSolver())

@@ -1,0 +1,69 @@
+"""Symbolic results: closed forms in the model's parameters.
+
+Product-form nets with small populations go through symbolic MVA (the
+normalizing constant); other small exponential nets through their CTMC,
+solved over rational functions of the parameters.
+"""
+from __future__ import annotations
+
+import time
+
+from qpn.errors import SolverError
+
+from .. import register
+from .result import SymbolicResult
+
+
+class SymbolicSolver:
+    name = "symbolic"
+
+    def _route(self, compiled, options):
+        from ..mva.productform import product_form
+        qn = product_form(compiled)
+        if not isinstance(qn, list):
+            pops = [ch.population for ch in qn.chains if getattr(ch, "population", None)]
+            if sum(pops) <= int(options.get("max_population", 12)):
+                return "mva", []
+        from .ctmc import check_symbolic
+        from ..ctmc.solver import _options
+        problems = check_symbolic(compiled, _options(options))
+        return ("ctmc", problems)
+
+    def problems(self, compiled, options: dict) -> list[str]:
+        how, problems = self._route(compiled, options)
+        return problems
+
+    def solve(self, compiled, options: dict) -> SymbolicResult:
+        import sympy as sp
+        from ..mva.symbolic import parameter_symbols, parameter_values
+        from .ctmc import symbolic_ctmc, symbolic_rows
+        t0 = time.perf_counter()
+        how, problems = self._route(compiled, options)
+        if problems:
+            raise SolverError("; ".join(problems), methods=("ctmc", "des"))
+        if how == "mva":
+            from ..mva.symbolic import symbolic_mva
+            tokens, rates, busy = symbolic_mva(compiled, int(options.get("max_population", 12)))
+            why = "product form: closed forms by the normalizing constant (symbolic MVA)"
+            nstates = None
+        else:
+            tokens, rates, busy, nstates = symbolic_ctmc(compiled, options)
+            why = f"CTMC with {nstates} states solved over rational functions of the parameters"
+        rows = symbolic_rows(compiled, tokens, rates, busy)
+        values = parameter_values(compiled)
+        res = SymbolicResult(method="symbolic", model=compiled.net.name)
+        exprs = {}
+        for m, e, col, x in rows:
+            v = x.subs(values).evalf(30) if x.free_symbols else x.evalf(30)
+            res.add(m, e, float(v) if v.is_real else float("nan"), color=col)
+            exprs[(m, e, col)] = x
+        syms = {n: s for n, s in parameter_symbols(compiled.net).items() if isinstance(s, sp.Symbol)}
+        res.info.update(expressions=exprs, symbols=syms, values=values, route=how, states=nstates)
+        res.explanation.append(why)
+        res.wall_time = time.perf_counter() - t0
+        return res
+
+
+register(SymbolicSolver())
+
+__all__ = ["SymbolicSolver", "SymbolicResult"]
