@@ -12,6 +12,8 @@ import qpn
 import solvers
 from solvers.mva import exact_mva
 
+from peers import run_peer
+
 MODEL = """
 net bench_mva
 param n = 30
@@ -44,6 +46,14 @@ def test_exact_mva_3x30_end_to_end(benchmark):
     t0 = time.perf_counter()
     solvers.solve(net, "mva", options={"mva": "exact"})
     assert time.perf_counter() - t0 < 0.3
+    peer = run_peer("line_mva.py")   # LINE side by side when installed (QPN_LINE_PYTHON)
+    if peer is not None and "seconds" in peer:
+        ratio = peer["seconds"] / benchmark.stats.stats.median
+        benchmark.extra_info.update(line_seconds=peer["seconds"], line_over_qpn=ratio)
+        print(f"\nLINE exact MVA 3x30: {peer['seconds']:.3f} s; qpn median "
+              f"{benchmark.stats.stats.median:.4f} s; ratio {ratio:.0f}x")
+        for k, col in enumerate("abc"):
+            assert abs(peer["throughput"][k] - res.get("throughput", "go", f"[x={col}]")) < 1e-6 * peer["throughput"][k]
 
 
 def test_exact_mva_3x30_arrays(benchmark):
