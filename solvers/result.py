@@ -26,7 +26,8 @@ from typing import Any, Iterable
 
 UNITS = {"tokens": "", "queue_tokens": "", "arrivals": "1/s", "departures": "1/s",
          "residence": "s", "response": "s", "utilization": "", "throughput": "1/s",
-         "probability": ""}
+         "probability": "", "residence_var": "s^2", "residence_p50": "s", "residence_p90": "s",
+         "residence_p95": "s", "residence_p99": "s"}
 
 
 @dataclass

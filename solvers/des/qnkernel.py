@@ -1,0 +1,333 @@
+"""Fast kernel for nets that are queueing networks (see :mod:`.qnplan`).
+
+Each step advances every lane by one event.  Counts and clocks are updated
+with whole-array masked operations (arrays are lane-last, so every row is
+contiguous); only the per-token bookkeeping (FCFS order, entry times) works
+on the subset of lanes concerned.  The next event is the earliest of the
+sources' and queues' clocks; a completing token's class is drawn in
+proportion to the classes' completion rates (IS, PS) or read from the arrival
+order (FCFS); its route is drawn from its routing table; and the clock of
+every queue whose content changed is redrawn (exponential service is
+memoryless).  Each lane reads a fixed set of random numbers per step from its
+own Generator (see :class:`.stream.LockstepStream`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .qnplan import QNPlan
+from .stats import NBINS, Stats, bin_of
+from .stream import LockstepStream
+
+INF = np.inf
+
+
+class _Q:
+    def __init__(self, plan_q, L: int, track: bool, cap: int = 16):
+        self.p = plan_q
+        self.K = len(plan_q.classes)
+        self.slots = np.array([c.slot for c in plan_q.classes])
+        self.mu = np.stack([c.mu for c in plan_q.classes])                 # (K, L)
+        self.s = plan_q.servers.astype(float)
+        self.disc = plan_q.disc
+        self.fcfs = self.disc == "fcfs"
+        self.smax = float(np.max(self.s))
+        self.ordered = self.fcfs and (self.K > 1 or track)
+        self.cap = cap
+        if self.ordered:
+            self.rc = np.zeros((cap, L), dtype=np.int64)
+            self.rt = np.zeros((cap, L))
+            self.head = np.zeros(L, dtype=np.int64)
+        self.bag = np.zeros((self.K, cap, L)) if (track and not self.fcfs) else None
+        self.serv = np.zeros((self.K, L)) if (self.fcfs and self.K > 1) else None
+        self.busy = np.zeros((self.K, L))
+        # random numbers this queue needs in a step
+        self.need_class = (not self.fcfs and self.K > 1) or (self.fcfs and self.smax > 1 and self.ordered)
+        self.need_route = any(len(c.route_modes) > 1 for c in plan_q.classes)
+        self.need_token = self.bag is not None
+
+    def grow(self, L: int):
+        new = self.cap * 2
+        if self.ordered:
+            idx = (self.head[None, :] + np.arange(self.cap)[:, None]) % self.cap
+            rc = np.zeros((new, L), dtype=np.int64)
+            rt = np.zeros((new, L))
+            rc[:self.cap] = np.take_along_axis(self.rc, idx, axis=0)
+            rt[:self.cap] = np.take_along_axis(self.rt, idx, axis=0)
+            self.rc, self.rt, self.head = rc, rt, np.zeros(L, dtype=np.int64)
+        if self.bag is not None:
+            bag = np.zeros((self.K, new, L))
+            bag[:, :self.cap] = self.bag
+            self.bag = bag
+        self.cap = new
+
+
+class QNKernel:
+    """Same interface as :class:`.engine.Engine` for the run loop and the analysis."""
+
+    def __init__(self, net, plan: QNPlan, keys, seed, units: dict, unit_of_slot: np.ndarray, *,
+                 histograms: bool = True, buckets: int = 64, width: int = 64):
+        c = net.c
+        self.net, self.c, self.plan, self.L = net, c, plan, net.L
+        L = self.L
+        self.units, self.unit = units, unit_of_slot
+        self.notes: list[str] = []
+        self.track = bool(histograms)
+        self.t = np.zeros(L)
+        self.steps = np.zeros(L, dtype=np.int64)
+        self.alive = np.ones(L, dtype=bool)
+        self.cnt = np.zeros((c.nslots, L), dtype=np.int64)
+        self.qs = [_Q(q, L, self.track) for q in plan.queues]
+        self.S = len(plan.sources)
+        self.ev = np.full((self.S + len(self.qs), L), INF)
+        # per step and lane: the completing queue's next clock, the receiving queue's next
+        # clock, a source's next arrival (exponential); one uniform for every choice of
+        # the completing token (class, entry, route), rescaled from choice to choice
+        self.X_DONE, self.X_INTO, self.X_SRC = 0, 1, 2
+        self.stream = LockstepStream(seed, keys, 3 if self.S else 2,
+                                     1 if any(q.need_class or q.need_route or q.need_token for q in self.qs)
+                                     else 0)
+        self.stats = Stats(L, c.nslots, len(c.modes), [q.K for q in self.qs], len(units),
+                           buckets=buckets, width=width, histograms=histograms)
+        self.stats.eager = True
+        st = self.stats
+        self.area, self.fires, self.res = st.area, st.fires, st.res      # accumulate in place
+        self.busy_area = [np.zeros((q.K, L)) for q in self.qs]
+
+    @property
+    def m(self) -> np.ndarray:
+        return self.cnt.T
+
+    # -------------------------------------------------------- queue state
+    def _refresh(self, q: _Q) -> None:
+        """Busy servers per class from the queue's content (cached until it changes)."""
+        if q.K == 1:
+            n = self.cnt[q.slots[0]].astype(float)
+            q.busy[0] = n if q.disc == "is" else np.minimum(n, q.s)
+            return
+        if q.fcfs:
+            q.busy[:] = q.serv
+            return
+        n = self.cnt[q.slots].astype(float)
+        if q.disc == "is":
+            q.busy[:] = n
+        else:
+            tot = n.sum(axis=0)
+            q.busy[:] = n * np.where(tot > q.s, q.s / np.maximum(tot, 1.0), 1.0)
+
+    def _rate(self, q: _Q) -> np.ndarray:
+        return q.busy[0] * q.mu[0] if q.K == 1 else (q.busy * q.mu).sum(axis=0)
+
+    def _push(self, q: _Q, lanes: np.ndarray, k: int, t: np.ndarray) -> None:
+        """A token of class k entered q in ``lanes`` (counts already updated)."""
+        if not len(lanes):
+            return
+        L = self.L
+        if q.ordered:
+            size = self.cnt[q.slots][:, lanes].sum(axis=0) - 1
+            if (size >= q.cap).any():
+                q.grow(L)
+            flat = ((q.head[lanes] + size) % q.cap) * L + lanes
+            q.rc.ravel()[flat] = k
+            q.rt.ravel()[flat] = t[lanes]
+            if q.serv is not None:
+                q.serv[k, lanes] += size < q.s[lanes]          # straight into service
+        elif q.bag is not None:
+            n = self.cnt[q.slots[k], lanes] - 1
+            if (n >= q.cap).any():
+                q.grow(L)
+            q.bag.ravel()[(k * q.cap + n) * L + lanes] = t[lanes]
+
+    @staticmethod
+    def _choose(w: np.ndarray, u: np.ndarray):
+        """Index drawn in proportion to weights w (rows), and u rescaled inside the
+        chosen interval (again uniform, independent of the choice)."""
+        total = w.sum(axis=0)
+        target = u * total
+        acc = np.zeros_like(total)
+        idx = np.zeros(total.shape, dtype=np.int64)
+        lo = np.zeros_like(total)
+        for r in range(w.shape[0] - 1):
+            acc = acc + w[r]
+            past = target >= acc
+            idx += past
+            lo = np.where(past, acc, lo)
+        width = np.take_along_axis(w, idx[None, :], axis=0)[0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rest = np.where(width > 0, (target - lo) / np.where(width > 0, width, 1.0), u)
+        return idx, np.clip(rest, 0.0, np.nextafter(1.0, 0.0))
+
+    def _pick(self, qi: int, q: _Q, mask: np.ndarray, u: np.ndarray):
+        """Class (full length) and entry times (for the masked lanes) of the completing token."""
+        L = self.L
+        lanes = np.flatnonzero(mask)
+        if q.ordered:
+            head = q.head[lanes]
+            cls = np.zeros(L, dtype=np.int64)
+            if q.smax > 1:
+                tot = self.cnt[q.slots][:, lanes].sum(axis=0)
+                s = q.s[lanes]
+                served = np.minimum(tot, s).astype(np.int64)
+                w = max(int(served.max()), 1)
+                pos = (head[None, :] + np.arange(w)[:, None]) % q.cap
+                ks = q.rc[pos, lanes[None, :]]
+                r = np.where(np.arange(w)[:, None] < served[None, :], q.mu[ks, lanes[None, :]], 0.0)
+                j, rest = self._choose(r, u[lanes])
+                j = np.minimum(j, np.maximum(served - 1, 0))
+                u[lanes] = rest
+            else:
+                j = np.zeros(len(lanes), dtype=np.int64)
+            at = (head + j) % q.cap
+            k = q.rc[at, lanes]
+            t0 = q.rt[at, lanes]
+            for step in range(int(j.max()) if len(j) else 0, 0, -1):   # tokens ahead of j move back
+                sel = j >= step
+                ls = lanes[sel]
+                dst, src = (head[sel] + step) % q.cap, (head[sel] + step - 1) % q.cap
+                q.rc[dst, ls] = q.rc[src, ls]
+                q.rt[dst, ls] = q.rt[src, ls]
+            newhead = (head + 1) % q.cap
+            q.head[lanes] = newhead
+            if q.serv is not None:
+                q.serv[k, lanes] -= 1
+                tot = self.cnt[q.slots][:, lanes].sum(axis=0) - 1
+                s = q.s[lanes]
+                nxt = tot >= s                                    # a waiting token starts
+                if nxt.any():
+                    l2 = lanes[nxt]
+                    kn = q.rc[(newhead[nxt] + s[nxt].astype(np.int64) - 1) % q.cap, l2]
+                    q.serv[kn, l2] += 1
+            cls[lanes] = k
+            return cls, t0
+        if q.K == 1:
+            cls = None
+        else:
+            w = (q.busy * q.mu)[:, lanes]
+            c_l, rest = self._choose(w, u[lanes])
+            cls = np.zeros(L, dtype=np.int64)
+            cls[lanes] = np.minimum(c_l, q.K - 1)
+            u[lanes] = rest
+        if q.bag is None:
+            return cls, None
+        kk = cls[lanes] if cls is not None else np.zeros(len(lanes), dtype=np.int64)
+        n = self.cnt[q.slots[kk], lanes]
+        pos = u[lanes] * n
+        j = np.minimum(pos.astype(np.int64), np.maximum(n - 1, 0))
+        u[lanes] = np.clip(pos - j, 0.0, np.nextafter(1.0, 0.0))
+        flat = (kk * q.cap + j) * L + lanes
+        last = (kk * q.cap + np.maximum(n - 1, 0)) * L + lanes
+        bag = q.bag.ravel()
+        t0 = bag[flat]
+        bag[flat] = bag[last]
+        return cls, t0
+
+    # ----------------------------------------------------------------- run
+    def start(self) -> None:
+        m0 = self.net.m0
+        for q in self.qs:
+            for k, s in enumerate(q.slots):
+                for rep in range(int(m0[:, s].max()) if len(m0) else 0):
+                    lanes = np.flatnonzero(m0[:, s] > rep)
+                    self.cnt[s, lanes] += 1
+                    self._push(q, lanes, k, self.t)
+        for e, src in enumerate(self.plan.sources):
+            x, _ = self.stream.next()       # one step's numbers per initial clock
+            self.ev[e] = x[0] * src.mean
+        for qi, q in enumerate(self.qs):
+            x, _ = self.stream.next()
+            self._refresh(q)
+            R = self._rate(q)
+            self.ev[self.S + qi] = np.where(R > 0, x[0] / np.where(R > 0, R, 1), INF)
+
+    def step(self, T: np.ndarray, N: np.ndarray) -> int:
+        if not self.alive.any():
+            return 0
+        x, u0 = self.stream.next()
+        u = u0[0].copy()
+        ev = self.ev
+        tn = ev[0].copy()
+        k = np.zeros(self.L, dtype=np.int64)
+        for e in range(1, len(ev)):
+            less = ev[e] < tn
+            tn = np.where(less, ev[e], tn)
+            k = np.where(less, e, k)
+        over = self.alive & ((tn > T) | (self.steps >= N))
+        if over.any():
+            endt = np.where(np.isfinite(T), np.maximum(T, self.t), self.t)
+            self._accumulate(np.where(over, endt - self.t, 0.0))
+            self.t = np.where(over, endt, self.t)
+            self.alive &= ~over
+        act = self.alive
+        if not act.any():
+            return 0
+        self._accumulate(np.where(act, tn - self.t, 0.0))
+        t = np.where(act, tn, self.t)
+        self.t = t
+        self.steps += act
+        done: list = [None] * len(self.qs)   # lanes where the queue completed a token
+        into: list = [None] * len(self.qs)   # lanes where the queue received one
+        for e, src in enumerate(self.plan.sources):
+            mask = act & (k == e)
+            tq, tk = src.target
+            q = self.qs[tq]
+            self.cnt[q.slots[tk]] += mask
+            self._push(q, np.flatnonzero(mask), tk, t)
+            into[tq] = mask if into[tq] is None else into[tq] | mask
+            self.fires[src.mode] += mask
+            ev[e] = np.where(mask, t + x[self.X_SRC] * src.mean, ev[e])
+        for qi, q in enumerate(self.qs):
+            mask = act & (k == self.S + qi)
+            if not mask.any():
+                continue
+            cls, t0 = self._pick(qi, q, mask, u)
+            done[qi] = mask
+            for c, pc in enumerate(q.p.classes):
+                mc = mask & (cls == c) if cls is not None else mask
+                self.cnt[pc.slot] -= mc
+                if t0 is not None:
+                    lc = np.flatnonzero(mc)
+                    if len(lc):
+                        self._residence(lc, pc.unit, t[lc] - t0[(cls[mask] == c)] if cls is not None
+                                        else t[lc] - t0)
+                n = len(pc.route_modes)
+                choice = (u[None, :] >= pc.route_cum.T).sum(axis=0) if n > 1 else None
+                for i, mode in enumerate(pc.route_modes):
+                    mi = mc & (choice == i) if choice is not None else mc
+                    self.fires[mode] += mi
+                    tgt = pc.targets[i]
+                    if tgt is not None:
+                        q2 = self.qs[tgt[0]]
+                        self.cnt[q2.slots[tgt[1]]] += mi
+                        self._push(q2, np.flatnonzero(mi), tgt[1], t)
+                        into[tgt[0]] = mi if into[tgt[0]] is None else into[tgt[0]] | mi
+        for qi, q in enumerate(self.qs):
+            d, i = done[qi], into[qi]
+            if d is None and i is None:
+                continue
+            ch = d if i is None else (i if d is None else d | i)
+            self._refresh(q)
+            R = self._rate(q)
+            # the completing queue uses X_DONE (also when the token came back to it)
+            xq = x[self.X_INTO] if d is None else np.where(d, x[self.X_DONE], x[self.X_INTO])
+            nxt = np.where(R > 0, t + xq / np.where(R > 0, R, 1.0), INF)
+            ev[self.S + qi] = np.where(ch, nxt, ev[self.S + qi])
+        return int(np.count_nonzero(act))
+
+    def _accumulate(self, dt: np.ndarray) -> None:
+        for qi, q in enumerate(self.qs):
+            self.area[q.slots] += self.cnt[q.slots] * dt
+            self.busy_area[qi] += q.busy * dt
+
+    def _residence(self, lanes, unit, x):
+        r = self.res[unit]
+        r[0, lanes] += 1
+        r[1, lanes] += x
+        r[2, lanes] += x * x
+        if self.stats.hist is not None and len(x):
+            self.stats.hist[unit] += np.bincount(bin_of(x), minlength=NBINS)
+
+    def busy(self) -> list[np.ndarray]:
+        return [b.copy() for b in self.busy_area]
+
+    def flush(self) -> None:
+        self.stats.flush(self.t, None, self.busy())

@@ -1,0 +1,88 @@
+"""Run the engine over lanes until a stopping rule holds; report progress.
+
+Stopping: fixed simulated time per lane, fixed number of events per lane, or
+sequential (the default): stop when every watched measure's confidence
+half-width is within ``rtol`` (relative) or ``atol`` (absolute), or at the
+wall-clock cap.  Ctrl-C stops cleanly; the statistics so far come back
+marked partial.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .engine import Engine
+
+
+@dataclass
+class RunInfo:
+    steps: int
+    wall: float
+    partial: bool
+    stopped_by: str
+    events: int
+
+
+def _progress(frac: float, t0: float, out, last_len: list) -> None:
+    el = time.perf_counter() - t0
+    eta = el * (1 - frac) / frac if frac > 0 else math.inf
+    msg = f"\rsimulating: {100 * frac:5.1f}%  elapsed {el:6.1f} s  ETA {eta:6.1f} s"
+    out.write(msg + " " * max(0, last_len[0] - len(msg)))
+    out.flush()
+    last_len[0] = len(msg)
+
+
+def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=None,
+        wall_cap: float = 60.0, quiet: bool = False, out=sys.stderr,
+        check_every: float = 0.25) -> RunInfo:
+    """Drive ``engine`` to the end; ``sequential`` is a callable returning True to stop."""
+    L = engine.L
+    T = np.full(L, math.inf if t_end is None else float(t_end))
+    N = np.full(L, np.iinfo(np.int64).max if events is None else int(events), dtype=np.int64)
+    stats = engine.stats
+    t0 = time.perf_counter()
+    last_report = t0
+    last_check = t0
+    shown = [0]
+    steps = 0
+    partial = False
+    stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
+    try:
+        while True:
+            live = engine.step(T, N)
+            if live:
+                steps += 1
+                if steps % stats.width == 0:
+                    engine.flush()
+            now = time.perf_counter()
+            if not live:
+                break
+            if now - last_report > 0.5 and not quiet and now - t0 > 1.0:
+                if t_end is not None:
+                    frac = float(np.mean(np.minimum(engine.t / T, 1.0)))
+                elif events is not None:
+                    frac = float(np.mean(np.minimum(engine.steps / N, 1.0)))
+                else:
+                    frac = min((now - t0) / wall_cap, 0.999)
+                _progress(max(frac, 1e-6), t0, out, shown)
+                last_report = now
+            if sequential is not None and now - last_check > check_every and stats.nb >= 8:
+                last_check = now
+                if sequential():
+                    stopped = "precision"
+                    break
+            if now - t0 > wall_cap and (sequential is not None or (t_end is None and events is None)):
+                stopped = "wall-clock cap"
+                break
+    except KeyboardInterrupt:
+        partial = True
+        stopped = "interrupted"
+    engine.flush()
+    if shown[0] and not quiet:
+        out.write("\r" + " " * shown[0] + "\r")
+        out.flush()
+    return RunInfo(steps, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))

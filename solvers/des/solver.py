@@ -1,0 +1,367 @@
+"""The simulator as a solver: replications and sweep points as lanes of one run.
+
+>>> import qpn
+>>> res = qpn.solve(qpn.load("models/mm1.qpn"), method="des",
+...                 options={"time": 2000, "replications": 4, "seed": 1, "quiet": True})
+>>> res.level, res.ci("utilization", "server") > 0
+(0.95, True)
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qpn.colors import color_label
+from qpn.errors import QPNError, SolverError
+
+from ..measures import derive
+from ..result import Result
+from .engine import Engine
+from .lanes import build_lanes, signature
+from .run import run
+from .stats import percentile_from_hist, student_t
+
+DEFAULTS = dict(time=None, events=None, replications=10, seed=1, level=0.95, warmup="mser", kernel="auto",
+                rtol=0.01, atol=None, watch=("throughput", "tokens"), wall=60.0, crn=False,
+                quiet=False, histograms=True, series=False, min_events=20_000, buckets=64)
+PERCENTILES = (0.5, 0.9, 0.95, 0.99)
+
+
+def options_of(options: dict | None) -> dict:
+    o = dict(DEFAULTS)
+    for k, v in (options or {}).items():
+        if k not in DEFAULTS and k not in ("sweep", "scheduler", "limit", "cutoff", "predicates", "rr",
+                                          "det_order", "steady", "mva", "tol", "max_population", "workers"):
+            raise QPNError(f"unknown simulation option '{k}'")
+        if v is not None:
+            o[k] = v
+    return o
+
+
+# ----------------------------------------------------------------- points
+def sweep_points(sweep: dict[str, list] | None) -> list[dict]:
+    if not sweep:
+        return [{}]
+    names = list(sweep)
+    return [dict(zip(names, vals)) for vals in itertools.product(*[sweep[n] for n in names])]
+
+
+@dataclass
+class PointResult:
+    params: dict
+    result: Result
+
+
+@dataclass
+class SweepResult:
+    """Results of every sweep point; ``table(measure)`` lays one measure out per point."""
+    points: list[PointResult] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    def table(self, measure: str, digits: int = 5) -> str:
+        if not self.points:
+            return ""
+        names = list(self.points[0].params)
+        cells = []
+        keys = []
+        for pr in self.points:
+            for r in pr.result.rows:
+                if r.measure == measure and (r.element, r.color) not in keys:
+                    keys.append((r.element, r.color))
+        head = names + [f"{e}{'(' + c + ')' if c else ''}" for e, c in keys]
+        for pr in self.points:
+            row = [f"{pr.params[n]:g}" if isinstance(pr.params[n], (int, float)) else str(pr.params[n])
+                   for n in names]
+            for e, c in keys:
+                try:
+                    cell = pr.result.cell(measure, e, c)
+                    s = f"{cell.value:.{digits}g}"
+                    if cell.ci is not None:
+                        s += f" ±{cell.ci:.2g}"
+                except QPNError:
+                    s = "-"
+                row.append(s)
+            cells.append(row)
+        widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
+        line = lambda cs: "  ".join(c.rjust(w) for c, w in zip(cs, widths))  # noqa: E731
+        return "\n".join([f"{measure}:", line(head), "  ".join("-" * w for w in widths)] +
+                         [line(r) for r in cells]) + "\n"
+
+
+# ------------------------------------------------------------- analysis
+def _ci(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and Student-t half-width over the first axis (NaN-aware)."""
+    n = np.sum(np.isfinite(values), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nanmean(values, axis=0)
+        sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.full(mean.shape, np.nan)
+    half = student_t(level, n - 1) * sd / np.sqrt(np.maximum(n, 1))
+    return mean, np.where(n > 1, half, np.nan)
+
+
+def _per_bucket(st, lane: int, first: int):
+    nb = st.nb
+    b = slice(first, nb)
+    t = np.maximum(st.bk_time[b, lane], 1e-300)
+    tokens = st.bk_area[b, :, lane] / t[:, None]
+    rates = st.bk_fires[b, :, lane] / t[:, None]
+    busy = [bb[b, :, lane] / t[:, None] for bb in st.bk_busy]
+    return tokens, rates, busy
+
+
+def analyze(engine: Engine, lanes: np.ndarray, o: dict, first: np.ndarray) -> tuple[list, dict]:
+    """Rows (measure, element, color, mean, half-width) for one point's lanes."""
+    c = engine.c
+    st = engine.stats
+    time_, area, fires, busy, res = st.totals(first)
+    lt = np.maximum(time_[lanes], 1e-300)
+    tokens = area[lanes] / lt[:, None]
+    rates = fires[lanes] / lt[:, None]
+    qbusy = [b[lanes] / lt[:, None] for b in busy]
+    rows = derive(c, tokens, rates, qbusy)
+    out = []
+    if len(lanes) >= 2:
+        for m, e, col, v in rows:
+            mean, half = _ci(np.asarray(v, float), o["level"])
+            out.append((m, e, col, float(mean), float(half)))
+    else:  # one long replication: batch means over the buckets after the warm-up
+        lane = int(lanes[0])
+        bt, br, bb = _per_bucket(st, lane, int(first[lane]))
+        brows = derive(c, bt, br, bb)
+        for (m, e, col, v), (_, _, _, bv) in zip(rows, brows):
+            _, half = _ci(np.asarray(bv, float), o["level"])
+            out.append((m, e, col, float(np.asarray(v).ravel()[0]), float(half)))
+    info = {}
+    out += _residence_distribution(engine, lanes, res, first, o, info)
+    return out, info
+
+
+def _residence_distribution(engine, lanes, res, first, o, info):
+    """Variance and percentiles of residence times, from the tokens themselves."""
+    c = engine.c
+    out = []
+    groups: dict[int, list[tuple[str, int]]] = {}
+    for (p, col), u in engine.units.items():
+        groups.setdefault(p, []).append((col, u))
+    hist = engine.stats.bk_hist
+    fb = int(np.min(first[lanes])) if len(lanes) else 0
+    point_hist = None
+    if hist is not None:
+        point_hist = engine.point_hist(lanes, fb) if hasattr(engine, "point_hist") else \
+            hist[fb:engine.stats.nb].sum(axis=0)
+    for p, members in groups.items():
+        place = c.places[p]
+        cols = [(color_label(c.slot_color[c.places[p].slots[i]]), u) for i, (_, u) in
+                enumerate(sorted(members, key=lambda x: x[1]))]
+        entries = [("", [u for _, u in cols])] + ([(lab, [u]) for lab, u in cols] if len(cols) > 1 or cols[0][0] else [])
+        for lab, us in entries:
+            r = res[lanes][:, us].sum(axis=1)          # (lanes, 3)
+            n, s1, s2 = r[:, 0].sum(), r[:, 1].sum(), r[:, 2].sum()
+            if n < 2:
+                continue
+            mean = s1 / n
+            var = max(s2 / n - mean * mean, 0.0) * n / (n - 1)
+            out.append(("residence_var", place.name, lab, var, None))
+            if point_hist is not None:
+                h = point_hist[us].sum(axis=0)
+                for q in PERCENTILES:
+                    out.append((f"residence_p{int(round(q * 100))}", place.name, lab,
+                                percentile_from_hist(h, q), None))
+    return out
+
+
+# --------------------------------------------------------------- solving
+def simulate(net, *, sweep: dict | None = None, options: dict | None = None, params: dict | None = None):
+    """Simulate ``net``; with ``sweep`` a SweepResult, else a Result."""
+    from qpn.compile import compile_net
+    o = options_of(options)
+    if o.get("scheduler"):
+        from .distributed import simulate_distributed
+        return simulate_distributed(net, sweep=sweep, options=o, params=params)
+    points = sweep_points(sweep)
+    compiled = [compile_net(net, {**(params or {}), **pt}) for pt in points]
+    return _simulate_compiled(compiled, points, o, sweep is not None)
+
+
+def lane_keys(npoints: int, R: int, crn: bool, point_offset: int = 0) -> np.ndarray:
+    """Spawn key of every lane: by replication alone with common random numbers."""
+    if crn:
+        return np.tile(np.arange(R), npoints)
+    return np.arange((point_offset) * R, (point_offset + npoints) * R)
+
+
+def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bool,
+                       point_offsets: list[int] | None = None):
+    R = int(o["replications"])
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(compiled):
+        groups.setdefault(signature(c), []).append(i)
+    results: dict[int, Result] = {}
+    info = {"groups": len(groups), "lanes": len(compiled) * R}
+    for members in groups.values():
+        cs = [compiled[i] for i in members]
+        keys = np.concatenate([lane_keys(1, R, bool(o["crn"]),
+                                         (point_offsets or list(range(len(compiled))))[i]) for i in members])
+        engine, runinfo, first = _run_group(cs, R, keys, o)
+        for j, i in enumerate(members):
+            lanes = np.arange(j * R, (j + 1) * R)
+            results[i] = _result(engine, lanes, o, runinfo, first, compiled[i])
+    if not as_sweep:
+        return results[0]
+    sw = SweepResult([PointResult(points[i], results[i]) for i in range(len(points))], info)
+    return sw
+
+
+def make_engine(net, keys, o: dict):
+    """The fast queueing-network kernel when the net is one, else the general engine."""
+    from .engine import residence_units
+    from .qnkernel import QNKernel
+    from .qnplan import qn_plan
+    from .lindley import LindleyKernel, lindley_plan
+    units, unit = residence_units(net.c)
+    kernel = o.get("kernel", "auto")
+    if kernel in ("auto", "lindley"):
+        lp = lindley_plan(net)
+        if not isinstance(lp, list):
+            return LindleyKernel(net, lp, keys, o["seed"], units, unit, histograms=bool(o["histograms"]),
+                                 buckets=int(o["buckets"]))
+    plan = qn_plan(net, unit) if kernel in ("auto", "qn", "lindley") else ["general engine requested"]
+    if not isinstance(plan, list):
+        return QNKernel(net, plan, keys, o["seed"], units, unit, histograms=bool(o["histograms"]),
+                        buckets=int(o["buckets"]))
+    engine = Engine(net, keys, o["seed"], histograms=bool(o["histograms"]), buckets=int(o["buckets"]))
+    engine.notes.insert(0, "general event engine: " + "; ".join(plan[:3]))
+    return engine
+
+
+def _run_group(points: list, R: int, keys: np.ndarray, o: dict):
+    net = build_lanes(points, R)
+    engine = make_engine(net, keys, o)
+    if hasattr(engine, "simulate"):
+        return engine, _run_lindley(engine, o), _warmup(engine, o)
+    engine.start()
+    sequential = None
+    if o["time"] is None and o["events"] is None:
+        sequential = _sequential_rule(engine, o)
+    runinfo = run(engine, t_end=o["time"], events=o["events"], sequential=sequential,
+                  wall_cap=float(o["wall"]), quiet=bool(o["quiet"]))
+    first = _warmup(engine, o)
+    return engine, runinfo, first
+
+
+def _run_lindley(engine, o: dict):
+    """Customer-by-customer kernel: a horizon, doubled until precise enough."""
+    from .run import RunInfo
+    t0 = time.perf_counter()
+    if o["time"] is not None or o["events"] is not None:
+        engine.simulate(o["time"], o["events"])
+        return RunInfo(0, time.perf_counter() - t0, False, "time" if o["time"] is not None else "events",
+                       int(engine.steps.sum()))
+    rule = _sequential_rule(engine, o)
+    # start with about min_events events per lane, then double the horizon
+    horizon = None
+    events = int(o["min_events"])
+    while True:
+        if horizon is None:
+            engine.simulate(None, events)
+            horizon = float(engine.t.min())
+        else:
+            horizon *= 2
+            engine.simulate(horizon, None)
+        wall = time.perf_counter() - t0
+        if rule() or wall * 2 > float(o["wall"]):
+            stopped = "precision" if rule() else "wall-clock cap"
+            return RunInfo(0, wall, False, stopped, int(engine.steps.sum()))
+
+
+def _warmup(engine: Engine, o: dict) -> np.ndarray:
+    st = engine.stats
+    w = o["warmup"]
+    if w == "mser":
+        return st.truncation()
+    if not w:
+        return np.zeros(engine.L, dtype=np.int64)
+    cum = np.cumsum(st.bk_time[:st.nb], axis=0)
+    return np.minimum(np.argmax(cum >= float(w), axis=0) + 1, max(st.nb - 2, 0)).astype(np.int64)
+
+
+def _sequential_rule(engine: Engine, o: dict):
+    """Stop when every watched measure of every point is precise enough."""
+    R = int(o["replications"])
+    watch = set(o["watch"])
+
+    def done() -> bool:
+        if engine.steps.min() < int(o["min_events"]):
+            return False
+        first = _warmup(engine, o)
+        for start in range(0, engine.L, R):
+            lanes = np.arange(start, start + R)
+            rows, _ = analyze(engine, lanes, dict(o, histograms=False), first)
+            for m, _e, _c, v, h in rows:
+                if m not in watch or not np.isfinite(v) or v == 0:
+                    continue
+                if not np.isfinite(h):
+                    return False
+                tol = o["atol"] if o["atol"] is not None else float(o["rtol"]) * abs(v)
+                if h > tol:
+                    return False
+        return True
+    return done
+
+
+def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, compiled) -> Result:
+    rows, extra = analyze(engine, lanes, o, first)
+    res = Result(method="des", model=compiled.net.name, level=float(o["level"]), partial=runinfo.partial)
+    for m, e, col, v, h in rows:
+        res.add(m, e, v, color=col, ci=None if h is None or not np.isfinite(h) else h)
+    st = engine.stats
+    sim_time = float(engine.t[lanes].mean())
+    res.info.update(replications=len(lanes), events=int(engine.steps[lanes].sum()),
+                    simulated_time=sim_time, stopped_by=runinfo.stopped_by, wall=runinfo.wall,
+                    warmup_buckets=int(np.median(first[lanes])),
+                    warmup_time=float(np.median([st.bk_time[:first[l], l].sum() for l in lanes])),
+                    events_per_second=runinfo.events / max(runinfo.wall, 1e-9),
+                    seed=o["seed"])
+    res.explanation.append(f"simulation: {len(lanes)} replication(s), {res.info['events']:,} events, "
+                           f"stopped by {runinfo.stopped_by}; warm-up by "
+                           f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
+    for note in engine.notes:
+        res.warnings.append(f"slower path: {note}")
+    res.info["kernel"] = type(engine).__name__
+    if runinfo.partial:
+        res.warnings.append("interrupted: statistics so far (partial)")
+    if o["series"]:
+        res.info["series"] = _series(engine, lanes)
+    return res
+
+
+def _series(engine: Engine, lanes: np.ndarray) -> dict:
+    """Mean tokens per place per bucket (averaged over lanes), with bucket end times."""
+    st = engine.stats
+    nb = st.nb
+    t = np.maximum(st.bk_time[:nb][:, lanes], 1e-300)                 # (nb, lanes)
+    ends = np.cumsum(st.bk_time[:nb][:, lanes], axis=0).mean(axis=1)
+    out = {"time": ends.tolist()}
+    for p in engine.c.places:
+        slots = p.slots + (p.qslots or [])
+        area = st.bk_area[:nb][:, slots][:, :, lanes].sum(axis=1)     # (nb, lanes)
+        out[p.name] = (area / t).mean(axis=1).tolist()
+    return out
+
+
+class DESSolver:
+    name = "des"
+
+    def problems(self, compiled, options: dict) -> list[str]:
+        return []
+
+    def solve(self, compiled, options: dict) -> Result:
+        o = options_of(options)
+        return _simulate_compiled([compiled], [{}], o, False)
+
+
+__all__ = ["simulate", "DESSolver", "SweepResult", "sweep_points", "time", "math", "field"]

@@ -1,0 +1,180 @@
+"""Statistics of a simulation run, per lane, in buckets.
+
+Lanes advance one event per step, so bucket boundaries (every ``width``
+steps) are common to all lanes; when the bucket array fills, neighbours are
+merged and the width doubles.  A bucket holds sums (token-time per slot,
+firings per mode, busy-server time per queue class, residence-time count /
+sum / sum of squares per place-color), so merged buckets stay exact.  At the
+end, MSER picks a warm-up truncation per lane on the bucket means, and the
+estimates are the sums over the buckets after it.  Residence-time
+distributions are pooled over lanes in log-spaced histograms for percentiles.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+NB_PER_DECADE = 100
+LOG_MIN, LOG_MAX = -9, 7           # 1 ns .. 10^7 s
+NBINS = (LOG_MAX - LOG_MIN) * NB_PER_DECADE + 2
+
+
+def bin_of(x: np.ndarray) -> np.ndarray:
+    """Histogram bin of residence times (bin 0: below 1 ns, last: above the range)."""
+    with np.errstate(divide="ignore"):
+        b = np.floor((np.log10(np.maximum(x, 1e-300)) - LOG_MIN) * NB_PER_DECADE).astype(np.int64) + 1
+    return np.clip(b, 0, NBINS - 1)
+
+
+def bin_edges() -> np.ndarray:
+    e = 10.0 ** (LOG_MIN + np.arange(NBINS - 1) / NB_PER_DECADE)
+    return np.concatenate([[0.0], e, [np.inf]])
+
+
+class Stats:
+    """Accumulators and buckets, lane-last: every array ends with the lane axis."""
+
+    eager = False   # True when the owner accumulates token-time itself every step
+
+    def __init__(self, L: int, nslots: int, nmodes: int, qclasses: list[int], nunits: int,
+                 buckets: int = 64, width: int = 64, histograms: bool = True):
+        self.L, self.S, self.M, self.R = L, nslots, nmodes, nunits
+        self.qclasses = qclasses
+        self.B = buckets
+        self.width = width                     # steps per bucket
+        self.area = np.zeros((nslots, L))
+        self.last = np.zeros((nslots, L))
+        self.fires = np.zeros((nmodes, L))
+        self.res = np.zeros((nunits, 3, L))    # count, sum, sum of squares
+        self.hist = np.zeros((nunits, NBINS), dtype=np.int64) if histograms else None
+        self.busy_prev = [np.zeros((k, L)) for k in qclasses]
+        self.t_start = np.zeros(L)
+        self.nb = 0
+        self.bk_time = np.zeros((buckets, L))
+        self.bk_area = np.zeros((buckets, nslots, L))
+        self.bk_fires = np.zeros((buckets, nmodes, L))
+        self.bk_busy = [np.zeros((buckets, k, L)) for k in qclasses]
+        self.bk_res = np.zeros((buckets, nunits, 3, L))
+        self.bk_hist = np.zeros((buckets, nunits, NBINS), dtype=np.int64) if histograms else None
+
+    # ------------------------------------------------------------- record
+    def touch(self, lanes: np.ndarray, slot: int, t: np.ndarray, m: np.ndarray) -> None:
+        """Token-time of ``slot`` up to ``t`` (call before its marking changes); m is (L, S)."""
+        self.area[slot, lanes] += m[lanes, slot] * (t - self.last[slot, lanes])
+        self.last[slot, lanes] = t
+
+    def residence(self, lanes: np.ndarray, unit: int, x: np.ndarray) -> None:
+        r = self.res[unit]
+        r[0, lanes] += 1
+        r[1, lanes] += x
+        r[2, lanes] += x * x
+        if self.hist is not None and len(x):
+            self.hist[unit] += np.bincount(bin_of(x), minlength=NBINS)
+
+    def flush(self, lanes_t: np.ndarray, m: np.ndarray | None, busy: list[np.ndarray]) -> None:
+        """Close the current bucket at each lane's time; ``busy`` are cumulative (K, L)."""
+        if not self.eager:
+            self.area += m.T * (lanes_t[None, :] - self.last)
+            self.last[:] = lanes_t[None, :]
+        if self.nb == self.B:
+            self._merge()
+        b = self.nb
+        self.bk_time[b] = lanes_t - self.t_start
+        self.bk_area[b] = self.area
+        self.bk_fires[b] = self.fires
+        for q, cur in enumerate(busy):
+            self.bk_busy[q][b] = cur - self.busy_prev[q]
+            self.busy_prev[q] = cur.copy()
+        self.bk_res[b] = self.res
+        if self.hist is not None:
+            self.bk_hist[b] = self.hist
+            self.hist[:] = 0
+        self.nb += 1
+        self.t_start = lanes_t.copy()
+        self.area[:] = 0
+        self.fires[:] = 0
+        self.res[:] = 0
+
+    def _merge(self):
+        h = self.B // 2
+        for arr in [self.bk_time, self.bk_area, self.bk_fires, self.bk_res] + self.bk_busy:
+            arr[:h] = arr[0::2] + arr[1::2]
+            arr[h:] = 0
+        if self.bk_hist is not None:
+            self.bk_hist[:h] = self.bk_hist[0::2] + self.bk_hist[1::2]
+            self.bk_hist[h:] = 0
+        self.nb = h
+        self.width *= 2
+
+    # ------------------------------------------------------------- analyse
+    def truncation(self, fixed: int | None = None) -> np.ndarray:
+        """First bucket kept in each lane: MSER on the bucket means of every slot."""
+        nb = self.nb
+        if fixed is not None:
+            return np.full(self.L, min(fixed, max(nb - 2, 0)))
+        t = np.maximum(self.bk_time[:nb], 1e-300)                     # (nb, L)
+        x = (self.bk_area[:nb] / t[:, None, :]).transpose(2, 0, 1)    # (L, nb, S)
+        return mser(x)
+
+    def keep_mask(self, first: np.ndarray, upto: int | None = None) -> np.ndarray:
+        nb = self.nb if upto is None else upto
+        b = np.arange(self.B)[:, None]
+        return ((b >= first[None, :]) & (b < nb)).astype(float)       # (B, L)
+
+    def totals(self, first: np.ndarray, upto: int | None = None):
+        """Sums over buckets first..upto, per lane: time (L,), area (L, S), fires (L, M),
+        busy [(L, K)], res (L, R, 3)."""
+        k = self.keep_mask(first, upto)
+        time = (self.bk_time * k).sum(axis=0)
+        area = np.einsum("bsl,bl->ls", self.bk_area, k)
+        fires = np.einsum("bml,bl->lm", self.bk_fires, k)
+        busy = [np.einsum("bkl,bl->lk", b, k) for b in self.bk_busy]
+        res = np.einsum("brcl,bl->lrc", self.bk_res, k)
+        return time, area, fires, busy, res
+
+    def pooled_hist(self, first: int) -> np.ndarray | None:
+        if self.bk_hist is None:
+            return None
+        return self.bk_hist[first:self.nb].sum(axis=0)
+
+
+def mser(x: np.ndarray) -> np.ndarray:
+    """MSER truncation per lane for series x (L, n, channels): the first kept
+    observation d (d <= n/2) minimizing sum_{i>=d}(x_i - mean)^2 / (n-d)^2, the
+    largest d over the channels."""
+    L, n = x.shape[:2]
+    if n < 4:
+        return np.zeros(L, dtype=np.int64)
+    xs = x.reshape(L, n, -1)
+    rev = xs[:, ::-1]
+    cs = np.cumsum(rev, axis=1)[:, ::-1]                  # sums of x[d:]
+    cs2 = np.cumsum(rev * rev, axis=1)[:, ::-1]
+    cnt = (n - np.arange(n))[None, :, None]
+    var = cs2 - cs * cs / cnt                             # sum of squared deviations
+    stat = var / cnt ** 2
+    dmax = n // 2
+    d = np.argmin(stat[:, :dmax + 1], axis=1)             # (L, channels)
+    return d.max(axis=1).astype(np.int64)
+
+
+def student_t(level: float, df: np.ndarray | int) -> np.ndarray:
+    from scipy.stats import t
+    return t.ppf(0.5 + level / 2, np.maximum(df, 1))
+
+
+def percentile_from_hist(h: np.ndarray, q: float) -> float:
+    """Percentile of pooled samples, interpolated log-linearly inside a bin."""
+    total = h.sum()
+    if total == 0:
+        return math.nan
+    target = q * total
+    cum = np.cumsum(h)
+    b = int(np.searchsorted(cum, target, side="left"))
+    edges = bin_edges()
+    lo, hi = edges[b], edges[b + 1]
+    before = cum[b - 1] if b > 0 else 0
+    frac = (target - before) / max(h[b], 1)
+    if lo <= 0 or not np.isfinite(hi):
+        return float(lo if np.isfinite(lo) and lo > 0 else hi)
+    return float(lo * (hi / lo) ** frac)
