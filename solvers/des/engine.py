@@ -100,7 +100,7 @@ class Engine:
         token_slots = [s for s in range(c.nslots) if s not in self.queue_of_slot]
         self.rings = Rings(L, token_slots)
         self.stats = Stats(L, c.nslots, M, [len(q.classes) for q in c.queues], len(units),
-                           buckets=buckets, width=width, histograms=histograms)
+                           buckets=buckets, width=width, histograms=histograms, point=net.point)
 
     # ---------------------------------------------------------- structure
     def _dependencies(self):
@@ -348,7 +348,7 @@ class Engine:
         return len(alive)
 
     def flush(self) -> None:
-        self.stats.flush(self.t, self.m, self.busy())
+        self.stats.flush(self.t, self.m, self.busy(), self.alive)
 
     def busy(self) -> list[np.ndarray]:
         """Cumulative busy-server time per queue, (classes, lanes)."""

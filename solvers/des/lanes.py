@@ -56,6 +56,7 @@ class LaneNet:
     delay: dict[int, Sampler]       # timed mode -> sampler
     routes: dict[int, Route] = field(default_factory=dict)   # depository slot -> fused route
     notes: list[str] = field(default_factory=list)
+    point: np.ndarray | None = None      # sweep point of every lane
 
 
 def build_lanes(points: list, reps: int = 1) -> LaneNet:
@@ -92,6 +93,7 @@ def build_lanes(points: list, reps: int = 1) -> LaneNet:
                if m.kind == "timed"},
     )
     ln.routes = fusible_routes(ln)
+    ln.point = np.repeat(np.arange(len(P)), reps)
     return ln
 
 

@@ -68,7 +68,7 @@ class LindleyKernel:
         self.gens = [np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(int(k),))))
                      for k in np.asarray(keys)]
         self.stats = Stats(self.L, c.nslots, len(c.modes), [len(plan["queue"].classes)], len(units),
-                           buckets=buckets, width=1, histograms=histograms)
+                           buckets=buckets, width=1, histograms=histograms, point=net.point)
         self.t = np.zeros(self.L)
         self.steps = np.zeros(self.L, dtype=np.int64)
         q = plan["queue"]
@@ -128,13 +128,17 @@ class LindleyKernel:
         D = C + np.maximum.accumulate(A - Cprev)
         return A, S, D, cls, src_mode, T
 
-    def simulate(self, T: float | None, events: int | None) -> float:
+    def simulate(self, T: float | None, events: int | None, lanes=None) -> float:
+        """(Re-)simulate ``lanes`` (default all) from time 0 with fresh numbers of their streams."""
         st = self.stats
         B = st.B
         q = self.plan["queue"]
         sink_modes = {k: [j for j, kk in self.sinks if kk == k] for k in range(self.K)}
         ncust = None if events is None else max(int(events) // 2, 1)
-        for lane in range(self.L):
+        lanes = np.arange(self.L) if lanes is None else np.asarray(lanes)
+        if st.bk_hist is not None:
+            st.bk_hist[:, :, np.unique(st.point[lanes])] = 0
+        for lane in lanes:
             A, S, D, cls, src_mode, Tl = self._lane(lane, T if T is not None else 0.0, ncust)
             self.t[lane] = Tl
             self.steps[lane] = int(len(A) + np.count_nonzero(D <= Tl))
@@ -155,7 +159,7 @@ class LindleyKernel:
                 st.bk_res[:, unit, 2, lane] = np.bincount(dbin, weights=r * r, minlength=B)
                 if st.bk_hist is not None:
                     hb = np.bincount(dbin * NBINS + bin_of(r), minlength=B * NBINS)
-                    st.bk_hist[:, unit] += hb.reshape(B, NBINS)
+                    st.bk_hist[:, unit, st.point[lane]] += hb.reshape(B, NBINS).astype(np.int32)
                 # sinks: a weighted choice when several transitions take the tokens
                 sm = sink_modes[k]
                 if len(sm) == 1:
@@ -171,6 +175,10 @@ class LindleyKernel:
             for j, _ in self.src:
                 st.bk_fires[:, j, lane] = np.bincount(abin[src_mode == j], minlength=B)
         st.nb = B
+        st.nb_l[:] = B
+        st.width_l[:] = 1
+        st.nb_p[:] = B
+        st.width_p[:] = 1
         return float(self.t.mean())
 
     def busy(self):

@@ -88,7 +88,7 @@ class QNKernel:
                                      1 if any(q.need_class or q.need_route or q.need_token for q in self.qs)
                                      else 0)
         self.stats = Stats(L, c.nslots, len(c.modes), [q.K for q in self.qs], len(units),
-                           buckets=buckets, width=width, histograms=histograms)
+                           buckets=buckets, width=width, histograms=histograms, point=net.point)
         self.stats.eager = True
         st = self.stats
         self.area, self.fires, self.res = st.area, st.fires, st.res      # accumulate in place
@@ -323,11 +323,10 @@ class QNKernel:
         r[0, lanes] += 1
         r[1, lanes] += x
         r[2, lanes] += x * x
-        if self.stats.hist is not None and len(x):
-            self.stats.hist[unit] += np.bincount(bin_of(x), minlength=NBINS)
+        self.stats.record_hist(lanes, unit, x)
 
     def busy(self) -> list[np.ndarray]:
         return [b.copy() for b in self.busy_area]
 
     def flush(self) -> None:
-        self.stats.flush(self.t, None, self.busy())
+        self.stats.flush(self.t, None, self.busy(), self.alive)

@@ -38,15 +38,19 @@ def _progress(frac: float, t0: float, out, last_len: list) -> None:
 
 def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=None,
         wall_cap: float = 60.0, quiet: bool = False, out=sys.stderr,
-        check_every: float = 0.25) -> RunInfo:
-    """Drive ``engine`` to the end; ``sequential`` is a callable returning True to stop."""
+        first_check: int = 20_000, check_growth: float = 1.5) -> RunInfo:
+    """Drive ``engine`` to the end; ``sequential`` is a callable returning True to stop.
+
+    Sequential checks happen at fixed step counts (``first_check``, then each
+    ``check_growth`` times the last), never at wall-clock moments, so that a
+    seed reproduces the run exactly; only the wall-clock cap is not reproducible."""
     L = engine.L
     T = np.full(L, math.inf if t_end is None else float(t_end))
     N = np.full(L, np.iinfo(np.int64).max if events is None else int(events), dtype=np.int64)
     stats = engine.stats
     t0 = time.perf_counter()
     last_report = t0
-    last_check = t0
+    next_check = max(int(first_check), 1)
     shown = [0]
     steps = 0
     partial = False
@@ -70,8 +74,8 @@ def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=N
                     frac = min((now - t0) / wall_cap, 0.999)
                 _progress(max(frac, 1e-6), t0, out, shown)
                 last_report = now
-            if sequential is not None and now - last_check > check_every and stats.nb >= 8:
-                last_check = now
+            if sequential is not None and steps >= next_check:
+                next_check = max(next_check + 1, int(next_check * check_growth))
                 if sequential():
                     stopped = "precision"
                     break

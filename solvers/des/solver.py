@@ -25,7 +25,7 @@ from .lanes import build_lanes, signature
 from .run import run
 from .stats import percentile_from_hist, student_t
 
-DEFAULTS = dict(time=None, events=None, replications=10, seed=1, level=0.95, warmup="mser", kernel="auto",
+DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95, warmup="mser", kernel="auto",
                 rtol=0.01, atol=None, watch=("throughput", "tokens"), wall=60.0, crn=False,
                 quiet=False, histograms=True, series=False, min_events=20_000, buckets=64)
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
@@ -104,7 +104,7 @@ def _ci(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _per_bucket(st, lane: int, first: int):
-    nb = st.nb
+    nb = int(st.nb_l[lane])
     b = slice(first, nb)
     t = np.maximum(st.bk_time[b, lane], 1e-300)
     tokens = st.bk_area[b, :, lane] / t[:, None]
@@ -113,7 +113,8 @@ def _per_bucket(st, lane: int, first: int):
     return tokens, rates, busy
 
 
-def analyze(engine: Engine, lanes: np.ndarray, o: dict, first: np.ndarray) -> tuple[list, dict]:
+def analyze(engine: Engine, lanes: np.ndarray, o: dict, first: np.ndarray,
+            distribution: bool = True) -> tuple[list, dict]:
     """Rows (measure, element, color, mean, half-width) for one point's lanes."""
     c = engine.c
     st = engine.stats
@@ -136,7 +137,8 @@ def analyze(engine: Engine, lanes: np.ndarray, o: dict, first: np.ndarray) -> tu
             _, half = _ci(np.asarray(bv, float), o["level"])
             out.append((m, e, col, float(np.asarray(v).ravel()[0]), float(half)))
     info = {}
-    out += _residence_distribution(engine, lanes, res, first, o, info)
+    if distribution:
+        out += _residence_distribution(engine, lanes, res, first, o, info)
     return out, info
 
 
@@ -147,12 +149,10 @@ def _residence_distribution(engine, lanes, res, first, o, info):
     groups: dict[int, list[tuple[str, int]]] = {}
     for (p, col), u in engine.units.items():
         groups.setdefault(p, []).append((col, u))
-    hist = engine.stats.bk_hist
-    fb = int(np.min(first[lanes])) if len(lanes) else 0
+    st = engine.stats
     point_hist = None
-    if hist is not None:
-        point_hist = engine.point_hist(lanes, fb) if hasattr(engine, "point_hist") else \
-            hist[fb:engine.stats.nb].sum(axis=0)
+    if st.bk_hist is not None and len(lanes):
+        point_hist = st.point_hist(int(st.point[lanes[0]]), lanes, first)
     for p, members in groups.items():
         place = c.places[p]
         cols = [(color_label(c.slot_color[c.places[p].slots[i]]), u) for i, (_, u) in
@@ -194,9 +194,25 @@ def lane_keys(npoints: int, R: int, crn: bool, point_offset: int = 0) -> np.ndar
     return np.arange((point_offset) * R, (point_offset + npoints) * R)
 
 
+def replications(compiled: list, o: dict, npoints: int | None = None) -> int:
+    """Replications per point: 10 for the customer-by-customer kernel; for the
+    step kernels enough lanes (>= 256 in all) that numpy work outweighs the
+    per-step interpreter cost."""
+    if o["replications"] != "auto":
+        R = int(o["replications"])
+        if R < 1:
+            raise QPNError("replications must be at least 1")
+        return R
+    from .lindley import lindley_plan
+    if o["kernel"] in ("auto", "lindley") and not isinstance(lindley_plan(build_lanes(compiled[:1], 1)), list):
+        return 10
+    return max(10, -(-256 // (npoints or len(compiled))))
+
+
 def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bool,
                        point_offsets: list[int] | None = None):
-    R = int(o["replications"])
+    R = replications(compiled, o)
+    o = dict(o, replications=R)
     groups: dict[tuple, list[int]] = {}
     for i, c in enumerate(compiled):
         groups.setdefault(signature(c), []).append(i)
@@ -248,6 +264,7 @@ def _run_group(points: list, R: int, keys: np.ndarray, o: dict):
     if o["time"] is None and o["events"] is None:
         sequential = _sequential_rule(engine, o)
     runinfo = run(engine, t_end=o["time"], events=o["events"], sequential=sequential,
+                  first_check=int(o["min_events"]),
                   wall_cap=float(o["wall"]), quiet=bool(o["quiet"]))
     first = _warmup(engine, o)
     return engine, runinfo, first
@@ -262,20 +279,21 @@ def _run_lindley(engine, o: dict):
         return RunInfo(0, time.perf_counter() - t0, False, "time" if o["time"] is not None else "events",
                        int(engine.steps.sum()))
     rule = _sequential_rule(engine, o)
-    # start with about min_events events per lane, then double the horizon
-    horizon = None
-    events = int(o["min_events"])
+    R = int(o["replications"])
+    # about min_events events per lane first, then each point doubles its own
+    # horizon until its measures are precise (so a point's result never
+    # depends on the other points run with it)
+    engine.simulate(None, int(o["min_events"]))
+    horizon = np.array([float(engine.t[p * R:(p + 1) * R].min()) for p in range(engine.L // R)])
     while True:
-        if horizon is None:
-            engine.simulate(None, events)
-            horizon = float(engine.t.min())
-        else:
-            horizon *= 2
-            engine.simulate(horizon, None)
+        if rule():
+            return RunInfo(0, time.perf_counter() - t0, False, "precision", int(engine.steps.sum()))
         wall = time.perf_counter() - t0
-        if rule() or wall * 2 > float(o["wall"]):
-            stopped = "precision" if rule() else "wall-clock cap"
-            return RunInfo(0, wall, False, stopped, int(engine.steps.sum()))
+        if wall * 2 > float(o["wall"]):
+            return RunInfo(0, wall, False, "wall-clock cap", int(engine.steps.sum()))
+        for p in np.flatnonzero(~rule.done):
+            horizon[p] *= 2
+            engine.simulate(float(horizon[p]), None, lanes=np.arange(p * R, (p + 1) * R))
 
 
 def _warmup(engine: Engine, o: dict) -> np.ndarray:
@@ -285,32 +303,46 @@ def _warmup(engine: Engine, o: dict) -> np.ndarray:
         return st.truncation()
     if not w:
         return np.zeros(engine.L, dtype=np.int64)
-    cum = np.cumsum(st.bk_time[:st.nb], axis=0)
-    return np.minimum(np.argmax(cum >= float(w), axis=0) + 1, max(st.nb - 2, 0)).astype(np.int64)
+    cum = np.cumsum(st.bk_time, axis=0)                    # zeros past each lane's buckets
+    return np.minimum(np.argmax(cum >= float(w), axis=0) + 1, np.maximum(st.nb_l - 2, 0)).astype(np.int64)
 
 
 def _sequential_rule(engine: Engine, o: dict):
-    """Stop when every watched measure of every point is precise enough."""
+    """A check that stops each point whose watched measures are all precise enough.
+
+    Called at step counts that depend on nothing but the schedule, it stops a
+    point's lanes (the engine's ``alive``) as soon as that point is precise, so
+    a point's result does not depend on the other points of the run.  Returns
+    True when every point is done; ``check.done`` flags the points."""
     R = int(o["replications"])
     watch = set(o["watch"])
+    done = np.zeros(engine.L // R, dtype=bool)
 
-    def done() -> bool:
-        if engine.steps.min() < int(o["min_events"]):
+    def precise(lanes: np.ndarray, first: np.ndarray) -> bool:
+        if engine.steps[lanes].min() < int(o["min_events"]) or engine.stats.nb_l[lanes].min() < 8:
             return False
-        first = _warmup(engine, o)
-        for start in range(0, engine.L, R):
-            lanes = np.arange(start, start + R)
-            rows, _ = analyze(engine, lanes, dict(o, histograms=False), first)
-            for m, _e, _c, v, h in rows:
-                if m not in watch or not np.isfinite(v) or v == 0:
-                    continue
-                if not np.isfinite(h):
-                    return False
-                tol = o["atol"] if o["atol"] is not None else float(o["rtol"]) * abs(v)
-                if h > tol:
-                    return False
+        rows, _ = analyze(engine, lanes, o, first, distribution=False)
+        for m, _e, _c, v, h in rows:
+            if m not in watch or not np.isfinite(v) or v == 0:
+                continue
+            if not np.isfinite(h):
+                return False
+            tol = o["atol"] if o["atol"] is not None else float(o["rtol"]) * abs(v)
+            if h > tol:
+                return False
         return True
-    return done
+
+    def check() -> bool:
+        first = _warmup(engine, o)
+        for p in np.flatnonzero(~done):
+            lanes = np.arange(p * R, (p + 1) * R)
+            if precise(lanes, first):
+                done[p] = True
+                if hasattr(engine, "alive"):
+                    engine.alive[lanes] = False
+        return bool(done.all())
+    check.done = done
+    return check
 
 
 def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, compiled) -> Result:
@@ -342,7 +374,7 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
 def _series(engine: Engine, lanes: np.ndarray) -> dict:
     """Mean tokens per place per bucket (averaged over lanes), with bucket end times."""
     st = engine.stats
-    nb = st.nb
+    nb = int(st.nb_l[lanes].min())
     t = np.maximum(st.bk_time[:nb][:, lanes], 1e-300)                 # (nb, lanes)
     ends = np.cumsum(st.bk_time[:nb][:, lanes], axis=0).mean(axis=1)
     out = {"time": ends.tolist()}

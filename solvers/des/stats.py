@@ -7,7 +7,8 @@ firings per mode, busy-server time per queue class, residence-time count /
 sum / sum of squares per place-color), so merged buckets stay exact.  At the
 end, MSER picks a warm-up truncation per lane on the bucket means, and the
 estimates are the sums over the buckets after it.  Residence-time
-distributions are pooled over lanes in log-spaced histograms for percentiles.
+distributions are pooled over the lanes of a sweep point in log-spaced
+histograms for percentiles.
 """
 from __future__ import annotations
 
@@ -33,30 +34,47 @@ def bin_edges() -> np.ndarray:
 
 
 class Stats:
-    """Accumulators and buckets, lane-last: every array ends with the lane axis."""
+    """Accumulators and buckets, lane-last: every array ends with the lane axis.
+
+    Each lane owns its buckets: ``nb_l[l]`` is how many it has.  Live lanes
+    advance in lockstep (one event per step), so they always share the bucket
+    count and width; a lane that stops is closed at the next flush and never
+    touched again.  A lane's buckets therefore depend on its own trajectory
+    only, never on how many other lanes run with it.  Histograms are kept per
+    sweep point (lanes of one point pooled) with the same rule per point.
+    """
 
     eager = False   # True when the owner accumulates token-time itself every step
 
     def __init__(self, L: int, nslots: int, nmodes: int, qclasses: list[int], nunits: int,
-                 buckets: int = 64, width: int = 64, histograms: bool = True):
+                 buckets: int = 64, width: int = 64, histograms: bool = True,
+                 point: np.ndarray | None = None):
         self.L, self.S, self.M, self.R = L, nslots, nmodes, nunits
         self.qclasses = qclasses
         self.B = buckets
-        self.width = width                     # steps per bucket
+        self.width = width                     # steps per bucket (of the live lanes)
+        self.point = np.zeros(L, dtype=np.int64) if point is None else np.asarray(point, dtype=np.int64)
+        self.P = int(self.point.max()) + 1 if L else 1
         self.area = np.zeros((nslots, L))
         self.last = np.zeros((nslots, L))
         self.fires = np.zeros((nmodes, L))
         self.res = np.zeros((nunits, 3, L))    # count, sum, sum of squares
-        self.hist = np.zeros((nunits, NBINS), dtype=np.int64) if histograms else None
+        self.hist = np.zeros((nunits, self.P, NBINS), dtype=np.int64) if histograms else None
         self.busy_prev = [np.zeros((k, L)) for k in qclasses]
         self.t_start = np.zeros(L)
-        self.nb = 0
+        self.nb = 0                            # buckets of the live lanes
+        self.nb_l = np.zeros(L, dtype=np.int64)
+        self.width_l = np.full(L, width, dtype=np.int64)
+        self.open = np.ones(L, dtype=bool)     # lanes the next flush closes a bucket for
+        self.nb_p = np.zeros(self.P, dtype=np.int64)
+        self.width_p = np.full(self.P, width, dtype=np.int64)
         self.bk_time = np.zeros((buckets, L))
         self.bk_area = np.zeros((buckets, nslots, L))
         self.bk_fires = np.zeros((buckets, nmodes, L))
         self.bk_busy = [np.zeros((buckets, k, L)) for k in qclasses]
         self.bk_res = np.zeros((buckets, nunits, 3, L))
-        self.bk_hist = np.zeros((buckets, nunits, NBINS), dtype=np.int64) if histograms else None
+        self.bk_hist = (np.zeros((buckets, nunits, self.P, NBINS), dtype=np.int32)
+                        if histograms else None)
 
     # ------------------------------------------------------------- record
     def touch(self, lanes: np.ndarray, slot: int, t: np.ndarray, m: np.ndarray) -> None:
@@ -69,61 +87,95 @@ class Stats:
         r[0, lanes] += 1
         r[1, lanes] += x
         r[2, lanes] += x * x
-        if self.hist is not None and len(x):
-            self.hist[unit] += np.bincount(bin_of(x), minlength=NBINS)
+        self.record_hist(lanes, unit, x)
 
-    def flush(self, lanes_t: np.ndarray, m: np.ndarray | None, busy: list[np.ndarray]) -> None:
-        """Close the current bucket at each lane's time; ``busy`` are cumulative (K, L)."""
+    def record_hist(self, lanes: np.ndarray, unit: int, x: np.ndarray) -> None:
+        if self.hist is None or not len(x):
+            return
+        if self.P == 1:
+            self.hist[unit, 0] += np.bincount(bin_of(x), minlength=NBINS)
+        else:
+            idx = self.point[lanes] * NBINS + bin_of(x)
+            self.hist[unit] += np.bincount(idx, minlength=self.P * NBINS).reshape(self.P, NBINS)
+
+    def flush(self, lanes_t: np.ndarray, m: np.ndarray | None, busy: list[np.ndarray],
+              alive: np.ndarray | None = None) -> None:
+        """Close the current bucket of the open lanes at their time; ``busy`` are cumulative (K, L)."""
+        F = self.open
+        if not F.any():
+            return
+        every = bool(F.all())
+        ix = slice(None) if every else F
         if not self.eager:
-            self.area += m.T * (lanes_t[None, :] - self.last)
-            self.last[:] = lanes_t[None, :]
+            self.area[:, ix] += m.T[:, ix] * (lanes_t[ix][None, :] - self.last[:, ix])
+            self.last[:, ix] = lanes_t[ix][None, :]
         if self.nb == self.B:
-            self._merge()
+            self._merge(ix)
         b = self.nb
-        self.bk_time[b] = lanes_t - self.t_start
-        self.bk_area[b] = self.area
-        self.bk_fires[b] = self.fires
+        self.bk_time[b, ix] = lanes_t[ix] - self.t_start[ix]
+        self.bk_area[b][:, ix] = self.area[:, ix]
+        self.bk_fires[b][:, ix] = self.fires[:, ix]
         for q, cur in enumerate(busy):
-            self.bk_busy[q][b] = cur - self.busy_prev[q]
-            self.busy_prev[q] = cur.copy()
-        self.bk_res[b] = self.res
+            self.bk_busy[q][b][:, ix] = cur[:, ix] - self.busy_prev[q][:, ix]
+            self.busy_prev[q][:, ix] = cur[:, ix]
+        self.bk_res[b][..., ix] = self.res[..., ix]
         if self.hist is not None:
-            self.bk_hist[b] = self.hist
-            self.hist[:] = 0
-        self.nb += 1
-        self.t_start = lanes_t.copy()
-        self.area[:] = 0
-        self.fires[:] = 0
-        self.res[:] = 0
+            fp = np.zeros(self.P, dtype=bool)
+            fp[self.point[F]] = True
+            self.bk_hist[b][:, fp] = self.hist[:, fp]
+            self.hist[:, fp] = 0
+            self.nb_p[fp] = b + 1
+            self.width_p[fp] = self.width
+        self.nb_l[ix] = b + 1
+        self.width_l[ix] = self.width
+        self.nb = b + 1
+        self.t_start[ix] = lanes_t[ix]
+        self.area[:, ix] = 0
+        self.fires[:, ix] = 0
+        self.res[..., ix] = 0
+        if alive is not None:
+            self.open = alive.copy()
 
-    def _merge(self):
+    def _merge(self, ix):
+        """Merge neighbouring buckets of the open lanes (and of their points' histograms)."""
         h = self.B // 2
         for arr in [self.bk_time, self.bk_area, self.bk_fires, self.bk_res] + self.bk_busy:
-            arr[:h] = arr[0::2] + arr[1::2]
-            arr[h:] = 0
+            if isinstance(ix, slice):
+                arr[:h] = arr[0::2] + arr[1::2]
+                arr[h:] = 0
+            else:
+                sub = arr[..., ix]
+                sub = np.concatenate([sub[0::2] + sub[1::2], np.zeros_like(sub[h:])])
+                arr[..., ix] = sub
         if self.bk_hist is not None:
-            self.bk_hist[:h] = self.bk_hist[0::2] + self.bk_hist[1::2]
-            self.bk_hist[h:] = 0
+            fp = np.zeros(self.P, dtype=bool)
+            fp[self.point[self.open]] = True
+            sub = self.bk_hist[:, :, fp]
+            self.bk_hist[:, :, fp] = np.concatenate([sub[0::2] + sub[1::2], np.zeros_like(sub[h:])])
         self.nb = h
         self.width *= 2
 
     # ------------------------------------------------------------- analyse
     def truncation(self, fixed: int | None = None) -> np.ndarray:
         """First bucket kept in each lane: MSER on the bucket means of every slot."""
-        nb = self.nb
-        if fixed is not None:
-            return np.full(self.L, min(fixed, max(nb - 2, 0)))
-        t = np.maximum(self.bk_time[:nb], 1e-300)                     # (nb, L)
-        x = (self.bk_area[:nb] / t[:, None, :]).transpose(2, 0, 1)    # (L, nb, S)
-        return mser(x)
+        out = np.zeros(self.L, dtype=np.int64)
+        for nb in np.unique(self.nb_l):
+            lanes = np.flatnonzero(self.nb_l == nb)
+            if fixed is not None:
+                out[lanes] = min(fixed, max(nb - 2, 0))
+                continue
+            t = np.maximum(self.bk_time[:nb][:, lanes], 1e-300)                      # (nb, l)
+            x = (self.bk_area[:nb][:, :, lanes] / t[:, None, :]).transpose(2, 0, 1)  # (l, nb, S)
+            out[lanes] = mser(x)
+        return out
 
     def keep_mask(self, first: np.ndarray, upto: int | None = None) -> np.ndarray:
-        nb = self.nb if upto is None else upto
+        nb = self.nb_l if upto is None else np.minimum(self.nb_l, upto)
         b = np.arange(self.B)[:, None]
-        return ((b >= first[None, :]) & (b < nb)).astype(float)       # (B, L)
+        return ((b >= first[None, :]) & (b < nb[None, :])).astype(float)       # (B, L)
 
     def totals(self, first: np.ndarray, upto: int | None = None):
-        """Sums over buckets first..upto, per lane: time (L,), area (L, S), fires (L, M),
+        """Sums over each lane's buckets first..end: time (L,), area (L, S), fires (L, M),
         busy [(L, K)], res (L, R, 3)."""
         k = self.keep_mask(first, upto)
         time = (self.bk_time * k).sum(axis=0)
@@ -133,10 +185,16 @@ class Stats:
         res = np.einsum("brcl,bl->lrc", self.bk_res, k)
         return time, area, fires, busy, res
 
-    def pooled_hist(self, first: int) -> np.ndarray | None:
+    def point_hist(self, p: int, lanes: np.ndarray, first: np.ndarray) -> np.ndarray | None:
+        """Residence histograms (units, bins) of point ``p`` after the warm-up of its lanes.
+
+        The point's buckets cover steps in units of ``width_p``; the warm-up cut is
+        the latest warm-up end (in steps) among its lanes."""
         if self.bk_hist is None:
             return None
-        return self.bk_hist[first:self.nb].sum(axis=0)
+        cut = int(max((int(first[l]) * int(self.width_l[l]) for l in lanes), default=0))
+        g = min(-(-cut // int(self.width_p[p])), max(int(self.nb_p[p]) - 1, 0))
+        return self.bk_hist[g:self.nb_p[p], :, p].sum(axis=0, dtype=np.int64)
 
 
 def mser(x: np.ndarray) -> np.ndarray:
