@@ -113,3 +113,20 @@ def test_bad_scheduler_is_a_clear_error():
     net = qpn.load(MODELS + "mm1.qpn")
     with pytest.raises(qpn.QPNError, match="cannot reach the Dask scheduler"):
         simulate(net, options=dict(time=10, scheduler="tcp://127.0.0.1:9", quiet=True))
+
+
+@pytest.mark.parametrize("path,sweep,opts", [
+    ("tandem.qpn", {"N": [2, 6]}, dict(time=100, replications=32, kernel="qn")),
+    ("tandem.qpn", {"N": [2, 6]}, dict(time=50, replications=8, kernel="general")),
+    ("mm1.qpn", {"lambda": [0.5, 0.8]}, dict(time=2000, replications=8)),
+    ("tandem.qpn", {"N": [2, 6]}, dict(replications=8, kernel="qn", rtol=0.05, min_events=2000)),
+])
+def test_processes_give_the_numbers_of_one_process(path, sweep, opts):
+    # lanes cut into shards run in 2 processes and merged: bit-identical statistics,
+    # percentiles included (histogram epochs depend on the step count alone)
+    net = qpn.load(MODELS + path)
+    one = simulate(net, sweep=sweep, options=dict(opts, seed=3, quiet=True, workers=1))
+    two = simulate(net, sweep=sweep, options=dict(opts, seed=3, quiet=True, workers=2))
+    assert two.points[0].result.info["processes"] == 2
+    for a, b in zip(one.points, two.points):
+        assert _values(a.result) == _values(b.result)

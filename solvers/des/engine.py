@@ -100,7 +100,7 @@ class Engine:
         token_slots = [s for s in range(c.nslots) if s not in self.queue_of_slot]
         self.rings = Rings(L, token_slots)
         self.stats = Stats(L, c.nslots, M, [len(q.classes) for q in c.queues], len(units),
-                           buckets=buckets, width=width, histograms=histograms, point=net.point)
+                           buckets=buckets, width=width, histograms=histograms, point=net.point, npoints=net.npoints)
 
     # ---------------------------------------------------------- structure
     def _dependencies(self):
@@ -347,8 +347,8 @@ class Engine:
         self.update_clocks(touched)
         return len(alive)
 
-    def flush(self) -> None:
-        self.stats.flush(self.t, self.m, self.busy(), self.alive)
+    def flush(self, regular: bool = True) -> None:
+        self.stats.flush(self.t, self.m, self.busy(), self.alive, regular)
 
     def busy(self) -> list[np.ndarray]:
         """Cumulative busy-server time per queue, (classes, lanes)."""

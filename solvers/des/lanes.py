@@ -57,10 +57,12 @@ class LaneNet:
     routes: dict[int, Route] = field(default_factory=dict)   # depository slot -> fused route
     notes: list[str] = field(default_factory=list)
     point: np.ndarray | None = None      # sweep point of every lane
+    npoints: int = 1
 
 
-def build_lanes(points: list, reps: int = 1) -> LaneNet:
-    """Lanes for compiled nets ``points``, each repeated ``reps`` times (replications)."""
+def build_lanes(points: list, reps: int = 1, lanes: np.ndarray | None = None) -> LaneNet:
+    """Lanes for compiled nets ``points``, each repeated ``reps`` times (replications);
+    with ``lanes``, only those lanes of the full set (a shard)."""
     c = points[0]
     sig = signature(c)
     for other in points[1:]:
@@ -71,9 +73,13 @@ def build_lanes(points: list, reps: int = 1) -> LaneNet:
     for other in points[1:]:
         if not np.array_equal(prio, [m.priority for m in other.modes]):
             raise SolverError("a sweep may not change transition priorities")
-    compiled = [x for x in points for _ in range(reps)]   # references: cheap
-    rep = (lambda a: np.repeat(a, reps, axis=0)) if reps > 1 else (lambda a: a)  # noqa: E731
-    L = len(points) * reps
+    idx = np.repeat(np.arange(len(points)), reps)
+    if lanes is not None:
+        idx = idx[np.asarray(lanes)]
+    compiled = [points[i] for i in idx]                   # references: cheap
+    trivial = len(idx) == len(points) and np.array_equal(idx, np.arange(len(points)))
+    rep = (lambda a: a) if trivial else (lambda a: np.asarray(a)[idx])  # noqa: E731
+    L = len(idx)
     P = points
     ln = LaneNet(
         c=c, L=L,
@@ -93,7 +99,8 @@ def build_lanes(points: list, reps: int = 1) -> LaneNet:
                if m.kind == "timed"},
     )
     ln.routes = fusible_routes(ln)
-    ln.point = np.repeat(np.arange(len(P)), reps)
+    ln.point = idx
+    ln.npoints = len(points)
     return ln
 
 

@@ -68,7 +68,7 @@ class LindleyKernel:
         self.gens = [np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(int(k),))))
                      for k in np.asarray(keys)]
         self.stats = Stats(self.L, c.nslots, len(c.modes), [len(plan["queue"].classes)], len(units),
-                           buckets=buckets, width=1, histograms=histograms, point=net.point)
+                           buckets=buckets, width=1, histograms=histograms, point=net.point, npoints=net.npoints)
         self.t = np.zeros(self.L)
         self.steps = np.zeros(self.L, dtype=np.int64)
         q = plan["queue"]
@@ -136,8 +136,15 @@ class LindleyKernel:
         sink_modes = {k: [j for j, kk in self.sinks if kk == k] for k in range(self.K)}
         ncust = None if events is None else max(int(events) // 2, 1)
         lanes = np.arange(self.L) if lanes is None else np.asarray(lanes)
-        if st.bk_hist is not None:
-            st.bk_hist[:, :, np.unique(st.point[lanes])] = 0
+        hist = None
+        if st.hist is not None:
+            # histogram epochs = the B time buckets of the lanes (cut at the warm-up bucket)
+            if not st.epochs:
+                self._hist = np.zeros((B,) + st.hist.shape, dtype=np.int32)
+                st.epochs = list(self._hist)
+                st.epoch_start = list(range(B + 1))
+            hist = self._hist
+            hist[:, :, np.unique(st.point[lanes])] = 0
         for lane in lanes:
             A, S, D, cls, src_mode, Tl = self._lane(lane, T if T is not None else 0.0, ncust)
             self.t[lane] = Tl
@@ -157,9 +164,9 @@ class LindleyKernel:
                 st.bk_res[:, unit, 0, lane] = np.bincount(dbin, minlength=B)
                 st.bk_res[:, unit, 1, lane] = np.bincount(dbin, weights=r, minlength=B)
                 st.bk_res[:, unit, 2, lane] = np.bincount(dbin, weights=r * r, minlength=B)
-                if st.bk_hist is not None:
+                if hist is not None:
                     hb = np.bincount(dbin * NBINS + bin_of(r), minlength=B * NBINS)
-                    st.bk_hist[:, unit, st.point[lane]] += hb.reshape(B, NBINS).astype(np.int32)
+                    hist[:, unit, st.point[lane]] += hb.reshape(B, NBINS).astype(np.int32)
                 # sinks: a weighted choice when several transitions take the tokens
                 sm = sink_modes[k]
                 if len(sm) == 1:
@@ -177,8 +184,6 @@ class LindleyKernel:
         st.nb = B
         st.nb_l[:] = B
         st.width_l[:] = 1
-        st.nb_p[:] = B
-        st.width_p[:] = 1
         return float(self.t.mean())
 
     def busy(self):

@@ -88,7 +88,7 @@ class QNKernel:
                                      1 if any(q.need_class or q.need_route or q.need_token for q in self.qs)
                                      else 0)
         self.stats = Stats(L, c.nslots, len(c.modes), [q.K for q in self.qs], len(units),
-                           buckets=buckets, width=width, histograms=histograms, point=net.point)
+                           buckets=buckets, width=width, histograms=histograms, point=net.point, npoints=net.npoints)
         self.stats.eager = True
         st = self.stats
         self.area, self.fires, self.res = st.area, st.fires, st.res      # accumulate in place
@@ -328,5 +328,5 @@ class QNKernel:
     def busy(self) -> list[np.ndarray]:
         return [b.copy() for b in self.busy_area]
 
-    def flush(self) -> None:
-        self.stats.flush(self.t, None, self.busy(), self.alive)
+    def flush(self, regular: bool = True) -> None:
+        self.stats.flush(self.t, None, self.busy(), self.alive, regular)

@@ -85,7 +85,7 @@ def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=N
     except KeyboardInterrupt:
         partial = True
         stopped = "interrupted"
-    engine.flush()
+    engine.flush(regular=False)
     if shown[0] and not quiet:
         out.write("\r" + " " * shown[0] + "\r")
         out.flush()

@@ -22,12 +22,14 @@ from ..measures import derive
 from ..result import Result
 from .engine import Engine
 from .lanes import build_lanes, signature
+from .parallel import default_workers, run_sharded
 from .run import run
 from .stats import percentile_from_hist, student_t
 
 DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95, warmup="mser", kernel="auto",
                 rtol=0.01, atol=None, watch=("throughput", "tokens"), wall=60.0, crn=False,
-                quiet=False, histograms=True, series=False, min_events=20_000, buckets=64)
+                quiet=False, histograms=True, series=False, min_events=20_000, buckets=64,
+                workers="auto")
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 
 
@@ -35,7 +37,7 @@ def options_of(options: dict | None) -> dict:
     o = dict(DEFAULTS)
     for k, v in (options or {}).items():
         if k not in DEFAULTS and k not in ("sweep", "scheduler", "limit", "cutoff", "predicates", "rr",
-                                          "det_order", "steady", "mva", "tol", "max_population", "workers"):
+                                          "det_order", "steady", "mva", "tol", "max_population"):
             raise QPNError(f"unknown simulation option '{k}'")
         if v is not None:
             o[k] = v
@@ -151,7 +153,7 @@ def _residence_distribution(engine, lanes, res, first, o, info):
         groups.setdefault(p, []).append((col, u))
     st = engine.stats
     point_hist = None
-    if st.bk_hist is not None and len(lanes):
+    if st.hist is not None and len(lanes):
         point_hist = st.point_hist(int(st.point[lanes[0]]), lanes, first)
     for p, members in groups.items():
         place = c.places[p]
@@ -222,7 +224,12 @@ def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bo
         cs = [compiled[i] for i in members]
         keys = np.concatenate([lane_keys(1, R, bool(o["crn"]),
                                          (point_offsets or list(range(len(compiled))))[i]) for i in members])
-        engine, runinfo, first = _run_group(cs, R, keys, o)
+        workers = default_workers(o, len(cs) * R)
+        if workers > 1 and len(cs) * R > 1:
+            engine, runinfo = run_sharded(cs, R, keys, o, workers)
+        else:
+            engine, runinfo = _run_group(cs, R, keys, o)
+        first = _warmup(engine, o)
         for j, i in enumerate(members):
             lanes = np.arange(j * R, (j + 1) * R)
             results[i] = _result(engine, lanes, o, runinfo, first, compiled[i])
@@ -254,11 +261,12 @@ def make_engine(net, keys, o: dict):
     return engine
 
 
-def _run_group(points: list, R: int, keys: np.ndarray, o: dict):
-    net = build_lanes(points, R)
+def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarray | None = None):
+    """Build the lanes (all, or a shard) and run them; the engine and the run info."""
+    net = build_lanes(points, R, lanes)
     engine = make_engine(net, keys, o)
     if hasattr(engine, "simulate"):
-        return engine, _run_lindley(engine, o), _warmup(engine, o)
+        return engine, _run_lindley(engine, o)
     engine.start()
     sequential = None
     if o["time"] is None and o["events"] is None:
@@ -266,8 +274,7 @@ def _run_group(points: list, R: int, keys: np.ndarray, o: dict):
     runinfo = run(engine, t_end=o["time"], events=o["events"], sequential=sequential,
                   first_check=int(o["min_events"]),
                   wall_cap=float(o["wall"]), quiet=bool(o["quiet"]))
-    first = _warmup(engine, o)
-    return engine, runinfo, first
+    return engine, runinfo
 
 
 def _run_lindley(engine, o: dict):
@@ -363,7 +370,8 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
                            f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
     for note in engine.notes:
         res.warnings.append(f"slower path: {note}")
-    res.info["kernel"] = type(engine).__name__
+    res.info["kernel"] = getattr(engine, "kernel", type(engine).__name__)
+    res.info["processes"] = getattr(engine, "processes", 1)
     if runinfo.partial:
         res.warnings.append("interrupted: statistics so far (partial)")
     if o["series"]:

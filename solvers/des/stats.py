@@ -19,6 +19,7 @@ import numpy as np
 NB_PER_DECADE = 100
 LOG_MIN, LOG_MAX = -9, 7           # 1 ns .. 10^7 s
 NBINS = (LOG_MAX - LOG_MIN) * NB_PER_DECADE + 2
+EPOCH_GROWTH = 2 ** 0.25                      # histogram epochs grow geometrically
 
 
 def bin_of(x: np.ndarray) -> np.ndarray:
@@ -40,21 +41,25 @@ class Stats:
     advance in lockstep (one event per step), so they always share the bucket
     count and width; a lane that stops is closed at the next flush and never
     touched again.  A lane's buckets therefore depend on its own trajectory
-    only, never on how many other lanes run with it.  Histograms are kept per
-    sweep point (lanes of one point pooled) with the same rule per point.
+    only, never on how many other lanes run with it.
+
+    Residence histograms are pooled over the lanes of a sweep point, in epochs
+    of steps whose bounds depend on the step count alone (each epoch about
+    2^(1/4) times longer than the steps before it): a point's histogram is
+    the same whichever lanes run together, and shards of lanes add up.
     """
 
     eager = False   # True when the owner accumulates token-time itself every step
 
     def __init__(self, L: int, nslots: int, nmodes: int, qclasses: list[int], nunits: int,
                  buckets: int = 64, width: int = 64, histograms: bool = True,
-                 point: np.ndarray | None = None):
+                 point: np.ndarray | None = None, npoints: int | None = None):
         self.L, self.S, self.M, self.R = L, nslots, nmodes, nunits
         self.qclasses = qclasses
         self.B = buckets
         self.width = width                     # steps per bucket (of the live lanes)
         self.point = np.zeros(L, dtype=np.int64) if point is None else np.asarray(point, dtype=np.int64)
-        self.P = int(self.point.max()) + 1 if L else 1
+        self.P = npoints or (int(self.point.max()) + 1 if L else 1)
         self.area = np.zeros((nslots, L))
         self.last = np.zeros((nslots, L))
         self.fires = np.zeros((nmodes, L))
@@ -66,15 +71,14 @@ class Stats:
         self.nb_l = np.zeros(L, dtype=np.int64)
         self.width_l = np.full(L, width, dtype=np.int64)
         self.open = np.ones(L, dtype=bool)     # lanes the next flush closes a bucket for
-        self.nb_p = np.zeros(self.P, dtype=np.int64)
-        self.width_p = np.full(self.P, width, dtype=np.int64)
+        self.gstep = 0                          # steps of the live lanes at the last flush
+        self.epochs: list[np.ndarray] = []      # closed histogram epochs (units, P, bins)
+        self.epoch_start: list[int] = [0]       # first step of every epoch, the open one last
         self.bk_time = np.zeros((buckets, L))
         self.bk_area = np.zeros((buckets, nslots, L))
         self.bk_fires = np.zeros((buckets, nmodes, L))
         self.bk_busy = [np.zeros((buckets, k, L)) for k in qclasses]
         self.bk_res = np.zeros((buckets, nunits, 3, L))
-        self.bk_hist = (np.zeros((buckets, nunits, self.P, NBINS), dtype=np.int32)
-                        if histograms else None)
 
     # ------------------------------------------------------------- record
     def touch(self, lanes: np.ndarray, slot: int, t: np.ndarray, m: np.ndarray) -> None:
@@ -99,18 +103,17 @@ class Stats:
             self.hist[unit] += np.bincount(idx, minlength=self.P * NBINS).reshape(self.P, NBINS)
 
     def flush(self, lanes_t: np.ndarray, m: np.ndarray | None, busy: list[np.ndarray],
-              alive: np.ndarray | None = None) -> None:
+              alive: np.ndarray | None = None, regular: bool = True) -> None:
         """Close the current bucket of the open lanes at their time; ``busy`` are cumulative (K, L)."""
         F = self.open
         if not F.any():
             return
+        w0 = self.width                          # steps in the bucket being closed
         every = bool(F.all())
         ix = slice(None) if every else F
         if not self.eager:
             self.area[:, ix] += m.T[:, ix] * (lanes_t[ix][None, :] - self.last[:, ix])
             self.last[:, ix] = lanes_t[ix][None, :]
-        if self.nb == self.B:
-            self._merge(ix)
         b = self.nb
         self.bk_time[b, ix] = lanes_t[ix] - self.t_start[ix]
         self.bk_area[b][:, ix] = self.area[:, ix]
@@ -119,22 +122,23 @@ class Stats:
             self.bk_busy[q][b][:, ix] = cur[:, ix] - self.busy_prev[q][:, ix]
             self.busy_prev[q][:, ix] = cur[:, ix]
         self.bk_res[b][..., ix] = self.res[..., ix]
-        if self.hist is not None:
-            fp = np.zeros(self.P, dtype=bool)
-            fp[self.point[F]] = True
-            self.bk_hist[b][:, fp] = self.hist[:, fp]
-            self.hist[:, fp] = 0
-            self.nb_p[fp] = b + 1
-            self.width_p[fp] = self.width
-        self.nb_l[ix] = b + 1
-        self.width_l[ix] = self.width
         self.nb = b + 1
+        if self.nb == self.B:        # merge at once, so every later bucket has the new width
+            self._merge(ix)
+        self.nb_l[ix] = self.nb
+        self.width_l[ix] = self.width
         self.t_start[ix] = lanes_t[ix]
         self.area[:, ix] = 0
         self.fires[:, ix] = 0
         self.res[..., ix] = 0
         if alive is not None:
             self.open = alive.copy()
+        if regular:
+            self.gstep += w0
+            if self.hist is not None and self.gstep >= EPOCH_GROWTH * self.epoch_start[-1] + 64:
+                self.epochs.append(self.hist.astype(np.int32))
+                self.epoch_start.append(self.gstep)
+                self.hist[:] = 0
 
     def _merge(self, ix):
         """Merge neighbouring buckets of the open lanes (and of their points' histograms)."""
@@ -147,26 +151,37 @@ class Stats:
                 sub = arr[..., ix]
                 sub = np.concatenate([sub[0::2] + sub[1::2], np.zeros_like(sub[h:])])
                 arr[..., ix] = sub
-        if self.bk_hist is not None:
-            fp = np.zeros(self.P, dtype=bool)
-            fp[self.point[self.open]] = True
-            sub = self.bk_hist[:, :, fp]
-            self.bk_hist[:, :, fp] = np.concatenate([sub[0::2] + sub[1::2], np.zeros_like(sub[h:])])
         self.nb = h
         self.width *= 2
 
     # ------------------------------------------------------------- analyse
     def truncation(self, fixed: int | None = None) -> np.ndarray:
-        """First bucket kept in each lane: MSER on the bucket means of every slot."""
+        """First bucket kept in each lane.
+
+        MSER runs per sweep point on the bucket means averaged over the point's
+        lanes (every slot a channel, the largest cut wins): one lane's series is
+        too noisy, and MSER on it tends to cut off high excursions, which biases
+        the estimates low.  Lanes whose buckets are finer (they ended before a
+        merge) are first merged to the point's coarsest width, so that the
+        averaged buckets cover the same steps."""
         out = np.zeros(self.L, dtype=np.int64)
-        for nb in np.unique(self.nb_l):
-            lanes = np.flatnonzero(self.nb_l == nb)
-            if fixed is not None:
-                out[lanes] = min(fixed, max(nb - 2, 0))
+        if fixed is not None:
+            return np.minimum(fixed, np.maximum(self.nb_l - 2, 0)).astype(np.int64)
+        for p in np.unique(self.point):
+            lanes = np.flatnonzero(self.point == p)
+            wmax = int(self.width_l[lanes].max())
+            f = wmax // self.width_l[lanes]                       # powers of two
+            n = int((self.nb_l[lanes] // f).min())
+            if n < 4:
                 continue
-            t = np.maximum(self.bk_time[:nb][:, lanes], 1e-300)                      # (nb, l)
-            x = (self.bk_area[:nb][:, :, lanes] / t[:, None, :]).transpose(2, 0, 1)  # (l, nb, S)
-            out[lanes] = mser(x)
+            acc = np.zeros((n, self.S))
+            for fv in np.unique(f):
+                sub = lanes[f == fv]
+                t = self.bk_time[:n * fv][:, sub].reshape(n, fv, len(sub)).sum(axis=1)
+                a = self.bk_area[:n * fv][:, :, sub].reshape(n, fv, self.S, len(sub)).sum(axis=1)
+                acc += (a / np.maximum(t, 1e-300)[:, None, :]).sum(axis=2)
+            d = int(mser((acc / len(lanes))[None])[0])
+            out[lanes] = d * f
         return out
 
     def keep_mask(self, first: np.ndarray, upto: int | None = None) -> np.ndarray:
@@ -185,16 +200,22 @@ class Stats:
         res = np.einsum("brcl,bl->lrc", self.bk_res, k)
         return time, area, fires, busy, res
 
-    def point_hist(self, p: int, lanes: np.ndarray, first: np.ndarray) -> np.ndarray | None:
-        """Residence histograms (units, bins) of point ``p`` after the warm-up of its lanes.
+    def warmup_steps(self, lanes: np.ndarray, first: np.ndarray) -> int:
+        """Steps of the longest warm-up among ``lanes`` (bucket j of a lane starts at step j*width)."""
+        return int(max((int(first[l]) * int(self.width_l[l]) for l in lanes), default=0))
 
-        The point's buckets cover steps in units of ``width_p``; the warm-up cut is
-        the latest warm-up end (in steps) among its lanes."""
-        if self.bk_hist is None:
+    def point_hist(self, p: int, lanes: np.ndarray, first: np.ndarray) -> np.ndarray | None:
+        """Residence histograms (units, bins) of point ``p`` from the first epoch that
+        starts after the warm-up of all its lanes (the open epoch included)."""
+        if self.hist is None:
             return None
-        cut = int(max((int(first[l]) * int(self.width_l[l]) for l in lanes), default=0))
-        g = min(-(-cut // int(self.width_p[p])), max(int(self.nb_p[p]) - 1, 0))
-        return self.bk_hist[g:self.nb_p[p], :, p].sum(axis=0, dtype=np.int64)
+        cut = self.warmup_steps(lanes, first)
+        e0 = int(np.searchsorted(np.asarray(self.epoch_start), cut, side="left"))
+        e0 = min(e0, len(self.epoch_start) - 1)
+        h = self.hist[:, p].astype(np.int64)
+        for e in range(e0, len(self.epochs)):
+            h += self.epochs[e][:, p]
+        return h
 
 
 def mser(x: np.ndarray) -> np.ndarray:
