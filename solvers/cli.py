@@ -1,12 +1,36 @@
-"""``qpn solve``: solve a model with one method (or two, to compare)."""
+"""``qpn solve``: solve a model with one method (or two, to compare), or a
+parameter sweep (``--sweep``): with the simulator all points run as lanes of
+one simulation; a table per measure lays the points out."""
 from __future__ import annotations
 
+import argparse
+import math
+import re
 import sys
 
-from qpn.cli import command, load_model
-from qpn.errors import QPNError
+from qpn.cli import command, load_model, parse_sets
+from qpn.errors import ParameterError, QPNError, SolverError, suggest
 
 from . import METHODS
+from .result import UNITS
+
+KERNELS = ("auto", "qn", "lindley", "general")
+# simulator flags: attribute of args -> option name of solvers.des
+DES_FLAGS = {"seed": "seed", "replications": "replications", "time": "time", "events": "events",
+             "rtol": "rtol", "atol": "atol", "level": "level", "crn": "crn", "scheduler": "scheduler",
+             "warmup": "warmup", "wall": "wall", "kernel": "kernel", "histograms": "histograms"}
+
+
+def _option_value(v: str):
+    s = v.strip()
+    if s.lower() in ("true", "yes", "on"):
+        return True
+    if s.lower() in ("false", "no", "off"):
+        return False
+    try:
+        return int(s) if s.lstrip("-").isdigit() else float(s)
+    except ValueError:
+        return s
 
 
 def _options(args) -> dict:
@@ -24,16 +48,55 @@ def _options(args) -> dict:
         if "=" not in item:
             raise QPNError(f"--option expects name=value, got '{item}'")
         k, v = item.split("=", 1)
-        try:
-            o[k.strip()] = int(v) if v.strip().lstrip("-").isdigit() else float(v)
-        except ValueError:
-            o[k.strip()] = v.strip()
+        o[k.strip()] = _option_value(v)
+    given = [a for a in DES_FLAGS if getattr(args, a, None) is not None]
+    if given:
+        uses_des = {args.method, args.compare} & {"des", "auto"}
+        if not uses_des:
+            flag = "--" + given[0].replace("_", "-")
+            if given[0] == "histograms" and not args.histograms:
+                flag = "--no-histograms"
+            raise SolverError(f"error: {flag} is a simulation option; it has no effect with --method "
+                              f"{args.method}" + (f" --compare {args.compare}" if args.compare else ""),
+                              methods=("des", "auto"))
+        if args.scheduler is not None and args.method != "des":
+            raise SolverError("error: --scheduler needs --method des")
+        for a in given:
+            o[DES_FLAGS[a]] = getattr(args, a)
+    if (args.quiet or not sys.stderr.isatty()) and {args.method, args.compare} & {"des", "auto"}:
+        o["quiet"] = True       # no progress line when asked, nor into a log file
     return o
 
 
 def _run(net, method: str, options: dict):
     from . import solve
+    if method == "des" and options.get("scheduler"):
+        # only simulate() hands the lanes to a scheduler
+        import time
+        from .des.solver import simulate
+        from .sweep import check_distributed
+        check_distributed()
+        t0 = time.perf_counter()
+        res = simulate(net, options=options)
+        if not res.params:
+            res.params = (net if net.is_flat else net.flatten()).param_values()
+        if res.wall_time is None:
+            res.wall_time = time.perf_counter() - t0
+        return res
     return solve(net, method=method, options=options)
+
+
+def _measures(args) -> list[str] | None:
+    if not args.measure:
+        return None
+    names = [m.strip() for m in args.measure.split(",") if m.strip()]
+    known = set(UNITS) | {"probability"}
+    for m in names:
+        if m not in known and not re.fullmatch(r"residence_p\d+", m):
+            raise ParameterError(f"--measure: unknown measure '{m}'",
+                                 expected="one of: " + ", ".join(sorted(known)),
+                                 did_you_mean=suggest(m, known))
+    return names or None
 
 
 def _compare_table(a, b) -> str:
@@ -50,15 +113,46 @@ def _compare_table(a, b) -> str:
     return "\n".join(out) + "\n"
 
 
-@command("solve", "solve a model: auto, mva, ctmc, symbolic or des")
+def _solve_sweep(args, net, options: dict, measures) -> int:
+    from .sweep import parse_sweeps, run_sweep, summary, sweep_text, validate
+    sweep = parse_sweeps(args.sweep)
+    for flag, bad in (("--compare", args.compare), ("--transient", args.transient),
+                      ("--show-expressions", args.show_expressions)):
+        if bad:
+            raise QPNError(f"error: {flag} cannot be combined with --sweep")
+    both = [n for n in parse_sets(args.set) if n in sweep]
+    if both:
+        raise ParameterError(f"parameter '{both[0]}' is given both with --set and with --sweep",
+                             hint="drop one of them")
+    validate(net, sweep)
+    sw = run_sweep(net, args.method, sweep, options, progress=not args.quiet and sys.stderr.isatty())
+    failed = [p for p in sw.points if p.result is None]
+    for line in summary(sw):
+        if not args.quiet or line.startswith(("error", "interrupted")):
+            print(line, file=sys.stderr)
+    sys.stdout.write(sweep_text(sw, measures))
+    if args.json:
+        sw.to_json(args.json)
+    if args.csv:
+        sw.to_csv(args.csv)
+    return 1 if failed else 0
+
+
+@command("solve", "solve a model: auto, mva, ctmc, symbolic or des; --sweep for parameter sweeps")
 def cmd_solve(args) -> int:
     net = load_model(args.file, args.set)
     options = _options(args)
-    measures = args.measure.split(",") if args.measure else None
+    measures = _measures(args)
+    if args.sweep:
+        return _solve_sweep(args, net, options, measures)
     if args.transient:
         from qpn.compile import compile_net
         from .ctmc import solve_transient
-        times = [float(t) for t in args.transient.split(",")]
+        try:
+            times = [float(t) for t in args.transient.split(",")]
+        except ValueError:
+            raise QPNError(f"error: --transient expects times in seconds separated by commas, "
+                           f"got '{args.transient}'") from None
         for res in solve_transient(compile_net(net), times, options):
             print(f"t = {res.info['time']:g}")
             sys.stdout.write(res.table(measures))
@@ -85,13 +179,76 @@ def cmd_solve(args) -> int:
     return 0
 
 
+# ------------------------------------------------------ argument checking
+def _typed(kind, what: str, test, need: str):
+    def conv(text: str):
+        try:
+            v = kind(text)
+        except (ValueError, TypeError):
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
+        if not test(v):
+            raise argparse.ArgumentTypeError(f"must be {need}, got '{text}'")
+        return v
+    return conv
+
+
+def _count(text: str) -> int:
+    v = float(text)
+    if not math.isfinite(v) or v != int(v):
+        raise ValueError(text)
+    return int(v)
+
+
+def _seconds(text: str) -> float:
+    """A duration: plain seconds or with a unit ('10 min')."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    from dsl.parser import parse_expr
+    from qpn.expr import evaluate
+    try:
+        return float(evaluate(parse_expr(text.strip(), "duration"), {}))
+    except (QPNError, TypeError, ValueError, ZeroDivisionError):
+        raise ValueError(text) from None
+
+
+def _warmup(text: str):
+    t = text.strip().lower()
+    if t == "mser":
+        return "mser"
+    if t in ("none", "no", "off"):
+        return 0
+    try:
+        v = _seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'mser', 'none' or a time in seconds, got '{text}'") from None
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"must be 'mser' or a time >= 0, got '{text}'")
+    return v
+
+
+def _replications(text: str):
+    if text.strip().lower() == "auto":
+        return "auto"
+    return _typed(int, "an integer or 'auto'", lambda v: v >= 1, ">= 1")(text)
+
+
+_positive = lambda v: math.isfinite(v) and v > 0  # noqa: E731
+
+
 @cmd_solve.setup
 def _(p):
     p.add_argument("--method", "-m", default="auto", choices=METHODS, help="solution method (default auto)")
     p.add_argument("--compare", choices=METHODS, help="also solve with this method and print the differences")
     p.add_argument("--measure", help="only these measures, comma separated (e.g. throughput,utilization)")
-    p.add_argument("--json", metavar="FILE", help="write the result as JSON")
-    p.add_argument("--csv", metavar="FILE", help="write the result as CSV")
+    p.add_argument("--json", metavar="FILE", help="write the result as JSON (a sweep: every point)")
+    p.add_argument("--csv", metavar="FILE",
+                   help="write the result as CSV (a sweep: long format, one column per swept parameter)")
+    p.add_argument("--sweep", action="append", metavar="NAME=VALUES",
+                   help="solve at every value of parameter NAME: a list v1,v2,... or a range "
+                        "start:stop:step (stop included, e.g. rate=10:100:10); repeat for the "
+                        "cartesian product; with des all points run as lanes of one simulation")
     p.add_argument("--limit", type=int, help="CTMC: refuse beyond this many states (default 2,000,000)")
     p.add_argument("--cutoff", type=int, help="CTMC: population cut-off of open nets (default adaptive)")
     p.add_argument("--transient", metavar="T1,T2", help="CTMC: measures at these times from the initial marking")
@@ -100,3 +257,35 @@ def _(p):
     p.add_argument("--option", action="append", metavar="NAME=VALUE", help="solver option (repeatable)")
     p.add_argument("--show-expressions", action="store_true", help="symbolic: print the closed forms")
     p.add_argument("-q", "--quiet", action="store_true", help="no explanation or progress on stderr")
+    g = p.add_argument_group("simulation (des; also auto when it simulates)")
+    g.add_argument("--seed", type=_typed(int, "an integer", lambda v: v >= 0, ">= 0"),
+                   help="random seed (default 1)")
+    g.add_argument("--replications", "-R", metavar="R", type=_replications,
+                   help="independent replications per point (default auto: 10, more for small "
+                        "sweeps on the step kernels; 1: one long run with batch means)")
+    g.add_argument("--time", metavar="T", type=_typed(_seconds, "a time", _positive, "> 0"),
+                   help="simulated time per replication, in seconds or with a unit ('10 min'); "
+                        "default: until --rtol/--atol is met")
+    g.add_argument("--events", metavar="N", type=_typed(_count, "a whole number", lambda v: v > 0, "> 0"),
+                   help="events per replication instead of --time")
+    g.add_argument("--rtol", metavar="X", type=_typed(float, "a number", _positive, "> 0"),
+                   help="sequential stopping: run until the CI half-widths of throughputs and token "
+                        "counts are within X times their means (default 0.01)")
+    g.add_argument("--atol", metavar="X", type=_typed(float, "a number", _positive, "> 0"),
+                   help="sequential stopping on absolute half-widths below X (instead of --rtol)")
+    g.add_argument("--level", metavar="L", type=_typed(float, "a number", lambda v: 0 < v < 1,
+                                                       "between 0 and 1, e.g. 0.95"),
+                   help="confidence level of the intervals (default 0.95)")
+    g.add_argument("--crn", action="store_const", const=True, default=None,
+                   help="common random numbers: replication r of every sweep point uses the same streams")
+    g.add_argument("--scheduler", metavar="ADDR",
+                   help="run the sweep points on the Dask scheduler at ADDR (e.g. tcp://host:8786; "
+                        "needs --method des and qpn[distributed])")
+    g.add_argument("--warmup", metavar="mser|T", type=_warmup,
+                   help="warm-up to discard: mser (default, detected), none, or a time in seconds")
+    g.add_argument("--wall", metavar="SECONDS", type=_typed(_seconds, "a time", _positive, "> 0"),
+                   help="wall-clock cap of a sequential run (default 60 s)")
+    g.add_argument("--kernel", choices=KERNELS,
+                   help="simulation kernel (default auto: the fastest that fits the net)")
+    g.add_argument("--histograms", action=argparse.BooleanOptionalAction, default=None,
+                   help="residence-time histograms for percentiles (default on)")

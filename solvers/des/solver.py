@@ -8,10 +8,8 @@
 """
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,56 +43,9 @@ def options_of(options: dict | None) -> dict:
 
 
 # ----------------------------------------------------------------- points
-def sweep_points(sweep: dict[str, list] | None) -> list[dict]:
-    if not sweep:
-        return [{}]
-    names = list(sweep)
-    return [dict(zip(names, vals)) for vals in itertools.product(*[sweep[n] for n in names])]
+from ..sweep import PointResult, SweepResult, sweep_points  # noqa: E402  (one sweep type for all methods)
 
 
-@dataclass
-class PointResult:
-    params: dict
-    result: Result
-
-
-@dataclass
-class SweepResult:
-    """Results of every sweep point; ``table(measure)`` lays one measure out per point."""
-    points: list[PointResult] = field(default_factory=list)
-    info: dict = field(default_factory=dict)
-
-    def table(self, measure: str, digits: int = 5) -> str:
-        if not self.points:
-            return ""
-        names = list(self.points[0].params)
-        cells = []
-        keys = []
-        for pr in self.points:
-            for r in pr.result.rows:
-                if r.measure == measure and (r.element, r.color) not in keys:
-                    keys.append((r.element, r.color))
-        head = names + [f"{e}{'(' + c + ')' if c else ''}" for e, c in keys]
-        for pr in self.points:
-            row = [f"{pr.params[n]:g}" if isinstance(pr.params[n], (int, float)) else str(pr.params[n])
-                   for n in names]
-            for e, c in keys:
-                try:
-                    cell = pr.result.cell(measure, e, c)
-                    s = f"{cell.value:.{digits}g}"
-                    if cell.ci is not None:
-                        s += f" ±{cell.ci:.2g}"
-                except QPNError:
-                    s = "-"
-                row.append(s)
-            cells.append(row)
-        widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
-        line = lambda cs: "  ".join(c.rjust(w) for c, w in zip(cs, widths))  # noqa: E731
-        return "\n".join([f"{measure}:", line(head), "  ".join("-" * w for w in widths)] +
-                         [line(r) for r in cells]) + "\n"
-
-
-# ------------------------------------------------------------- analysis
 def _ci(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and Student-t half-width over the first axis (NaN-aware)."""
     n = np.sum(np.isfinite(values), axis=0)
@@ -370,6 +321,17 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
                            f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
     for note in engine.notes:
         res.warnings.append(f"slower path: {note}")
+    saturated = sorted({e for m, e, _c, v, _h in rows if m == "utilization" and _c == "" and v > 0.995})
+    if saturated:
+        res.warnings.append(f"{', '.join(saturated)} saturated (utilization ~1): if the net is open it "
+                            f"may be unstable, and its estimates then grow with the simulated time")
+    nb = int(np.median(st.nb_l[lanes]))
+    if o["warmup"] == "mser" and nb < 16:
+        res.warnings.append(f"run too short to detect the warm-up: {nb} statistics bucket(s) per "
+                            f"replication; the start state may bias the estimates (simulate longer)")
+    elif o["warmup"] == "mser" and np.median(first[lanes]) >= nb // 2 - 1 and nb >= 16:
+        res.warnings.append("the warm-up detected is half of the run or more: the estimates may still "
+                            "carry the start state (simulate longer)")
     res.info["kernel"] = getattr(engine, "kernel", type(engine).__name__)
     res.info["processes"] = getattr(engine, "processes", 1)
     if runinfo.partial:
@@ -401,7 +363,10 @@ class DESSolver:
 
     def solve(self, compiled, options: dict) -> Result:
         o = options_of(options)
+        if o.get("scheduler"):
+            from .distributed import simulate_distributed
+            return simulate_distributed(compiled.net, sweep=None, options=o, params=dict(compiled.params))
         return _simulate_compiled([compiled], [{}], o, False)
 
 
-__all__ = ["simulate", "DESSolver", "SweepResult", "sweep_points", "time", "math", "field"]
+__all__ = ["simulate", "DESSolver", "SweepResult", "PointResult", "sweep_points"]
