@@ -245,12 +245,8 @@ class QNKernel:
         x, u0 = self.stream.next()
         u = u0[0].copy()
         ev = self.ev
-        tn = ev[0].copy()
-        k = np.zeros(self.L, dtype=np.int64)
-        for e in range(1, len(ev)):
-            less = ev[e] < tn
-            tn = np.where(less, ev[e], tn)
-            k = np.where(less, e, k)
+        k = ev.argmin(axis=0)                    # first earliest clock, as a strict-less scan
+        tn = np.take_along_axis(ev, k[None, :], axis=0)[0]
         over = self.alive & ((tn > T) | (self.steps >= N))
         if over.any():
             endt = np.where(np.isfinite(T), np.maximum(T, self.t), self.t)
@@ -275,31 +271,43 @@ class QNKernel:
             into[tq] = mask if into[tq] is None else into[tq] | mask
             self.fires[src.mode] += mask
             ev[e] = np.where(mask, t + x[self.X_SRC] * src.mean, ev[e])
+        L = self.L
         for qi, q in enumerate(self.qs):
             mask = act & (k == self.S + qi)
-            if not mask.any():
+            lanes = np.flatnonzero(mask)
+            if not len(lanes):
                 continue
             cls, t0 = self._pick(qi, q, mask, u)
             done[qi] = mask
+            cls_l = cls[lanes] if cls is not None else None
+            # the completing tokens leave and are routed: work on the lanes concerned only
             for c, pc in enumerate(q.p.classes):
-                mc = mask & (cls == c) if cls is not None else mask
-                self.cnt[pc.slot] -= mc
-                if t0 is not None:
-                    lc = np.flatnonzero(mc)
-                    if len(lc):
-                        self._residence(lc, pc.unit, t[lc] - t0[(cls[mask] == c)] if cls is not None
-                                        else t[lc] - t0)
+                if cls_l is None:
+                    lc, t0c = lanes, t0
+                else:
+                    sel = cls_l == c
+                    lc = lanes[sel]
+                    t0c = t0[sel] if t0 is not None else None
+                if not len(lc):
+                    continue
+                self.cnt[pc.slot, lc] -= 1
+                if t0c is not None:
+                    self._residence(lc, pc.unit, t[lc] - t0c)
                 n = len(pc.route_modes)
-                choice = (u[None, :] >= pc.route_cum.T).sum(axis=0) if n > 1 else None
+                choice = (u[lc][:, None] >= pc.route_cum[lc]).sum(axis=1) if n > 1 else None
                 for i, mode in enumerate(pc.route_modes):
-                    mi = mc & (choice == i) if choice is not None else mc
-                    self.fires[mode] += mi
+                    li = lc[choice == i] if choice is not None else lc
+                    if not len(li):
+                        continue
+                    self.fires[mode, li] += 1
                     tgt = pc.targets[i]
                     if tgt is not None:
                         q2 = self.qs[tgt[0]]
-                        self.cnt[q2.slots[tgt[1]]] += mi
-                        self._push(q2, np.flatnonzero(mi), tgt[1], t)
-                        into[tgt[0]] = mi if into[tgt[0]] is None else into[tgt[0]] | mi
+                        self.cnt[q2.slots[tgt[1]], li] += 1
+                        self._push(q2, li, tgt[1], t)
+                        if into[tgt[0]] is None:
+                            into[tgt[0]] = np.zeros(L, dtype=bool)
+                        into[tgt[0]][li] = True
         for qi, q in enumerate(self.qs):
             d, i = done[qi], into[qi]
             if d is None and i is None:

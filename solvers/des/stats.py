@@ -141,16 +141,15 @@ class Stats:
                 self.hist[:] = 0
 
     def _merge(self, ix):
-        """Merge neighbouring buckets of the open lanes (and of their points' histograms)."""
+        """Merge neighbouring buckets of the open lanes ``ix`` (a slice or a mask)."""
         h = self.B // 2
+        keep = None if isinstance(ix, slice) else np.flatnonzero(~ix)   # closed lanes: untouched
         for arr in [self.bk_time, self.bk_area, self.bk_fires, self.bk_res] + self.bk_busy:
-            if isinstance(ix, slice):
-                arr[:h] = arr[0::2] + arr[1::2]
-                arr[h:] = 0
-            else:
-                sub = arr[..., ix]
-                sub = np.concatenate([sub[0::2] + sub[1::2], np.zeros_like(sub[h:])])
-                arr[..., ix] = sub
+            saved = arr[..., keep] if keep is not None else None
+            arr[:h] = arr[0::2] + arr[1::2]
+            arr[h:] = 0
+            if saved is not None:
+                arr[..., keep] = saved
         self.nb = h
         self.width *= 2
 
