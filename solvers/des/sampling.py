@@ -19,9 +19,9 @@ from .rng import LaneRandom
 
 def _same_kind(dists: list[Distribution]) -> type:
     kinds = {type(d) for d in dists}
-    if len(kinds) == 1:
+    if len(kinds) == 1 and HyperExpFit not in kinds:
         return kinds.pop()
-    if kinds <= {HyperExp, HyperExpFit}:
+    if kinds <= {HyperExp, HyperExpFit}:      # the mean/scv form is sampled as its branches
         return HyperExp
     raise SolverError("lanes of one run must use the same kind of distribution per element; "
                       f"got {sorted(k.__name__ for k in kinds)}")

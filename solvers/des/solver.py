@@ -49,7 +49,9 @@ from ..sweep import PointResult, SweepResult, sweep_points  # noqa: E402  (one s
 def _ci(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and Student-t half-width over the first axis (NaN-aware)."""
     n = np.sum(np.isfinite(values), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    import warnings
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # empty or single-value columns: NaN
         mean = np.nanmean(values, axis=0)
         sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.full(mean.shape, np.nan)
     half = student_t(level, n - 1) * sd / np.sqrt(np.maximum(n, 1))

@@ -158,7 +158,8 @@ class Stats:
         """First bucket kept in each lane.
 
         MSER runs per sweep point on the bucket means averaged over the point's
-        lanes (every slot a channel, the largest cut wins): one lane's series is
+        lanes (every slot's tokens and every mode's firing rate a channel, the
+        largest cut wins): one lane's series is
         too noisy, and MSER on it tends to cut off high excursions, which biases
         the estimates low.  Lanes whose buckets are finer (they ended before a
         merge) are first merged to the point's coarsest width, so that the
@@ -173,12 +174,15 @@ class Stats:
             n = int((self.nb_l[lanes] // f).min())
             if n < 4:
                 continue
-            acc = np.zeros((n, self.S))
+            acc = np.zeros((n, self.S + self.M))
             for fv in np.unique(f):
                 sub = lanes[f == fv]
                 t = self.bk_time[:n * fv][:, sub].reshape(n, fv, len(sub)).sum(axis=1)
                 a = self.bk_area[:n * fv][:, :, sub].reshape(n, fv, self.S, len(sub)).sum(axis=1)
-                acc += (a / np.maximum(t, 1e-300)[:, None, :]).sum(axis=2)
+                r = self.bk_fires[:n * fv][:, :, sub].reshape(n, fv, self.M, len(sub)).sum(axis=1)
+                inv = 1.0 / np.maximum(t, 1e-300)[:, None, :]
+                acc[:, :self.S] += (a * inv).sum(axis=2)       # token means
+                acc[:, self.S:] += (r * inv).sum(axis=2)       # firing rates (throughputs)
             d = int(mser((acc / len(lanes))[None])[0])
             out[lanes] = d * f
         return out

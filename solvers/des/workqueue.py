@@ -186,7 +186,13 @@ class WorkQueue:
             with np.errstate(divide="ignore", invalid="ignore"):
                 until = np.maximum(self.work[lanes], 0) / share
         until = np.where(srv, until, INF)
-        j = np.argmin(until, axis=1)
+        if self.disc == "rr":
+            # quanta ending at the same instant go in ready order (as a scheduler would)
+            m = until.min(axis=1, keepdims=True)
+            tie = until <= m + 1e-12 * np.maximum(1.0, np.abs(now))[:, None]
+            j = np.argmin(np.where(tie, self.rseq[lanes], np.iinfo(np.int64).max), axis=1)
+        else:
+            j = np.argmin(until, axis=1)
         if self.disc == "rr":
             expired = self.work[lanes, j] > 1e-12 * np.maximum(1.0, np.abs(now))
             ex = lanes[expired]

@@ -1,0 +1,145 @@
+"""Reproducibility of the simulator: a seed gives bit-identical results, whatever
+the number of lanes run at once.
+
+Each lane draws from its own stream, keyed by (seed, lane key); sweep point i
+of a run with R replications uses lane keys i*R .. i*R+R-1 (with common random
+numbers, 0 .. R-1 for every point).  With a fixed horizon (``time``), a
+point's numbers must therefore depend on its parameters, the seed and its lane
+keys only: running the sweep as one engine, the point alone (with the same
+lane keys), or the sweep split in parts must give the same bits, for every
+measure, confidence interval and residence-time percentile.
+
+Also here: an interrupted run (Ctrl-C) returns the statistics so far, marked
+partial.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import qpn
+from des_support import MODELS, assert_all_cover
+from qpn.compile import compile_net
+from qpn.errors import QPNError
+from solvers.des.solver import _simulate_compiled, options_of, simulate
+
+CASES = [
+    # (id, model, swept parameter and values, kernel, horizon)
+    ("lindley", "mm1.qpn", ("lambda", [0.5, 0.6, 0.7]), "auto", 3000),
+    ("qn", "central_server.qpn", ("n_a", [2, 4, 8]), "auto", 30),
+    ("general", "mutex.qpn", ("threads", [3, 4, 5]), "auto", 30),
+    ("general-rr", "rr_cpu.qpn", ("slice", [0.005, 0.01, 0.02]), "auto", 2),
+]
+KERNELS = {"lindley": "LindleyKernel", "qn": "QNKernel", "general": "Engine", "general-rr": "Engine"}
+R = 3
+
+
+def cells(res) -> list[tuple]:
+    return [(r.measure, r.element, r.color) for r in res.rows]
+
+
+def assert_identical(a, b, what: str) -> None:
+    assert cells(a) == cells(b), f"{what}: different measures"
+    va = np.array([r.value for r in a.rows])
+    vb = np.array([r.value for r in b.rows])
+    ca = np.array([math.nan if r.ci is None else r.ci for r in a.rows])
+    cb = np.array([math.nan if r.ci is None else r.ci for r in b.rows])
+    bad = [(k, x, y) for k, x, y in zip(cells(a), va, vb) if not (x == y or (x != x and y != y))]
+    assert not bad, f"{what}: {len(bad)} value(s) differ, e.g. {bad[:3]}"
+    bad = [(k, x, y) for k, x, y in zip(cells(a), ca, cb) if not (x == y or (x != x and y != y))]
+    assert not bad, f"{what}: {len(bad)} half-width(s) differ, e.g. {bad[:3]}"
+
+
+def setup(case):
+    name, model, (param, values), kernel, T = case
+    net = qpn.load(f"{MODELS}/{model}")
+    o = options_of({"time": T, "replications": R, "seed": 11, "quiet": True, "kernel": kernel})
+    points = [{param: v} for v in values]
+    return net, o, points, [compile_net(net, p) for p in points]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_same_seed_same_bits(case):
+    net, o, points, _ = setup(case)
+    p0 = points[-1]
+    a = qpn.solve(net, method="des", options=dict(o), **p0)
+    b = qpn.solve(net, method="des", options=dict(o), **p0)
+    assert a.info["kernel"] == KERNELS[case[0]]
+    assert_identical(a, b, "same seed twice")
+    c = qpn.solve(net, method="des", options=dict(o, seed=12), **p0)
+    assert [r.value for r in a.rows] != [r.value for r in c.rows], "another seed gave the same numbers"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_sweep_point_equals_point_run_alone(case):
+    net, o, points, compiled = setup(case)
+    sw = simulate(net, sweep={k: [p[k] for p in points] for k in points[0]}, options=dict(o))
+    assert [p.params for p in sw.points] == points
+    assert sw.points[0].result.info["kernel"] == KERNELS[case[0]]
+    for i in range(len(points)):
+        alone = _simulate_compiled([compiled[i]], [points[i]], dict(o), True, point_offsets=[i]).points[0]
+        assert_identical(sw.points[i].result, alone.result, f"point {i} of the sweep vs run alone")
+    # the sweep split into two runs: points 0-1 together, point 2 alone
+    first = _simulate_compiled(compiled[:2], points[:2], dict(o), True, point_offsets=[0, 1]).points
+    for i in range(2):
+        assert_identical(sw.points[i].result, first[i].result, f"point {i}: 3-point sweep vs 2-point sweep")
+
+
+@pytest.mark.parametrize("case", CASES[:3], ids=[c[0] for c in CASES[:3]])
+def test_common_random_numbers_point_alone(case):
+    # with crn every point uses lane keys 0..R-1, so a point alone is the point in the sweep
+    net, o, points, compiled = setup(case)
+    o = dict(o, crn=True)
+    sw = simulate(net, sweep={k: [p[k] for p in points] for k in points[0]}, options=dict(o))
+    for i in (0, 2):
+        alone = _simulate_compiled([compiled[i]], [points[i]], dict(o), False)
+        assert_identical(sw.points[i].result, alone, f"crn point {i} vs alone")
+    # and the first point of the sweep is the plain run with the same seed
+    plain = qpn.solve(net, method="des", options=dict(o), **points[0])
+    assert_identical(sw.points[0].result, plain, "crn point 0 vs qpn.solve")
+
+
+def test_number_of_worker_processes_does_not_change_the_bits():
+    net = qpn.load(f"{MODELS}/mutex.qpn")
+    o = {"time": 30, "replications": 4, "seed": 5, "quiet": True}
+    try:
+        one = qpn.solve(net, method="des", options=dict(o, workers=1))
+        two = qpn.solve(net, method="des", options=dict(o, workers=2))
+    except QPNError as exc:          # the option is newer than this simulator
+        if "unknown simulation option" in str(exc):
+            pytest.skip(str(exc))
+        raise
+    assert_identical(one, two, "1 vs 2 worker processes")
+
+
+# ------------------------------------------------------------ Ctrl-C: partial
+@pytest.mark.parametrize("kernel,cls,module", [("general", "Engine", "solvers.des.engine"),
+                                               ("qn", "QNKernel", "solvers.des.qnkernel")])
+def test_interrupt_returns_the_statistics_so_far_marked_partial(monkeypatch, kernel, cls, module):
+    # Ctrl-C during a run (simulated: the engine's step raises KeyboardInterrupt
+    # after 4000 steps) stops cleanly and returns the statistics so far,
+    # marked partial; they are estimates over the simulated part and must still
+    # cover the exact answer (the closed tandem, exact MVA).
+    import importlib
+    mod = importlib.import_module(module)
+    klass = getattr(mod, cls)
+    orig = klass.step
+    calls = {"n": 0}
+
+    def step(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 4000:
+            raise KeyboardInterrupt
+        return orig(self, *args, **kwargs)
+
+    monkeypatch.setattr(klass, "step", step)
+    net = qpn.load(f"{MODELS}/tandem.qpn")
+    res = qpn.solve(net, method="des", options={"time": 1e6, "replications": 50, "seed": 1, "quiet": True,
+                                                "kernel": kernel, "workers": 1})
+    assert res.info["kernel"] == cls
+    assert res.partial
+    assert res.info["stopped_by"] == "interrupted"
+    assert any("partial" in w for w in res.warnings)
+    assert 0 < res.info["simulated_time"] < 1e6
+    exact = qpn.solve(net, method="mva")
+    assert_all_cover(res, exact, ("throughput", "tokens"), max_rel=0.1)
