@@ -18,7 +18,8 @@ KERNELS = ("auto", "qn", "lindley", "general")
 # simulator flags: attribute of args -> option name of solvers.des
 DES_FLAGS = {"seed": "seed", "replications": "replications", "time": "time", "events": "events",
              "rtol": "rtol", "atol": "atol", "level": "level", "crn": "crn", "scheduler": "scheduler",
-             "warmup": "warmup", "wall": "wall", "kernel": "kernel", "histograms": "histograms"}
+             "warmup": "warmup", "wall": "wall", "kernel": "kernel", "histograms": "histograms",
+             "workers": "workers"}
 
 
 def _option_value(v: str):
@@ -287,5 +288,8 @@ def _(p):
                    help="wall-clock cap of a sequential run (default 60 s)")
     g.add_argument("--kernel", choices=KERNELS,
                    help="simulation kernel (default auto: the fastest that fits the net)")
+    g.add_argument("--workers", metavar="N", type=int,
+                   help="local processes sharing the lanes (default: every core for long fixed-length "
+                        "runs with >= 1024 lanes, else 1); the numbers do not depend on it")
     g.add_argument("--histograms", action=argparse.BooleanOptionalAction, default=None,
                    help="residence-time histograms for percentiles (default on)")
