@@ -130,3 +130,19 @@ def test_processes_give_the_numbers_of_one_process(path, sweep, opts):
     assert two.points[0].result.info["processes"] == 2
     for a, b in zip(one.points, two.points):
         assert _values(a.result) == _values(b.result)
+
+
+def test_histogram_is_reported_and_matches_the_counts():
+    # the non-empty bins of the residence histogram come with the result; their total is
+    # the number of departures after the warm-up, and their mass follows exp(mu - lambda)
+    net = qpn.load(MODELS + "mm1.qpn")
+    res = qpn.solve(net, method="des", options=dict(time=20000, replications=10, seed=2, quiet=True,
+                                                   warmup=0))
+    h = res.info["histograms"]["server"]
+    lo, hi, n = (np.asarray(h[k]) for k in ("lower", "upper", "count"))
+    total = n.sum()
+    departures = res.get("departures", "server") * res.info["simulated_time"] * 10
+    assert abs(total - departures) <= 1e-6 * departures + 10
+    below = n[hi <= 5.0].sum() / total           # P(R <= 5) = 1 - e^-1 for M/M/1 at rho 0.8
+    # binomial standard error of a fraction over >= 1.5e5 customers (but correlated): 5x it
+    assert abs(below - (1 - math.exp(-1))) < 0.02

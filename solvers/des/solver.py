@@ -22,7 +22,7 @@ from .engine import Engine
 from .lanes import build_lanes, signature
 from .parallel import default_workers, run_sharded
 from .run import run
-from .stats import percentile_from_hist, student_t
+from .stats import bin_edges, percentile_from_hist, student_t
 
 DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95, warmup="mser", kernel="auto",
                 rtol=0.01, atol=None, watch=("throughput", "tokens"), wall=60.0, crn=False,
@@ -126,6 +126,10 @@ def _residence_distribution(engine, lanes, res, first, o, info):
                 for q in PERCENTILES:
                     out.append((f"residence_p{int(round(q * 100))}", place.name, lab,
                                 percentile_from_hist(h, q), None))
+                nz = np.flatnonzero(h)             # the histogram itself: non-empty bins only
+                edges = bin_edges()
+                info.setdefault("histograms", {})[place.name + (f"({lab})" if lab else "")] = {
+                    "lower": edges[nz].tolist(), "upper": edges[nz + 1].tolist(), "count": h[nz].tolist()}
     return out
 
 
@@ -318,6 +322,7 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
                     warmup_time=float(np.median([st.bk_time[:first[l], l].sum() for l in lanes])),
                     events_per_second=runinfo.events / max(runinfo.wall, 1e-9),
                     seed=o["seed"])
+    res.info.update(extra)
     res.explanation.append(f"simulation: {len(lanes)} replication(s), {res.info['events']:,} events, "
                            f"stopped by {runinfo.stopped_by}; warm-up by "
                            f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
