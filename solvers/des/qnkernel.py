@@ -92,7 +92,14 @@ class QNKernel:
         self.stats.eager = True
         st = self.stats
         self.area, self.fires, self.res = st.area, st.fires, st.res      # accumulate in place
-        self.busy_area = [np.zeros((q.K, L)) for q in self.qs]
+        # busy servers and their time integral of every queue in one array each (views per
+        # queue), so that the per-step accumulation is one operation
+        off = np.cumsum([0] + [q.K for q in self.qs])
+        self._busy = np.zeros((int(off[-1]), L))
+        self._busy_area = np.zeros((int(off[-1]), L))
+        for i, q in enumerate(self.qs):
+            q.busy = self._busy[off[i]:off[i + 1]]
+        self.busy_area = [self._busy_area[off[i]:off[i + 1]] for i in range(len(self.qs))]
 
     @property
     def m(self) -> np.ndarray:
@@ -322,9 +329,9 @@ class QNKernel:
         return int(np.count_nonzero(act))
 
     def _accumulate(self, dt: np.ndarray) -> None:
-        for qi, q in enumerate(self.qs):
-            self.area[q.slots] += self.cnt[q.slots] * dt
-            self.busy_area[qi] += q.busy * dt
+        # slots outside the queues hold no tokens here, so all rows at once is the same sum
+        self.area += self.cnt * dt
+        self._busy_area += self._busy * dt
 
     def _residence(self, lanes, unit, x):
         r = self.res[unit]
