@@ -11,6 +11,7 @@ from bisect import bisect_right
 from dataclasses import replace
 
 from qpn.model import Subnet, Transition
+from qpn.software.ast import children as sw_children, is_software_node, with_children
 
 
 def _children(item):
@@ -18,6 +19,8 @@ def _children(item):
         return list(item.modes)
     if isinstance(item, Subnet):
         return list(item.items)
+    if is_software_node(item):
+        return sw_children(item)
     return []
 
 
@@ -50,6 +53,13 @@ def attach_comments(items: list, comments: list[tuple[int, str]], net_line: int 
     elems.sort()
     spans = {p: (s, e) for s, e, p in elems}
     starts = [e[0] for e in elems]
+    index = {p: i for i, (_s, _e, p) in enumerate(elems)}
+    parent = []
+    for _s, _e, p in elems:
+        up = p[:-1]
+        while up and up not in index:
+            up = up[:-1]
+        parent.append(index.get(up, -1) if up else -1)
     docs: dict[tuple, list[str]] = {}
     head: list[str] = []
     tail: list[str] = []
@@ -63,15 +73,19 @@ def attach_comments(items: list, comments: list[tuple[int, str]], net_line: int 
         # declaration starting there; otherwise to the innermost one containing it
         k = bisect_right(starts, line)
         container = None
-        for j in range(k - 1, -1, -1):
+        # the containers of the line are ancestors of the last element starting before
+        # it: climb the tree instead of scanning back (large blocks stay linear)
+        j = k - 1
+        while j >= 0:
             s, e, path = elems[j]
             if s <= line <= e:
                 if container is None or (s == line and len(path) < len(container)):
                     container = path
                 elif s < line:
                     break
-            elif len(path) == 1 and e < line:
-                break  # top-level declarations do not overlap: nothing earlier contains the line
+            elif container is not None:
+                break
+            j = parent[j]
         if container is not None:
             target = container
             cs, ce = spans[container]
@@ -114,6 +128,8 @@ def _apply(items, docs, prefix):
             new_kids = _apply(kids, docs, path)
             if isinstance(it, Transition):
                 it = replace(it, modes=tuple(new_kids))
+            elif is_software_node(it):
+                it = with_children(it, new_kids)
             else:
                 it = replace(it, items=tuple(new_kids))
         if path in docs:

@@ -30,6 +30,7 @@ from qpn.model import (EnumColors, Include, Instance, Mode, Net, Param, Place, P
 from .comments import attach_comments
 from .distparse import build_distribution
 from .normalize import normalize
+from .software_builder import SoftwareBuilder
 from .syntax_errors import syntax_error
 from .tokens import TokenStream
 
@@ -53,7 +54,7 @@ def _machinery():
     # the builder is embedded, so no parse tree is ever built.
     lark = Lark(GRAMMAR.read_text(), parser="lalr", maybe_placeholders=True, cache=True,
                 transformer=builder, start=["start", "expr_start"])
-    return lark, TokenStream(lark), ctx
+    return lark, TokenStream(lark), ctx, soft_types(lark)
 
 
 def _lark() -> Lark:
@@ -64,6 +65,20 @@ KEYWORDS = frozenset("""net include param colors shared queue place input output
 immediate timed priority servers mode when unless weight delay subnet instance inf on capacity
 departure fifo init service is fcfs ps random prio lcfs-pr rr quantum switch preemptive
 nonpreemptive not and or""".split())
+
+# Words of the software layer ("software", "cpu", "lock", "take", ...) are *soft*
+# keywords: a keyword only where the grammar can take one (inside a software
+# block), a name everywhere else, so 'place cpu' and 'transition take' stay valid.
+
+
+def soft_types(lark: Lark) -> frozenset[str]:
+    """Terminal types of the soft keywords (every keyword word not in KEYWORDS)."""
+    out = set()
+    for td in lark.terminals:
+        pat = td.pattern
+        if pat.type == "str" and pat.value[:1].isalpha() and pat.value not in KEYWORDS:
+            out.add(td.name)
+    return frozenset(out)
 
 
 class _RawArc:
@@ -86,7 +101,7 @@ class _NetName:
         self.name, self.loc = name, loc
 
 
-class _Builder(Transformer):
+class _Builder(SoftwareBuilder, Transformer):
     def __init__(self, ctx: _Context):
         super().__init__()
         self.ctx = ctx
@@ -558,15 +573,22 @@ class _Builder(Transformer):
 def parse_items(text: str, file: str = "<string>", base_dir: str = ".",
                 start: str = "start") -> tuple[list, list]:
     """Declarations of one file (not yet normalized or validated) and its comments."""
-    lark, stream, ctx = _machinery()
+    lark, stream, ctx, soft = _machinery()
     with _LOCK:
         ctx.file, ctx.source, ctx.base_dir, ctx.prev_line = file, text, base_dir, 0
         try:
             tokens, comments = stream(text)
             ip = lark.parse_interactive("", start=start)
             feed = ip.feed_token
+            state = ip.parser_state
+            table = state.parse_conf.parse_table.states
             last = 0
-            for tok in tokens:
+            for i, tok in enumerate(tokens):
+                if tok.type in soft and (
+                        tok.type not in table[state.position]
+                        or (tok.type == "SOFTWARE" and (i + 1 == len(tokens)
+                                                        or tokens[i + 1].type != "LBRACE"))):
+                    tok.type = "NAME"  # a soft keyword where the grammar takes no keyword
                 ctx.prev_line = last
                 feed(tok)
                 last = tok.line

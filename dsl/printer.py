@@ -14,6 +14,10 @@ from qpn.expr import Expr, Num, Ref, TupleExpr, as_expr, fmt
 from qpn.model import (EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
                        QueueingPlace, RangeColors, RecordColors, Subnet, Term, Transition)
 
+from qpn.software.ast import Software
+
+from .software_printer import fmt_software
+
 INDENT = "    "
 WIDTH = 88
 
@@ -237,6 +241,8 @@ def fmt_item(it, indent: str = "") -> list[str]:
         lines = [f"{indent}instance {it.name} = {it.subnet}({args})"]
     elif isinstance(it, Include):
         lines = [f'{indent}include "{it.path}"']
+    elif isinstance(it, Software):
+        lines = fmt_software(it, indent)
     elif isinstance(it, Subnet):
         ps = ", ".join(p.name if p.default is None else f"{p.name} = {fmt(p.default)}" for p in it.params)
         lines = [f"{indent}subnet {it.name}({ps}) {{"]

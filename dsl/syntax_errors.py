@@ -21,7 +21,7 @@ _FRIENDLY = {
     "$END": "end of file",
 }
 _STATEMENTS = ["net", "include", "param", "colors", "shared", "place", "transition",
-               "subnet", "instance", "input", "output"]
+               "subnet", "instance", "input", "output", "software"]
 
 
 def _terminal_text(parser, name: str) -> str:

@@ -21,8 +21,9 @@ def _id(kind: str, name: str) -> str:
     return '"' + kind + ":" + name.replace('"', r'\"') + '"'
 
 
-def _place_node(p) -> str:
-    name = html.escape(p.name.rsplit(".", 1)[-1])
+def _place_node(p, short: str | None = None) -> str:
+    short = short if short is not None else p.name.rsplit(".", 1)[-1]
+    name = html.escape(short)
     if isinstance(p, QueueingPlace):
         q = p.queue
         disc = q if isinstance(q, str) else q.discipline
@@ -40,7 +41,7 @@ def _place_node(p) -> str:
         tokens = "\\n" + ", ".join(fmt(t.count) + (f" {fmt(t.color)}" if t.color is not None else "")
                                   for t in p.init)
     return (f'{_id("p", p.name)} [shape=circle, fixedsize=false, '
-            f'label="{p.name.rsplit(".", 1)[-1]}{tokens}"];')
+            f'label="{short}{tokens}"];')
 
 
 def to_dot(net: Net) -> str:
@@ -49,15 +50,26 @@ def to_dot(net: Net) -> str:
     lines = [f'digraph "{net.name}" {{', "  rankdir=LR;", '  node [fontname="Helvetica"];',
              '  edge [fontname="Helvetica", fontsize=10];']
     clusters: dict[str, list[str]] = {}
+    place_names = {p.name for p in flat.places}
+
+    def cluster(name: str) -> str:
+        prefix = name.rsplit(".", 1)[0] if "." in name else ""
+        # elements named after a place (workers.cpu.done) are drawn next to it
+        while prefix in place_names:
+            prefix = prefix.rsplit(".", 1)[0] if "." in prefix else ""
+        return prefix
+
+    def short_name(name: str) -> str:
+        prefix = cluster(name)
+        return name[len(prefix) + 1:] if prefix else name
 
     def put(name: str, text: str):
-        prefix = name.rsplit(".", 1)[0] if "." in name else ""
-        clusters.setdefault(prefix, []).append(text)
+        clusters.setdefault(cluster(name), []).append(text)
 
     for p in flat.places:
-        put(p.name, _place_node(p))
+        put(p.name, _place_node(p, short_name(p.name)))
     for t in flat.transitions:
-        short = t.name.rsplit(".", 1)[-1]
+        short = short_name(t.name)
         if t.kind == "immediate":
             node = (f'{_id("t", t.name)} [shape=box, style=filled, fillcolor=black, width=0.08, '
                     f'height=0.5, label="", xlabel="{short}"];')

@@ -126,7 +126,7 @@ def _expand(inst: Instance, prefix: str, parent_map: Mapping[str, Expr],
 def flatten(net: Net) -> Net:
     """Flat net: includes merged, every instance expanded, subnets dropped."""
     if net.is_flat and not any(isinstance(i, Include) for i in net.items):
-        return net
+        return net  # (a net with software blocks is not flat: they are expanded here)
     subnets = {s.name: s for s in net.subnets}
     out: list = []
     for it in net.all_items:

@@ -220,7 +220,7 @@ class Include:
 
 
 Item = Union[Param, EnumColors, RangeColors, RecordColors, Queue, Place, QueueingPlace,
-             Port, Transition, Subnet, Instance, Include]
+             Port, Transition, Subnet, Instance, Include]  # and qpn.software.ast.Software
 
 
 # --------------------------------------------------------------------- Net
@@ -244,19 +244,36 @@ class Net:
     path: str | None = field(default=None, compare=False, repr=False)
     source: str | None = field(default=None, compare=False, repr=False)
 
-    # -- typed views (own items + included files) ---------------------------
-    def _all(self) -> list[Item]:
-        out: list[Item] = []
+    # -- typed views (own items + included files + the software layer) -----
+    def _collect(self, core: list, software: list) -> None:
+        from .software.ast import Software
         for it in self.items:
             if isinstance(it, Include) and it.net is not None:
-                out.extend(it.net._all())
+                it.net._collect(core, software)
+            elif isinstance(it, Software):
+                software.append(it)
             else:
-                out.append(it)
-        return out
+                core.append(it)
+
+    @cached_property
+    def software(self) -> tuple:
+        """The ``software { ... }`` blocks (own and included)."""
+        core: list = []
+        software: list = []
+        self._collect(core, software)
+        return tuple(software)
 
     @cached_property
     def all_items(self) -> tuple[Item, ...]:
-        return tuple(self._all())
+        """Every declaration: included files merged, software blocks expanded
+        into places and transitions (:mod:`qpn.software`)."""
+        core: list = []
+        software: list = []
+        self._collect(core, software)
+        if software:
+            from .software import expand
+            core.extend(expand(software, core))
+        return tuple(core)
 
     def _of(self, *types) -> list:
         return [i for i in self.all_items if isinstance(i, types)]
@@ -312,7 +329,7 @@ class Net:
 
     @cached_property
     def is_flat(self) -> bool:
-        return not self.instances and not self.subnets
+        return not self.instances and not self.subnets and not self.software
 
     # -- operations -----------------------------------------------------------
     def flatten(self) -> "Net":

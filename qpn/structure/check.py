@@ -20,7 +20,7 @@ import numpy as np
 from ..colors import color_label
 from ..compile import CompiledNet, compile_net
 from ..errors import Loc
-from ..model import Net
+from ..model import QueueingPlace, Net
 from .semiflows import TooManySemiflows, p_semiflows, t_semiflows
 
 MAX_INVARIANT_SIZE = 3000   # slots or modes; beyond, invariants are skipped
@@ -136,6 +136,9 @@ def _connectivity(flat: Net, rep: StructureReport) -> None:
     for p in flat.places:
         if g.degree(("p", p.name)) == 0:
             rep.add("warning", "isolated", f"place '{p.name}' is not connected to any transition", p.loc)
+    for p in flat.places:  # places served by one shared queue interact through its servers
+        if isinstance(p, QueueingPlace) and isinstance(p.queue, str):
+            g.add_edge(("p", p.name), ("q", p.queue))
     comps = [c for c in nx.connected_components(g) if len(c) > 1]
     if len(comps) > 1:
         sizes = sorted((len(c) for c in comps), reverse=True)

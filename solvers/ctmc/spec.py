@@ -235,6 +235,8 @@ def estimate_states(spec: CTMCSpec, totals, unit_of) -> float:
     """
     c = spec.compiled
     nunits = int(unit_of.max()) + 1 if len(unit_of) else 0
+    if len(totals) > 16:  # counting under fewer invariants is still an upper bound
+        totals = _covering(totals)
     Y = np.array([y for y, _ in totals], dtype=np.int64).reshape(len(totals), nunits)
     pops = [max(int(t), 0) for _, t in totals]
     covered = Y.sum(axis=0) > 0 if len(totals) else np.zeros(nunits, dtype=bool)
@@ -348,6 +350,22 @@ def _conv_full(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         dst = tuple(slice(i, n) for n, i in zip(a.shape, idx))
         out[dst] += b[idx] * a[src]
     return out
+
+
+def _covering(totals) -> list:
+    """Few invariants covering every unit that any of them covers (greedy: most new
+    units first, then the smallest token count).  Nets with many counter places
+    (e.g. expanded software layers) have hundreds of minimal invariants."""
+    ys = [np.asarray(y) > 0 for y, _ in totals]
+    covered = np.zeros(len(ys[0]), dtype=bool) if ys else np.zeros(0, dtype=bool)
+    keep = []
+    while True:
+        gains = [int((y & ~covered).sum()) for y in ys]
+        best = max(range(len(ys)), key=lambda i: (gains[i], -int(totals[i][1])), default=None)
+        if best is None or gains[best] == 0:
+            return keep
+        keep.append(totals[best])
+        covered |= ys[best]
 
 
 def _crude_estimate(spec, totals, unit_of) -> float:

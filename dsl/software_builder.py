@@ -1,0 +1,388 @@
+"""Builder callbacks for the software layer (mixed into the parser's builder).
+
+Each method receives the children of one grammar rule of ``software { ... }``
+(dsl/qpn.lark) and returns a :mod:`qpn.software.ast` node.  Only what the
+grammar cannot say is checked here (options given twice, an rr cpu without a
+quantum, load levels out of order); names and numbers are checked when the
+block is expanded (:mod:`qpn.software.check`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Token
+
+from qpn.expr import Num
+from qpn.software import ast as sw
+
+CPU_DISCIPLINES = ("ps", "fcfs", "rr")
+#: the first words of steps, kept by the grammar so that steps are located at them
+STEP_WORDS = frozenset("""CPU IO SLEEP LOCK UNLOCK READ WRITE ACQUIRE RELEASE AWAIT WAIT NOTIFY PUT
+TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK CALL RETURN""".split())
+DISK_DISCIPLINES = ("fcfs", "ps", "random")
+
+
+class _Blk:
+    """A ``{ ... }`` block while building: its steps and where it opens."""
+    __slots__ = ("steps", "loc")
+
+    def __init__(self, steps, loc):
+        self.steps, self.loc = steps, loc
+
+
+def _words(fn):
+    """Strip the kept step words from the children; remember the first one."""
+    def wrapper(self, c):
+        head = None
+        rest = []
+        for x in c:
+            if isinstance(x, Token) and x.type in STEP_WORDS:
+                head = head or x
+            else:
+                rest.append(x)
+        self._head = head
+        return fn(self, rest)
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+class SoftwareBuilder:
+    """Mixin for :class:`dsl.parser._Builder` (uses its ``tloc``/``iloc``/``err``)."""
+
+    _head = None
+
+    def sloc(self, c):
+        """Location of a step: its first word, spanning to its last line."""
+        if self._head is None:
+            return self.iloc(c)
+        return self.tloc(self._head).with_end(max(self.ctx.prev_line, self._head.line))
+
+    # -- the block -------------------------------------------------------------
+    def software(self, c):
+        kw = c[0]
+        decls = tuple(x for x in c if not isinstance(x, Token))
+        return sw.Software(decls, loc=self.tloc(kw).with_end(max(self.ctx.prev_line, kw.line)))
+
+    def _opts(self, opts) -> dict[str, Any]:
+        kw: dict[str, Any] = {}
+        for key, value, where in opts:
+            if key in kw:
+                raise self.err(f"'{key}' given twice", where)
+            kw[key] = (value, where)
+        return kw
+
+    # -- resources -------------------------------------------------------------
+    @_words
+    def sw_cpu(self, c):
+        name, kw = str(c[0]), self._opts(c[1:])
+        disc, disc_loc = kw.get("discipline", ("ps", None))
+        if disc not in CPU_DISCIPLINES:
+            raise self.err(f"a cpu schedules threads by ps, fcfs or rr, not {disc}", disc_loc,
+                           expected="ps, fcfs or rr quantum <time>")
+        if disc == "rr" and "quantum" not in kw:
+            raise self.err("an rr cpu needs a time slice: 'rr quantum 10 ms'", disc_loc,
+                           expected="'quantum <time>' after 'rr'")
+        for key in ("quantum", "switch"):
+            if key in kw and disc != "rr":
+                raise self.err(f"'{key}' applies to rr cpus only", kw[key][1],
+                               hint="time-sliced cpus are 'cpu host cores 2 rr quantum 10 ms'")
+        return sw.Cpu(name, cores=kw.get("cores", (Num(1),))[0], discipline=disc,
+                      quantum=kw.get("quantum", (None,))[0], switch=kw.get("switch", (None,))[0],
+                      loc=self.iloc(c))
+
+    @_words
+    def cpu_cores(self, c):
+        return ("cores", c[0], self.cloc(c))
+
+    @_words
+    def cpu_discipline(self, c):
+        return ("discipline", str(c[0]), self.tloc(c[0]))
+
+    @_words
+    def cpu_quantum(self, c):
+        return ("quantum", c[0], self.cloc(c))
+
+    @_words
+    def cpu_switch(self, c):
+        return ("switch", c[0], self.cloc(c))
+
+    @_words
+    def sw_disk(self, c):
+        name, kw = str(c[0]), self._opts(c[1:])
+        disc, disc_loc = kw.get("discipline", ("fcfs", None))
+        if disc not in DISK_DISCIPLINES:
+            raise self.err(f"a disk serves requests by fcfs, ps or random, not {disc}", disc_loc)
+        if "service" in kw and "load" in kw:
+            raise self.err("a disk has one service time: 'service DIST' or 'service by load ...'",
+                           kw["load"][1])
+        load = kw.get("load", ((),))[0]
+        if load and disc != "fcfs":
+            raise self.err("a disk with 'service by load' picks waiting requests at random; "
+                           "leave out the discipline", disc_loc)
+        return sw.Disk(name, servers=kw.get("servers", (Num(1),))[0],
+                       discipline=disc if not load else "fcfs",
+                       service=kw.get("service", (None,))[0], load=tuple(load), loc=self.iloc(c))
+
+    @_words
+    def disk_servers(self, c):
+        return ("servers", c[0], self.cloc(c))
+
+    @_words
+    def disk_discipline(self, c):
+        return ("discipline", str(c[0]), self.tloc(c[0]))
+
+    @_words
+    def disk_service(self, c):
+        return ("service", c[0], self.cloc(c))
+
+    @_words
+    def disk_load(self, c):
+        prev = 0
+        for tok, _dist in c:
+            text = str(tok)
+            if not text.isdigit() or int(text) < 1:
+                raise self.err(f"a load level is a whole number of concurrent requests >= 1, "
+                               f"got {text}", tok)
+            if int(text) <= prev:
+                raise self.err("load levels must increase: 1, 2, 4, ...", tok)
+            if prev == 0 and int(text) != 1:
+                raise self.err("the load table starts at 1 (one request at the disk)", tok,
+                               expected="1: <distribution>, ...")
+            prev = int(text)
+        return ("load", tuple((int(str(t)), d) for t, d in c), self.tloc(c[0][0]))
+
+    @_words
+    def level(self, c):
+        return (c[0], c[1])
+
+    @_words
+    def sw_mutex(self, c):
+        return sw.Mutex(str(c[0]), loc=self.iloc(c))
+
+    @_words
+    def sw_rwlock(self, c):
+        return sw.RwLock(str(c[0]), loc=self.iloc(c))
+
+    @_words
+    def sw_rwlock_writers(self, c):
+        return sw.RwLock(str(c[0]), prefer_writers=True, loc=self.iloc(c))
+
+    @_words
+    def sw_semaphore(self, c):
+        return sw.Semaphore(str(c[0]), c[1], loc=self.iloc(c))
+
+    @_words
+    def sw_barrier(self, c):
+        return sw.Barrier(str(c[0]), c[1], loc=self.iloc(c))
+
+    @_words
+    def sw_condition(self, c):
+        return sw.Condition(str(c[0]), str(c[1]) if c[1] is not None else None, loc=self.iloc(c))
+
+    @_words
+    def sw_queue(self, c):
+        kw = self._opts(c[1:])
+        if "fifo" in kw and "lifo" in kw:
+            raise self.err("a queue is fifo or lifo, not both", kw["lifo"][1])
+        return sw.BlockingQueue(str(c[0]), capacity=kw.get("capacity", (None,))[0],
+                                order="lifo" if "lifo" in kw else "fifo", loc=self.iloc(c))
+
+    @_words
+    def bq_capacity(self, c):
+        return ("capacity", c[0], self.cloc(c))
+
+    @_words
+    def bq_fifo(self, c):
+        return ("fifo", True, None)
+
+    @_words
+    def bq_lifo(self, c):
+        return ("lifo", True, None)
+
+    @_words
+    def sw_limit(self, c):
+        return sw.Limit(str(c[0]), c[1], loc=self.iloc(c))
+
+    @_words
+    def sw_timer(self, c):
+        return sw.Timer(str(c[0]), loc=self.iloc(c))
+
+    @_words
+    def sw_sink(self, c):
+        return sw.Sink(str(c[0]), loc=self.iloc(c))
+
+    # -- runners ---------------------------------------------------------------
+    @_words
+    def sw_pool(self, c):
+        return sw.Pool(str(c[0]), c[1], c[2], loc=self.iloc(c))
+
+    @_words
+    def sw_population(self, c):
+        return sw.Population(str(c[0]), c[1], c[2], c[3], loc=self.iloc(c))
+
+    @_words
+    def sw_source(self, c):
+        return sw.Source(str(c[0]), c[1], c[2], loc=self.iloc(c))
+
+    @_words
+    def sw_behavior(self, c):
+        return sw.Behavior(str(c[0]), c[1].steps, loc=self.iloc(c))
+
+    @_words
+    def body_block(self, c):
+        return c[0].steps
+
+    @_words
+    def body_runs(self, c):
+        return str(c[0])
+
+    @_words
+    def lbrace(self, c):
+        return c[0]
+
+    @_words
+    def block(self, c):
+        return _Blk(tuple(c[1:]), self.tloc(c[0]).with_end(max(self.ctx.prev_line, c[0].line)))
+
+    # -- steps -----------------------------------------------------------------
+    @_words
+    def label(self, c):
+        return str(c[0])
+
+    def _s(self, c):
+        return str(c) if c is not None else None
+
+    @_words
+    def st_cpu(self, c):
+        return sw.Compute(c[0], self._s(c[1]), c[2], loc=self.sloc(c))
+
+    @_words
+    def st_io(self, c):
+        return sw.Io(c[0], self._s(c[1]), c[2], loc=self.sloc(c))
+
+    @_words
+    def st_sleep(self, c):
+        return sw.Sleep(c[0], c[1], loc=self.sloc(c))
+
+    @_words
+    def lock_mutex(self, c):
+        return sw.Lock(str(c[0]), "mutex", c[1], loc=self.sloc(c))
+
+    @_words
+    def lock_read(self, c):
+        return sw.Lock(str(c[0]), "read", c[1], loc=self.sloc(c))
+
+    @_words
+    def lock_write(self, c):
+        return sw.Lock(str(c[0]), "write", c[1], loc=self.sloc(c))
+
+    @_words
+    def unlock_mutex(self, c):
+        return sw.Unlock(str(c[0]), "mutex", loc=self.sloc(c))
+
+    @_words
+    def unlock_read(self, c):
+        return sw.Unlock(str(c[0]), "read", loc=self.sloc(c))
+
+    @_words
+    def unlock_write(self, c):
+        return sw.Unlock(str(c[0]), "write", loc=self.sloc(c))
+
+    @_words
+    def scount_int(self, c):
+        return self._whole(c[0], "a count")
+
+    @_words
+    def scount_expr(self, c):
+        return c[0]
+
+    def _count(self, x):
+        return x if x is not None else Num(1)
+
+    @_words
+    def st_acquire(self, c):
+        return sw.Acquire(str(c[1]), self._count(c[0]), c[2], loc=self.sloc(c))
+
+    @_words
+    def st_release(self, c):
+        return sw.Release(str(c[1]), self._count(c[0]), loc=self.sloc(c))
+
+    @_words
+    def st_await(self, c):
+        return sw.Await(str(c[0]), c[1], loc=self.sloc(c))
+
+    @_words
+    def st_wait(self, c):
+        return sw.Wait(str(c[0]), c[1], loc=self.sloc(c))
+
+    @_words
+    def notify_one(self, c):
+        return sw.Notify(str(c[0]), False, loc=self.sloc(c))
+
+    @_words
+    def notify_all(self, c):
+        return sw.Notify(str(c[0]), True, loc=self.sloc(c))
+
+    @_words
+    def timeout(self, c):
+        return c[0]
+
+    @_words
+    def otherwise(self, c):
+        return c[0].steps
+
+    @_words
+    def st_put(self, c):
+        return sw.Put(str(c[0]), c[1], c[2], c[3], loc=self.sloc(c))
+
+    @_words
+    def st_take(self, c):
+        return sw.Take(str(c[0]), c[1], c[2], c[3], loc=self.sloc(c))
+
+    @_words
+    def st_allocate(self, c):
+        return sw.Allocate(str(c[1]), self._count(c[0]), c[2], c[3], loc=self.sloc(c))
+
+    @_words
+    def st_free(self, c):
+        return sw.Free(str(c[1]), self._count(c[0]), loc=self.sloc(c))
+
+    @_words
+    def timer_start(self, c):
+        return sw.TimerStep(str(c[0]), "start", loc=self.sloc(c))
+
+    @_words
+    def timer_stop(self, c):
+        return sw.TimerStep(str(c[0]), "stop", loc=self.sloc(c))
+
+    @_words
+    def st_branch(self, c):
+        return sw.Branch(tuple(c), loc=self.sloc(c))
+
+    @_words
+    def alt(self, c):
+        return sw.Alternative(c[0], c[1].steps, loc=self.iloc(c))
+
+    @_words
+    def loop_counted(self, c):
+        return sw.Loop(c[0], c[2].steps, False, c[1], loc=self.sloc(c))
+
+    @_words
+    def loop_about(self, c):
+        return sw.Loop(c[0], c[2].steps, True, c[1], loc=self.sloc(c))
+
+    @_words
+    def st_fork(self, c):
+        count, label, blocks = c[0], c[1], c[2:]
+        loc = self.sloc(c)
+        return sw.Fork(tuple(sw.Block(b.steps, loc=b.loc) for b in blocks),
+                       self._count(count), label, loc=loc)
+
+    @_words
+    def st_call(self, c):
+        return sw.Call(str(c[0]), c[1], loc=self.sloc(c))
+
+    @_words
+    def st_return(self, c):
+        return sw.Return(loc=self.sloc(c))

@@ -1,0 +1,249 @@
+"""Canonical text of ``software { ... }`` blocks (used by :mod:`dsl.printer`).
+
+Defaults are left out (``cores 1``, ``servers 1``, ``fifo``, counts of 1); the
+scheduling discipline of a cpu or disk is always written.  A block with a
+single simple step stays on one line when it fits: ``loop 5 times { cpu det(1 ms) }``.
+Comments attached to declarations and steps are written back above them.
+"""
+from __future__ import annotations
+
+from qpn.expr import Num, fmt
+from qpn.software import ast as sw
+
+INDENT = "    "
+WIDTH = 88
+
+
+def _fmt_dist(d) -> str:
+    from .printer import fmt_dist
+    return fmt_dist(d)
+
+
+def _doc(doc: str, indent: str) -> list[str]:
+    if not doc:
+        return []
+    return [indent + ("# " + line if line else "#") for line in doc.split("\n")]
+
+
+def _count(e) -> str:
+    """A count before a name: 2 or (expr)."""
+    if type(e) is Num and e.unit is None and isinstance(e.value, int) and e.value >= 0:
+        return str(e.value)
+    return f"({fmt(e)})"
+
+
+def _opt_count(e) -> str:
+    return "" if e == sw.ONE else _count(e) + " "
+
+
+def _label(st) -> str:
+    return f" as {st.label}" if getattr(st, "label", None) else ""
+
+
+def _is_one(e) -> bool:
+    return type(e) is Num and e.value == 1 and e.unit is None
+
+
+# ----------------------------------------------------------------- resources
+def fmt_decl_head(d) -> str:
+    t = type(d)
+    if t is sw.Cpu:
+        s = f"cpu {d.name}"
+        if not _is_one(d.cores):
+            s += f" cores {fmt(d.cores)}"
+        s += f" {d.discipline}"
+        if d.quantum is not None:
+            s += f" quantum {fmt(d.quantum)}"
+        if d.switch is not None:
+            s += f" switch {fmt(d.switch)}"
+        return s
+    if t is sw.Disk:
+        s = f"disk {d.name}"
+        if not _is_one(d.servers):
+            s += f" servers {fmt(d.servers)}"
+        if not d.load:
+            s += f" {d.discipline}"
+        if d.service is not None:
+            s += f" service {_fmt_dist(d.service)}"
+        if d.load:
+            s += " service by load " + ", ".join(f"{k}: {_fmt_dist(x)}" for k, x in d.load)
+        return s
+    if t is sw.Mutex:
+        return f"mutex {d.name}"
+    if t is sw.RwLock:
+        return f"rwlock {d.name}" + (" prefer writers" if d.prefer_writers else "")
+    if t is sw.Semaphore:
+        return f"semaphore {d.name} permits {fmt(d.permits)}"
+    if t is sw.Barrier:
+        return f"barrier {d.name} parties {fmt(d.parties)}"
+    if t is sw.Condition:
+        return f"condition {d.name}" + (f" on {d.mutex}" if d.mutex else "")
+    if t is sw.BlockingQueue:
+        s = f"blocking queue {d.name}"
+        if d.capacity is not None:
+            s += f" capacity {fmt(d.capacity)}"
+        return s + (" lifo" if d.order == "lifo" else "")
+    if t is sw.Limit:
+        return f"limit {d.name} {fmt(d.count)}"
+    if t is sw.Timer:
+        return f"timer {d.name}"
+    if t is sw.Sink:
+        return f"sink {d.name}"
+    if t is sw.Pool:
+        return f"pool {d.name} size {fmt(d.size)}"
+    if t is sw.Population:
+        return f"population {d.name} size {fmt(d.size)} think {_fmt_dist(d.think)}"
+    if t is sw.Source:
+        return f"source {d.name} every {_fmt_dist(d.every)}"
+    if t is sw.Behavior:
+        return f"behavior {d.name}"
+    raise TypeError(f"cannot print {d!r}")
+
+
+def fmt_decl(d, indent: str) -> list[str]:
+    head = fmt_decl_head(d)
+    if isinstance(d, sw.Disk) and d.load and len(indent) + len(head) > WIDTH:
+        from .printer import _wrap
+        base, _, rest = head.partition(" service by load ")
+        return [indent + base] + _wrap("service by load " + rest, indent + INDENT)
+    if isinstance(d, sw.RUNNERS + (sw.Behavior,)):
+        if isinstance(d.body, str):
+            return [f"{indent}{head} runs {d.body}"]
+        return _block(indent + head, d.body, indent)
+    return [indent + head]
+
+
+# --------------------------------------------------------------------- steps
+def step_head(st) -> str:
+    """A step without its blocks (the text before ' {')."""
+    t = type(st)
+    if t is sw.Compute:
+        return f"cpu {_fmt_dist(st.dist)}" + (f" on {st.on}" if st.on else "") + _label(st)
+    if t is sw.Io:
+        s = "io" + (f" {_fmt_dist(st.dist)}" if st.dist is not None else "")
+        return s + (f" on {st.on}" if st.on else "") + _label(st)
+    if t is sw.Sleep:
+        return f"sleep {_fmt_dist(st.dist)}" + _label(st)
+    if t is sw.Lock:
+        pre = "" if st.mode == "mutex" else f"{st.mode} "
+        return f"{pre}lock {st.target}" + _label(st)
+    if t is sw.Unlock:
+        pre = "" if st.mode == "mutex" else f"{st.mode} "
+        return f"{pre}unlock {st.target}"
+    if t is sw.Acquire:
+        return f"acquire {_opt_count(st.count)}{st.target}" + _label(st)
+    if t is sw.Release:
+        return f"release {_opt_count(st.count)}{st.target}"
+    if t is sw.Await:
+        return f"await {st.target}" + _label(st)
+    if t is sw.Wait:
+        return f"wait {st.target}" + _label(st)
+    if t is sw.Notify:
+        return f"notify {'all ' if st.all else ''}{st.target}"
+    if t in (sw.Put, sw.Take):
+        s = f"{'put' if t is sw.Put else 'take'} {st.target}" + _label(st)
+        if st.timeout is not None:
+            s += f" timeout {_fmt_dist(st.timeout)}"
+        return s + (" else" if st.otherwise is not None else "")
+    if t is sw.Allocate:
+        return f"allocate {_opt_count(st.count)}{st.target}" + _label(st) + " else"
+    if t is sw.Free:
+        return f"free {_opt_count(st.count)}{st.target}"
+    if t is sw.TimerStep:
+        return f"timer {st.action} {st.target}"
+    if t is sw.Branch:
+        return "branch"
+    if t is sw.Loop:
+        return f"loop {'about ' if st.geometric else ''}{fmt(st.count)} times" + _label(st)
+    if t is sw.Fork:
+        return "fork" + ("" if _is_one(st.count) else f" {fmt(st.count)}") + _label(st)
+    if t is sw.Call:
+        return f"call {st.target}" + _label(st)
+    if t is sw.Return:
+        return "return"
+    raise TypeError(f"cannot print {st!r}")
+
+
+def _blocks_of(st) -> list | None:
+    """The step's blocks (None: a one-line step)."""
+    if isinstance(st, (sw.Put, sw.Take)):
+        return [st.otherwise] if st.otherwise is not None else None
+    if isinstance(st, sw.Allocate):
+        return [st.otherwise]
+    if isinstance(st, sw.Loop):
+        return [st.body]
+    if isinstance(st, sw.Fork):
+        return [b.body for b in st.blocks]
+    return None
+
+
+def _simple(steps) -> bool:
+    return len(steps) == 1 and not steps[0].doc and _blocks_of(steps[0]) is None \
+        and not isinstance(steps[0], sw.Branch)
+
+
+def _block(opener: str, steps, indent: str, trailer: str = "") -> list[str]:
+    """``opener { ... }``; ``opener`` is already indented.  ``trailer``: comments
+    that close the block (a forked block's own comments)."""
+    if not steps and not trailer:
+        return [opener + " {}"]
+    if _simple(steps) and not trailer:
+        one = f"{opener} {{ {step_head(steps[0])} }}"
+        if len(one) <= WIDTH:
+            return [one]
+    out = [opener + " {"]
+    for st in steps:
+        out += fmt_step(st, indent + INDENT)
+    out += _doc(trailer, indent + INDENT)
+    out.append(indent + "}")
+    return out
+
+
+def fmt_step(st, indent: str) -> list[str]:
+    lines = _doc(st.doc, indent)
+    if isinstance(st, sw.Branch):
+        lines.append(f"{indent}branch {{")
+        for alt in st.alternatives:
+            lines += _doc(alt.doc, indent + INDENT)
+            lines += _block(f"{indent}{INDENT}{fmt(alt.prob)}:", alt.body, indent + INDENT)
+        lines.append(f"{indent}}}")
+        return lines
+    blocks = _blocks_of(st)
+    if blocks is None:
+        return lines + [indent + step_head(st)]
+    opener = indent + step_head(st)
+    trailers = [b.doc for b in st.blocks] if isinstance(st, sw.Fork) else [""] * len(blocks)
+    body: list[str] = []
+    for k, steps in enumerate(blocks):
+        if k:
+            opener = body.pop() + " and"
+        body += _block(opener, steps, indent, trailers[k])
+    return lines + body
+
+
+# --------------------------------------------------------------------- block
+def _group(d) -> str:
+    if isinstance(d, (sw.Mutex, sw.RwLock, sw.Semaphore, sw.Barrier, sw.Condition)):
+        return "sync"
+    if isinstance(d, (sw.Cpu, sw.Disk)):
+        return "hardware"
+    if isinstance(d, (sw.BlockingQueue, sw.Sink, sw.Timer, sw.Limit)):
+        return "queues"
+    return type(d).__name__
+
+
+def fmt_software(block: sw.Software, indent: str) -> list[str]:
+    if not block.decls:
+        return [f"{indent}software {{}}"]
+    out = [f"{indent}software {{"]
+    prev = None
+    for d in block.decls:
+        body = fmt_decl(d, indent + INDENT)
+        doc = _doc(d.doc, indent + INDENT)
+        multi = len(body) > 1
+        if prev is not None and (prev[0] != _group(d) or multi or doc or prev[1]):
+            out.append("")
+        out += doc + body
+        prev = (_group(d), multi)
+    out.append(f"{indent}}}")
+    return out

@@ -1,0 +1,443 @@
+"""The software layer as written: declarations and thread steps (immutable).
+
+A ``software { ... }`` block holds resources (cpu, disk, locks, queues, ...),
+runners (pools, populations, sources) and behaviors.  These dataclasses are
+what the parser builds and the printer writes back (``parse(print(m)) == m``);
+:mod:`qpn.software.expand` turns them into core places and transitions.
+
+>>> from qpn.expr import Num
+>>> m = Mutex("cache")
+>>> Software((m,)) == Software((Mutex("cache"),))
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+from ..distributions import Distribution
+from ..errors import Loc
+from ..expr import Expr, Num
+
+
+def _meta():
+    return field(default=None, compare=False, repr=False)
+
+
+def _doc():
+    return field(default="", compare=False, repr=False)
+
+
+ONE = Num(1)
+
+
+# ------------------------------------------------------------------ resources
+@dataclass(frozen=True)
+class Cpu:
+    """``cpu host cores 4 rr quantum 10 ms``: a processor (a shared queue)."""
+    name: str
+    cores: Expr = ONE
+    discipline: str = "ps"           # ps | fcfs | rr
+    quantum: Expr | None = None
+    switch: Expr | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Disk:
+    """``disk ssd servers 2 fcfs service exp(2 ms)`` or ``service by load 1: ..., 2: ...``."""
+    name: str
+    servers: Expr = ONE
+    discipline: str = "fcfs"
+    service: Distribution | None = None
+    load: tuple[tuple[int, Distribution], ...] = ()   # (concurrent requests, service time)
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Mutex:
+    name: str
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class RwLock:
+    """Readers share, a writer excludes everyone; ``prefer writers`` blocks new readers
+    while a writer waits."""
+    name: str
+    prefer_writers: bool = False
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Semaphore:
+    name: str
+    permits: Expr = ONE
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """A cyclic barrier: ``parties`` threads arrive, then all are released."""
+    name: str
+    parties: Expr = ONE
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition variable, optionally tied to a mutex (``condition ready on m``)."""
+    name: str
+    mutex: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class BlockingQueue:
+    name: str
+    capacity: Expr | None = None
+    order: str = "fifo"              # fifo | lifo
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Limit:
+    """An OS resource limit (file descriptors, sockets): ``limit fds 1024``."""
+    name: str
+    count: Expr = ONE
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Timer:
+    """Measures a request's response time across threads (``timer start``/``stop``)."""
+    name: str
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Sink:
+    """Where finished requests leave (``put done``)."""
+    name: str
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+# ------------------------------------------------------------------ runners
+# ``body`` is a tuple of steps, or the name of a ``behavior`` (``runs NAME``).
+@dataclass(frozen=True)
+class Pool:
+    """``pool workers size 8 { ... }``: threads that run their body forever."""
+    name: str
+    size: Expr
+    body: "tuple | str"
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Population:
+    """``population users size 20 think exp(5 s) { ... }``: closed clients."""
+    name: str
+    size: Expr
+    think: Distribution
+    body: "tuple | str"
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Source:
+    """``source clients every exp(25 ms) { ... }``: open arrivals; each runs the body once."""
+    name: str
+    every: Distribution
+    body: "tuple | str"
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Behavior:
+    """``behavior handle { ... }``: code shared by runners and ``call``."""
+    name: str
+    body: tuple
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+# -------------------------------------------------------------------- steps
+@dataclass(frozen=True)
+class Compute:
+    """``cpu exp(4 ms) [on host] [as parse]``."""
+    dist: Distribution
+    on: str | None = None
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Io:
+    """``io [exp(2 ms)] [on ssd] [as read]`` (no time: the disk's own service)."""
+    dist: Distribution | None = None
+    on: str | None = None
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Sleep:
+    dist: Distribution
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Lock:
+    """``lock m`` / ``read lock m`` / ``write lock m`` (mode: mutex, read, write)."""
+    target: str
+    mode: str = "mutex"
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Unlock:
+    target: str
+    mode: str = "mutex"
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Acquire:
+    """``acquire [2] sem``."""
+    target: str
+    count: Expr = ONE
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Release:
+    target: str
+    count: Expr = ONE
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Await:
+    """``await b``: wait at a cyclic barrier."""
+    target: str
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Wait:
+    """``wait c``: wait on a condition (releasing and re-taking its mutex)."""
+    target: str
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Notify:
+    """``notify c`` (one waiter) or ``notify all c``."""
+    target: str
+    all: bool = False
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Put:
+    """``put q [as L] [timeout DIST] [else { ... }]``."""
+    target: str
+    label: str | None = None
+    timeout: Distribution | None = None
+    otherwise: tuple | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Take:
+    """``take q [as L] [timeout DIST] [else { ... }]``."""
+    target: str
+    label: str | None = None
+    timeout: Distribution | None = None
+    otherwise: tuple | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Allocate:
+    """``allocate [n] fds [as L] else { ... }``: take units of a limit or fail."""
+    target: str
+    count: Expr = ONE
+    label: str | None = None
+    otherwise: tuple = ()
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Free:
+    target: str
+    count: Expr = ONE
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class TimerStep:
+    """``timer start t`` / ``timer stop t``."""
+    target: str
+    action: str                      # start | stop
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """``0.3: { ... }`` inside ``branch``."""
+    prob: Expr
+    body: tuple
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Branch:
+    alternatives: tuple[Alternative, ...]
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``loop 5 times { ... }`` (exactly) or ``loop about 5 times { ... }`` (geometric)."""
+    count: Expr
+    body: tuple
+    geometric: bool = False
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Block:
+    """One child block of ``fork``."""
+    body: tuple
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Fork:
+    """``fork [n] [as L] { ... } [and { ... }]``: start threads, wait for all of them."""
+    blocks: tuple[Block, ...]
+    count: Expr = ONE
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Call:
+    """``call parse_request [as L]``: run a behavior here (a subroutine)."""
+    target: str
+    label: str | None = None
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Return:
+    """``return``: end the current behavior (a pool thread starts over)."""
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+@dataclass(frozen=True)
+class Software:
+    """A ``software { ... }`` block."""
+    decls: tuple
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
+RESOURCES = (Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Condition, BlockingQueue, Limit,
+             Timer, Sink)
+RUNNERS = (Pool, Population, Source)
+Decl = Union[Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Condition, BlockingQueue, Limit,
+             Timer, Sink, Pool, Population, Source, Behavior]
+STEPS = (Compute, Io, Sleep, Lock, Unlock, Acquire, Release, Await, Wait, Notify, Put, Take,
+         Allocate, Free, TimerStep, Branch, Loop, Fork, Call, Return)
+
+#: what each declaration is called in messages
+KIND_NAMES = {Cpu: "cpu", Disk: "disk", Mutex: "mutex", RwLock: "rwlock", Semaphore: "semaphore",
+              Barrier: "barrier", Condition: "condition", BlockingQueue: "blocking queue",
+              Limit: "limit", Timer: "timer", Sink: "sink", Pool: "pool",
+              Population: "population", Source: "source", Behavior: "behavior"}
+
+
+# ------------------------------------------------- children (comments, walks)
+def children(node) -> list:
+    """Nested members of a node, in source order (for comments and checks)."""
+    if isinstance(node, Software):
+        return list(node.decls)
+    if isinstance(node, (Pool, Population, Source)):
+        return list(node.body) if isinstance(node.body, tuple) else []
+    if isinstance(node, (Behavior, Alternative, Block, Loop)):
+        return list(node.body)
+    if isinstance(node, Branch):
+        return list(node.alternatives)
+    if isinstance(node, Fork):
+        return list(node.blocks)
+    if isinstance(node, (Put, Take, Allocate)):
+        return list(node.otherwise or ())
+    return []
+
+
+def with_children(node, kids: list):
+    """``node`` with its nested members replaced (inverse of :func:`children`)."""
+    kids = tuple(kids)
+    if isinstance(node, Software):
+        return replace(node, decls=kids)
+    if isinstance(node, (Pool, Population, Source)):
+        return replace(node, body=kids) if isinstance(node.body, tuple) else node
+    if isinstance(node, (Behavior, Alternative, Block, Loop)):
+        return replace(node, body=kids)
+    if isinstance(node, Branch):
+        return replace(node, alternatives=kids)
+    if isinstance(node, Fork):
+        return replace(node, blocks=kids)
+    if isinstance(node, (Put, Take)):
+        return replace(node, otherwise=kids) if node.otherwise is not None else node
+    if isinstance(node, Allocate):
+        return replace(node, otherwise=kids)
+    return node
+
+
+def is_software_node(x) -> bool:
+    return isinstance(x, (Software,) + RESOURCES + RUNNERS + (Behavior,) + STEPS + (Alternative, Block))
