@@ -147,6 +147,29 @@ class Engine:
             deg[m[lanes][:, slots].sum(axis=1) + d > self.net.cap_limit[lanes, g]] = 0
         return deg
 
+    def _imm_enabled(self, lanes: np.ndarray) -> np.ndarray:
+        """Which generic immediate modes are enabled in ``lanes``: (lanes, modes), all at once."""
+        tab = self.__dict__.get("_imm_tab")
+        if tab is None:
+            arcs = [(i, s, cnt) for i, j in enumerate(self.generic_imm) for s, cnt in self.inputs[int(j)]]
+            A = np.array(arcs, dtype=np.int64).reshape(-1, 3)
+            owner = np.zeros((len(A), len(self.generic_imm)))
+            owner[np.arange(len(A)), A[:, 0]] = 1.0
+            extra = [(i, slots, g, None) for i, j in enumerate(self.generic_imm) for slots, g in self.inhib[int(j)]]
+            extra += [(i, slots, g, d) for i, j in enumerate(self.generic_imm) for slots, g, d in self.caps[int(j)]]
+            tab = self._imm_tab = (A[:, 1], A[:, 2], owner, extra)
+        slot, cnt, owner, extra = tab
+        m = self.m[lanes]
+        short = (m[:, slot] < cnt[None, :]).astype(float)          # arcs lacking tokens
+        E = (short @ owner) == 0
+        for i, slots, g, d in extra:
+            tot = m[:, slots].sum(axis=1)
+            if d is None:
+                E[:, i] &= tot < self.net.inh_thr[lanes, g]
+            else:
+                E[:, i] &= tot + d <= self.net.cap_limit[lanes, g]
+        return E
+
     # --------------------------------------------------------------- moves
     def _take(self, lanes, s, cnt, now):
         self.stats.touch(lanes, s, now, self.m)
@@ -227,7 +250,7 @@ class Engine:
             return
         prio = self.net.prio[self.generic_imm]
         for _ in range(MAX_IMMEDIATE_ROUNDS):
-            E = np.stack([self.degree(int(j), lanes) > 0 for j in self.generic_imm], axis=1)
+            E = self._imm_enabled(lanes)
             live = E.any(axis=1)
             if not live.any():
                 return
