@@ -12,6 +12,7 @@ lanes (sequential stopping decides per point, so it shards whole points).
 """
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -22,8 +23,9 @@ import numpy as np
 from .run import RunInfo
 from .stats import Stats
 
-LANE_LAST = ("area", "last", "fires", "res", "t_start", "nb_l", "width_l", "open", "point",
-             "bk_time", "bk_area", "bk_fires", "bk_res")
+SMALL = ("area", "last", "fires", "res", "t_start", "nb_l", "width_l", "open", "point")
+BIG = ("bk_time", "bk_area", "bk_fires", "bk_res")    # (buckets, ..., lanes): shared memory
+_SHARED: dict = {}        # set in the parent before the workers fork; they write their lanes there
 
 
 @dataclass
@@ -56,16 +58,42 @@ def default_workers(o: dict, lanes: int) -> int:
 def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: dict, show: bool):
     from .solver import _run_group
     engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes)
-    return (engine.stats, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
+    st = engine.stats
+    a, b = int(lanes[0]), int(lanes[-1]) + 1          # shards are contiguous
+    for name in BIG:                                   # the bulk goes through shared memory
+        _SHARED[name][..., a:b] = getattr(st, name)
+        setattr(st, name, None)
+    for q, arr in enumerate(st.bk_busy):
+        _SHARED["bk_busy"][q][..., a:b] = arr
+    st.bk_busy = None
+    return (st, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
+
+
+def _allocate(points: list, R: int, keys: np.ndarray, o: dict, L: int) -> dict:
+    """Shared arrays for the bucket statistics of all L lanes, shaped like a 1-lane engine's."""
+    from .lanes import build_lanes
+    from .solver import make_engine
+    probe = make_engine(build_lanes(points, R, np.arange(1)), keys[:1], dict(o, quiet=True)).stats
+
+    def shared(like: np.ndarray) -> np.ndarray:
+        shape = like.shape[:-1] + (L,)
+        n = int(np.prod(shape))
+        buf = mmap.mmap(-1, max(n * 8, 8))             # anonymous, shared with forked children
+        return np.frombuffer(buf, dtype=np.float64, count=n).reshape(shape)
+    out = {name: shared(getattr(probe, name)) for name in BIG}
+    out["bk_busy"] = [shared(b) for b in probe.bk_busy]
+    return out
 
 
 def merge(parts: list, c, units) -> MergedRun:
     """Concatenate shards' per-lane statistics; add their histogram epochs."""
     stats = [p[0] for p in parts]
     st = stats[0]
-    for name in LANE_LAST:
+    for name in SMALL:
         setattr(st, name, np.concatenate([getattr(s, name) for s in stats], axis=-1))
-    st.bk_busy = [np.concatenate([s.bk_busy[q] for s in stats], axis=-1) for q in range(len(st.bk_busy))]
+    for name in BIG:
+        setattr(st, name, _SHARED[name])
+    st.bk_busy = _SHARED["bk_busy"]
     st.L = len(st.t_start)
     st.nb = max(s.nb for s in stats)
     if st.hist is not None:
@@ -91,6 +119,8 @@ def run_sharded(points: list, R: int, keys: np.ndarray, o: dict, workers: int):
     unit = R if (o["time"] is None and o["events"] is None) else 1
     bounds = (np.linspace(0, L // unit, workers + 1).round().astype(int)) * unit
     shards = [np.arange(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    _SHARED.clear()
+    _SHARED.update(_allocate(points, R, keys, o, L))
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=len(shards), mp_context=ctx) as pool:
         futures = [pool.submit(_shard, points, R, lanes, keys[lanes], o, i == 0)
@@ -102,6 +132,7 @@ def run_sharded(points: list, R: int, keys: np.ndarray, o: dict, workers: int):
     infos = [p[5] for p in parts]
     units, _ = residence_units(points[0])
     engine = merge(parts, points[0], units)
+    _SHARED.clear()                      # the merged statistics keep their arrays alive
     wall = max(i.wall for i in infos)
     info = RunInfo(max(i.steps for i in infos), wall, any(i.partial for i in infos),
                    infos[0].stopped_by, sum(i.events for i in infos))
