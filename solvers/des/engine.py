@@ -53,7 +53,7 @@ def rounds(lanes: np.ndarray):
 
 class Engine:
     def __init__(self, net: LaneNet, keys, seed, *, histograms: bool = True, buckets: int = 64,
-                 width: int = 8):
+                 width: int = 32):
         c = net.c
         self.net, self.c, self.L = net, c, net.L
         L = self.L

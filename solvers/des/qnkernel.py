@@ -66,7 +66,7 @@ class QNKernel:
     """Same interface as :class:`.engine.Engine` for the run loop and the analysis."""
 
     def __init__(self, net, plan: QNPlan, keys, seed, units: dict, unit_of_slot: np.ndarray, *,
-                 histograms: bool = True, buckets: int = 64, width: int = 8):
+                 histograms: bool = True, buckets: int = 64, width: int = 32):
         c = net.c
         self.net, self.c, self.plan, self.L = net, c, plan, net.L
         L = self.L

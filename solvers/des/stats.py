@@ -52,7 +52,7 @@ class Stats:
     eager = False   # True when the owner accumulates token-time itself every step
 
     def __init__(self, L: int, nslots: int, nmodes: int, qclasses: list[int], nunits: int,
-                 buckets: int = 64, width: int = 8, histograms: bool = True,
+                 buckets: int = 64, width: int = 32, histograms: bool = True,
                  point: np.ndarray | None = None, npoints: int | None = None):
         self.L, self.S, self.M, self.R = L, nslots, nmodes, nunits
         self.qclasses = qclasses
