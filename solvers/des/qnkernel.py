@@ -122,6 +122,26 @@ class QNKernel:
             tot = n.sum(axis=0)
             q.busy[:] = n * np.where(tot > q.s, q.s / np.maximum(tot, 1.0), 1.0)
 
+    def _refresh_lanes(self, q: _Q, lc: np.ndarray) -> np.ndarray:
+        """:meth:`_refresh` and :meth:`_rate` for the lanes ``lc`` only; their total rates."""
+        if q.K == 1:
+            n = self.cnt[q.slots[0], lc].astype(float)
+            b = n if q.disc == "is" else np.minimum(n, q.s[lc])
+            q.busy[0, lc] = b
+            return b * q.mu[0, lc]
+        if q.fcfs:
+            b = q.serv[:, lc]
+        else:
+            n = self.cnt[q.slots[:, None], lc[None, :]].astype(float)
+            if q.disc == "is":
+                b = n
+            else:
+                tot = n.sum(axis=0)
+                s = q.s[lc]
+                b = n * np.where(tot > s, s / np.maximum(tot, 1.0), 1.0)
+        q.busy[:, lc] = b
+        return (b * q.mu[:, lc]).sum(axis=0)
+
     def _rate(self, q: _Q) -> np.ndarray:
         return q.busy[0] * q.mu[0] if q.K == 1 else (q.busy * q.mu).sum(axis=0)
 
@@ -320,12 +340,11 @@ class QNKernel:
             if d is None and i is None:
                 continue
             ch = d if i is None else (i if d is None else d | i)
-            self._refresh(q)
-            R = self._rate(q)
+            lc = np.flatnonzero(ch)            # only these lanes' content changed
+            R = self._refresh_lanes(q, lc)
             # the completing queue uses X_DONE (also when the token came back to it)
-            xq = x[self.X_INTO] if d is None else np.where(d, x[self.X_DONE], x[self.X_INTO])
-            nxt = np.where(R > 0, t + xq / np.where(R > 0, R, 1.0), INF)
-            ev[self.S + qi] = np.where(ch, nxt, ev[self.S + qi])
+            xq = x[self.X_INTO][lc] if d is None else np.where(d[lc], x[self.X_DONE][lc], x[self.X_INTO][lc])
+            ev[self.S + qi, lc] = np.where(R > 0, t[lc] + xq / np.where(R > 0, R, 1.0), INF)
         return int(np.count_nonzero(act))
 
     def _accumulate(self, dt: np.ndarray) -> None:
