@@ -219,7 +219,7 @@ def test_des_mm1_qn_kernel(benchmark):
 
 
 # ------------------------------------------------------- closed networks
-CLOSED_R, CLOSED_T = 4096, 100.0      # ~1,500 completions per lane (enough buckets for MSER)
+CLOSED_R, CLOSED_T = 8192, 100.0      # ~1,500 completions per lane (past the start transient)
 
 
 def _closed(benchmark, path, stations, T, R, histograms, workers, rounds, key, ldes_script, ldes_n,
@@ -286,7 +286,7 @@ def test_des_closed3(benchmark, histograms, workers):
     assert info["rate"] >= FLOOR * TARGET["closed3"]
 
 
-CENTRAL_R, CENTRAL_T = 4096, 100.0
+CENTRAL_R, CENTRAL_T = 8192, 100.0
 
 
 @CLOSED_CASES

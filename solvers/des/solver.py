@@ -328,10 +328,13 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
                            f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
     for note in engine.notes:
         res.warnings.append(f"slower path: {note}")
+    c = compiled
+    pre = c.pre.tocsr()                       # (modes, slots)
+    is_open = any(m.kind == "timed" and pre[j].nnz == 0 for j, m in enumerate(c.modes))
     saturated = sorted({e for m, e, _c, v, _h in rows if m == "utilization" and _c == "" and v > 0.995})
-    if saturated:
-        res.warnings.append(f"{', '.join(saturated)} saturated (utilization ~1): if the net is open it "
-                            f"may be unstable, and its estimates then grow with the simulated time")
+    if saturated and is_open:
+        res.warnings.append(f"{', '.join(saturated)} saturated (utilization ~1) in an open net: it may be "
+                            f"unstable, and its estimates then grow with the simulated time")
     nb = int(np.median(st.nb_l[lanes]))
     if o["warmup"] == "mser" and nb < 16:
         res.warnings.append(f"run too short to detect the warm-up: {nb} statistics bucket(s) per "
