@@ -20,6 +20,12 @@ from .stats import NBINS, Stats, bin_of
 from .stream import LockstepStream
 
 INF = np.inf
+_BELOW_ONE = np.nextafter(1.0, 0.0)
+
+
+def _rowsum(a: np.ndarray) -> np.ndarray:
+    """Sum over the first axis; two rows added directly (same result, much faster)."""
+    return a[0] + a[1] if a.shape[0] == 2 else a.sum(axis=0)
 
 
 class _Q:
@@ -132,15 +138,16 @@ class QNKernel:
         if q.fcfs:
             b = q.serv[:, lc]
         else:
-            n = self.cnt[q.slots[:, None], lc[None, :]].astype(float)
+            n = self.cnt[q.slots][:, lc].astype(float)
             if q.disc == "is":
                 b = n
             else:
-                tot = n.sum(axis=0)
+                tot = _rowsum(n)
                 s = q.s[lc]
                 b = n * np.where(tot > s, s / np.maximum(tot, 1.0), 1.0)
-        q.busy[:, lc] = b
-        return (b * q.mu[:, lc]).sum(axis=0)
+        for k in range(q.K):                   # row by row: 1-d scatters are the fast kind
+            q.busy[k, lc] = b[k]
+        return _rowsum(b * q.mu[:, lc])
 
     def _rate(self, q: _Q) -> np.ndarray:
         return q.busy[0] * q.mu[0] if q.K == 1 else (q.busy * q.mu).sum(axis=0)
@@ -151,7 +158,7 @@ class QNKernel:
             return
         L = self.L
         if q.ordered:
-            size = self.cnt[q.slots][:, lanes].sum(axis=0) - 1
+            size = _rowsum(self.cnt[q.slots][:, lanes]) - 1
             if (size >= q.cap).any():
                 q.grow(L)
             flat = ((q.head[lanes] + size) % q.cap) * L + lanes
@@ -169,6 +176,15 @@ class QNKernel:
     def _choose(w: np.ndarray, u: np.ndarray):
         """Index drawn in proportion to weights w (rows), and u rescaled inside the
         chosen interval (again uniform, independent of the choice)."""
+        if w.shape[0] == 2:               # two classes: the same arithmetic, fewer operations
+            w0, w1 = w[0], w[1]
+            target = u * (w0 + w1)
+            past = target >= w0
+            lo = np.where(past, w0, 0.0)
+            width = np.where(past, w1, w0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rest = np.where(width > 0, (target - lo) / np.where(width > 0, width, 1.0), u)
+            return past.astype(np.int64), np.minimum(np.maximum(rest, 0.0), _BELOW_ONE)
         total = w.sum(axis=0)
         target = u * total
         acc = np.zeros_like(total)
@@ -192,7 +208,7 @@ class QNKernel:
             head = q.head[lanes]
             cls = np.zeros(L, dtype=np.int64)
             if q.smax > 1:
-                tot = self.cnt[q.slots][:, lanes].sum(axis=0)
+                tot = _rowsum(self.cnt[q.slots][:, lanes])
                 s = q.s[lanes]
                 served = np.minimum(tot, s).astype(np.int64)
                 w = max(int(served.max()), 1)
@@ -217,7 +233,7 @@ class QNKernel:
             q.head[lanes] = newhead
             if q.serv is not None:
                 q.serv[k, lanes] -= 1
-                tot = self.cnt[q.slots][:, lanes].sum(axis=0) - 1
+                tot = _rowsum(self.cnt[q.slots][:, lanes]) - 1
                 s = q.s[lanes]
                 nxt = tot >= s                                    # a waiting token starts
                 if nxt.any():
@@ -229,7 +245,7 @@ class QNKernel:
         if q.K == 1:
             cls = None
         else:
-            w = (q.busy * q.mu)[:, lanes]
+            w = q.busy[:, lanes] * q.mu[:, lanes]
             c_l, rest = self._choose(w, u[lanes])
             cls = np.zeros(L, dtype=np.int64)
             cls[lanes] = np.minimum(c_l, q.K - 1)
