@@ -3,6 +3,7 @@
     qpn trace -o run.jsonl -- python prog.py ARGS     record a Python program
     qpn trace-check run.jsonl                         validate and summarize a trace
     qpn import-persik probes.log -o run.jsonl         convert a PERSIK probe log
+    qpn build run.jsonl -o model.qpn                  build a software model from a trace
 """
 from __future__ import annotations
 
@@ -117,6 +118,82 @@ def _(p):
     p.add_argument("--threshold", type=float, default=0.03,
                    help="drop computation fragments below this share of the thread's CPU "
                         "(default 0.03)")
+
+
+_.takes_file = False
+
+
+def _time_ns(text: str) -> int:
+    """'50us', '50 us', '0.05 ms', '2e-5 s' or a bare number of microseconds -> ns."""
+    from qpn.expr import UNITS
+    t = text.strip().replace(" ", "")
+    for unit in sorted(UNITS, key=len, reverse=True):
+        if t.endswith(unit) and unit not in ("min", "h"):
+            try:
+                return int(round(float(t[:-len(unit)]) * UNITS[unit] * 1e9))
+            except ValueError:
+                break
+    try:
+        return int(round(float(t) * 1000))
+    except ValueError:
+        raise QPNError(f"qpn build: --io-threshold wants a time like 50us or 0.05ms, got {text!r}")
+
+
+@command("build", "build a readable software model from a trace (thread pools, call graphs, "
+                  "locks, queues, demands)")
+def cmd_build(args) -> int:
+    import gc
+    gc.disable()        # millions of acyclic objects; the process ends right after
+    from .analyze import Options, build_file
+    if not 0 <= args.prune < 1:
+        raise QPNError(f"qpn build: --prune must be a share between 0 and 1, got {args.prune}")
+    opt = Options(prune=args.prune, demands=args.demands,
+                  io_threshold=_time_ns(args.io_threshold),
+                  gil=False if args.no_gil else None)
+    res = build_file(args.trace, args.output, opt, strict=not args.lenient, name=args.name)
+    for w in res.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    info = res.info
+    for name, r in info["runners"].items():
+        what = ("steady-state loop" if r["mode"] == "forever" else "whole run, repeated")
+        size = f" size {r['size_param']} = {r['size']}" if r["size_param"] else ""
+        print(f"  {name}{size}: {what}", file=sys.stderr)
+    for name, why in info.get("omitted", {}).items():
+        print(f"  {name}: not modelled ({why})", file=sys.stderr)
+    extra = f" and {len(res.side_files)} sample file(s)" if res.side_files else ""
+    print(f"wrote {args.output}{extra}", file=sys.stderr)
+    if args.pcg:
+        from .analyze.callgraph import call_graph, format_call_graph
+        names = info.get("object_names", {})
+        for r in res.analysis.runners:
+            if r.mode != "omitted":
+                print(f"# call graph of '{r.name}'")
+                print(format_call_graph(call_graph(r.walks),
+                                        lambda k: names.get(k, str(k))), end="")
+    return 0
+
+
+@cmd_build.setup
+def _(p):
+    p.add_argument("trace", help="trace file (.jsonl, the neutral format)")
+    p.add_argument("-o", "--output", required=True, help="model file to write (.qpn)")
+    p.add_argument("--prune", type=float, default=0.03,
+                   help="leave out code fragments below this share of their runner's CPU and "
+                        "I/O time (default 0.03)")
+    p.add_argument("--demands", choices=("fitted", "empirical"), default="fitted",
+                   help="CPU demands as distributions fitted by SCV (default) or as the measured "
+                        "samples in side files (empirical(\"file\", unit = us))")
+    p.add_argument("--io-threshold", default="50us",
+                   help="file I/O that waited less than this is a page-cache hit, longer a "
+                        "device access (default 50us)")
+    p.add_argument("--lenient", action="store_true",
+                   help="model the valid part of a malformed trace (warn instead of failing)")
+    p.add_argument("--name", default=None, help="net name (default: the program's name)")
+    p.add_argument("--no-gil", action="store_true",
+                   help="ignore the runtime's GIL (model one cpu for all code)")
+    p.add_argument("--pcg", action="store_true",
+                   help="also print each runner's probabilistic call graph (code fragments, "
+                        "counts, mean CPU, successor probabilities)")
 
 
 _.takes_file = False

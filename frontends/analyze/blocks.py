@@ -1,0 +1,87 @@
+"""Small helpers over structured bodies: time sums, lock pairing, indentation.
+
+>>> indent(["a", "", "b"])
+['    a', '', '    b']
+"""
+from __future__ import annotations
+
+from .structure import Branch, Leaf, Loop
+
+
+class Ctx:
+    """Per-runner state while its body is written."""
+
+    def __init__(self, runner):
+        self.runner = runner
+        self.last_site = None         # site of the step written last (the one before)
+        self.cpu_total = 0.0
+        self.io_total = 0.0
+        self.bad_mutex: set = set()
+        self.pruned = 0
+        self.pruned_time = 0.0
+        self.steps: list = []
+        self.speedups: list = []
+
+    def prune(self, ns: float) -> None:
+        self.pruned += 1
+        self.pruned_time += ns
+
+    @property
+    def pruned_share(self) -> float:
+        total = self.cpu_total + self.io_total
+        return self.pruned_time / total if total else 0.0
+
+
+def cpu_sum(lf: Leaf) -> float:
+    """CPU ns of the fragments before a leaf's operation, over all its executions."""
+    v = lf.__dict__.get("_cpu")
+    if v is None:
+        v = lf.__dict__["_cpu"] = float(sum(s.cpu for s in lf.steps if s.cpu is not None))
+    return v
+
+
+def io_sum(lf: Leaf) -> float:
+    """I/O ns of a leaf's operation (file I/O only)."""
+    if lf.action != "io":
+        return 0.0
+    v = lf.__dict__.get("_io")
+    if v is None:
+        v = lf.__dict__["_io"] = float(sum(s.dur for s in lf.steps))
+    return v
+
+
+def walk_locks(items, key, held, cond_mutex):
+    """Whether mutex ``key`` is held after ``items`` (starting with ``held``).
+
+    Returns True/False, or None when some path unlocks it without holding it,
+    locks it twice, waits on its condition without it, or two paths disagree.
+    """
+    for it in items:
+        if held is None:
+            return None
+        if isinstance(it, Leaf):
+            a, k = it.action, it.token[1]
+            if a == "lock" and k == key:
+                if held:
+                    return None
+                held = True
+            elif a == "unlock" and k == key:
+                if not held:
+                    return None
+                held = False
+            elif a == "wait" and cond_mutex(k) == key and not held:
+                return None
+        elif isinstance(it, Loop):
+            after = walk_locks(it.body, key, held, cond_mutex)
+            if after != held:
+                return None
+        elif isinstance(it, Branch):
+            ends = {walk_locks(alt, key, held, cond_mutex) for _, alt in it.alts}
+            if len(ends) != 1 or None in ends:
+                return None
+            held = ends.pop()
+    return held
+
+
+def indent(lines: list[str], by: str = "    ") -> list[str]:
+    return [by + ln if ln else ln for ln in lines]

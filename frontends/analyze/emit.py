@@ -1,0 +1,151 @@
+"""Assemble the model text: header comments, params, the software block.
+
+:func:`write_model` is the one entry point: an
+:class:`~frontends.analyze.pipeline.Analysis` in, a
+:class:`~frontends.analyze.model.ModelText` out (the text, side files for
+``--demands empirical`` and the facts the report and the tests use).
+"""
+from __future__ import annotations
+
+import os
+
+from .fit import fmt_time
+from .model import ModelText, Writer
+
+
+def write_model(an, *, name: str | None = None, samples_dir: str | None = None) -> ModelText:
+    """The model of an analysis as text (see docs/analyzer.md).
+
+    ``samples_dir``: where ``--demands empirical`` sample files go, relative
+    to the model (default ``<net>_samples``).
+    """
+    h = an.trace.header
+    argv = h.program.get("argv") or []
+    if name is None:
+        name = os.path.splitext(os.path.basename(argv[0]))[0] if argv else "model"
+    w = Writer(an, name=name, samples_dir=samples_dir)
+    body = w.runners()
+    cpus = []
+    if an.gil and "gil" in w.cpus:
+        cpus += ["# the GIL: one thread at a time runs Python code and keeps the GIL until it "
+                 "blocks or",
+                 f"# its switch interval ends ({fmt_time(w.quantum)}, "
+                 f"runtime.switch_interval_ns): a round-robin server",
+                 f"cpu gil rr quantum {fmt_time(w.quantum)}"]
+    if "host" in w.cpus:
+        if an.gil:
+            w.cores_param = w.param("cores", w.cores, "CPU cores for work outside the GIL "
+                                                      "(runtime.cpus)")
+        cpus += [""] if cpus else []
+        cpus += ["# the machine's cores" + (" (C code that released the GIL runs here)"
+                                             if an.gil else ""),
+                 f"cpu host cores {w.cores_param} ps"]
+    if w.disk:
+        n = _concurrency(w.disk_busy)
+        dp = w.param("disk_servers", n, "requests the disk serves at once (at most "
+                     + (f"{n} device accesses were" if n != 1 else "1 device access was")
+                     + " in flight at a time in the trace)")
+        cpus += [""] if cpus else []
+        cpus += ["# the device behind the file I/O that missed the page cache",
+                 f"disk disk servers {dp} random"]
+    lines = _header(an, w) + _unused(an, w)
+    lines += ["", f"net {w.net}"]
+    params = sorted(w.params, key=lambda p: p[0].startswith("speedup_"))
+    first_speedup = True
+    for pname, value, comment in params:
+        if pname.startswith("speedup_") and first_speedup:
+            lines += ["", "# speed-up factor of each code fragment (1 = as traced; 2 = twice "
+                          "as fast)"]
+            first_speedup = False
+        elif comment:
+            lines += ["", f"# {comment}"]
+        lines.append(f"param {pname} = {value}")
+    lines += ["", "software {"]
+    lines += ["    " + ln if ln else "" for ln in cpus]
+    for _, decl in sorted(w.decls.values(), key=lambda d: d[0]):
+        lines += [""] + ["    " + ln for ln in decl]
+    lines += ["    " + ln if ln else "" for ln in body]
+    lines += ["}", ""]
+    w.info["omitted"] = {r.name: r.why for r in an.runners if r.mode == "omitted"}
+    w.info["warnings"] = list(an.warnings)
+    w.info["net"] = w.net
+    w.info["object_names"] = dict(w.objnames)
+    return ModelText(_canonical("\n".join(lines)), w.side, w.info)
+
+
+def _canonical(text: str) -> str:
+    """The text as ``qpn fmt`` prints it (comments kept), if it parses as it is.
+
+    Models that refer to side files not written yet (``--demands empirical``)
+    are left as written, which differs at most in line breaks.
+    """
+    if "empirical(" in text:
+        return text
+    try:
+        import qpn
+        return qpn.parse(text).text()
+    except Exception:  # noqa: BLE001 - the text is still a valid model; fmt is cosmetic
+        return text
+
+
+def _unused(an, w) -> list[str]:
+    """Comment lines for the objects of the trace that the steady state does not use."""
+    from .naming import split_site
+    from .objects import kind_of
+    out = []
+    w.info["objects_unused"] = {}
+    for key in an.objects.keys():
+        if key in w.objnames:
+            continue
+        ev = an.objects.info(key)
+        kind = kind_of(ev.get("type"))
+        if kind not in ("mutex", "semaphore", "barrier", "condition", "queue", "event", "rwlock"):
+            continue
+        name = an.sources.object_name(ev.get("site")) or f"{ev.get('type')}_{split_site(ev.get('site'))[1]}"
+        facts = {k: ev[k] for k in ("capacity", "parties", "permits") if k in ev}
+        if kind == "condition" and ev.get("lock") is not None:
+            lk = an.objects.info(an.objects.key(ev["lock"], ev["ts"]))
+            facts["lock"] = an.sources.object_name(lk.get("site")) or lk.get("type", "lock")
+        w.info["objects_unused"][name] = {"kind": kind, "type": ev.get("type"), **facts}
+        more = ", ".join(f"{k} {v}" for k, v in facts.items())
+        out.append(f"#   {ev.get('type')} {name}" + (f" ({more})" if more else "")
+                   + (f" at {ev['site']}" if ev.get("site") else ""))
+    if out:
+        out.insert(0, "# Objects of the trace used only in start-up, shut-down or by threads "
+                      "not modelled:")
+    return out
+
+
+def _concurrency(spans) -> int:
+    """The most intervals that overlap at one time (at least 1)."""
+    ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    n = best = 0
+    for _, d in ev:
+        n += d
+        best = max(best, n)
+    return max(1, best)
+
+
+def _header(an, w) -> list[str]:
+    h = an.trace.header
+    argv = " ".join(h.program.get("argv") or []) or "?"
+    rt = h.runtime
+    threads = sum(len(r.group.tids) for r in an.runners)
+    out = [f"# Model of `{argv}`, built by `qpn build` from {os.path.basename(an.trace.path)}:",
+           f"# a {h.source} trace of {len(an.trace.events)} events and {threads} threads; "
+           f"{rt.get('implementation', 'unknown runtime')} {rt.get('version', '')}".rstrip()
+           + (" with a GIL" if an.gil else "") + f", {w.cores} CPUs."]
+    if an.phase is not None:
+        lo, hi = an.phase
+        out.append(f"# Work phase: {fmt_time(hi - lo)} from the first to the last hand-over "
+                   "(start-up and shut-down are not modelled).")
+    for r in an.runners:
+        if r.mode == "omitted":
+            out.append(f"# Not modelled: '{r.name}' ({', '.join(r.group.thread_names[:3])}): "
+                       f"{r.why}.")
+    if not an.trace.complete:
+        out.append("# The trace was malformed; this model describes its valid part only.")
+    out.append(f"# Fragments below {100 * an.options.prune:g}% of a runner's CPU and I/O time "
+               "are pruned; CPU demands are " + ("measured samples." if an.options.demands
+                                                 == "empirical" else "fitted by their SCV."))
+    return out

@@ -1,0 +1,172 @@
+"""Distributions fitted to measured samples, chosen by the squared coefficient of variation.
+
+=================  =======================================================
+SCV c               distribution written
+=================  =======================================================
+one sample, c<0.05  ``det(mean)``
+0.05 <= c < 0.75    ``erlang(k, mean)``, k = round(1/c) phases (c = 1/k)
+0.75 <= c <= 1.3    ``exp(mean)``
+c > 1.3             ``hyperexp(p1: m1, p2: m2)`` (two phases fitted by EM)
+                    or ``lognormal(m, c)``, whichever gives the sample the
+                    higher likelihood
+=================  =======================================================
+
+All of them match the sample mean exactly (EM keeps it too) and the SCV as
+closely as the family allows (qpn/distributions.py has their exact moments).  Times are ns here
+and written with a unit.
+
+>>> fit([100_000] * 5).text()
+'det(100 us)'
+>>> f = fit([50_000, 100_000, 150_000, 100_000, 60_000, 140_000])
+>>> f.family, round(f.scv, 3), f.text("speedup_x")
+('erlang', 0.137, 'erlang(7, 100 us / speedup_x)')
+>>> fmt_time(4_100_000), fmt_time(1_234), fmt_time(2.5e9)
+('4.1 ms', '1.234 us', '2.5 s')
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_PHASES = 50
+
+
+def fmt_time(ns: float) -> str:
+    """A time in ns as a model literal with a unit and 4 significant digits."""
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{_g(ns / scale)} {unit}"
+    return f"{_g(ns)} ns"
+
+
+def _g(x: float) -> str:
+    s = f"{x:.4g}"
+    if "e" in s:
+        s = f"{x:.6f}".rstrip("0").rstrip(".")
+    return s
+
+
+@dataclass
+class Fit:
+    """A fitted distribution: family, mean (ns), SCV, phases, sample size."""
+
+    family: str
+    mean: float
+    scv: float
+    n: int
+    k: int = 1
+    sd: float = 0.0
+    phases: tuple = ()        # hyperexp fitted by EM: ((p1, mean1), (p2, mean2)) in ns
+
+    def text(self, speedup: str | None = None, *, mean: str | None = None,
+             scale: float = 1.0) -> str:
+        """The distribution as model text.
+
+        ``speedup`` divides the mean, ``mean`` replaces it by an expression
+        (``1 / rate``), ``scale`` multiplies it (a share of the fragment).
+        """
+        m = mean if mean is not None else fmt_time(self.mean * scale)
+        if speedup:
+            m = f"{m} / {speedup}"
+        if self.family == "det":
+            return f"det({m})"
+        if self.family == "exp":
+            return f"exp({m})"
+        if self.family == "erlang":
+            return f"erlang({self.k}, {m})"
+        if self.family == "hyperexp" and self.phases and mean is None:
+            def one(x):
+                return fmt_time(x * scale) + (f" / {speedup}" if speedup else "")
+            return "hyperexp(" + ", ".join(f"{_g(p)}: {one(x)}" for p, x in self.phases) + ")"
+        if self.family == "hyperexp":
+            return f"hyperexp(mean = {m}, scv = {_g(self.scv)})"
+        if self.family == "lognormal":
+            return f"lognormal({m}, {_g(self.scv)})"
+        raise ValueError(self.family)
+
+    def describe(self) -> str:
+        return f"{self.n} samples, mean {fmt_time(self.mean)}, scv {_g(self.scv)}"
+
+
+def moments(samples) -> tuple[int, float, float]:
+    """(n, mean, scv) of a sample."""
+    a = np.asarray(samples, dtype=float)
+    n = len(a)
+    if n == 0:
+        return 0, 0.0, 0.0
+    m = float(a.mean())
+    if n < 2 or m <= 0:
+        return n, m, 0.0
+    return n, m, float(a.var() / (m * m))
+
+
+def fit(samples, *, families=("det", "erlang", "exp", "hyperexp", "lognormal")) -> Fit:
+    """The distribution for a sample of positive times (ns), chosen by SCV."""
+    a = np.asarray(samples, dtype=float)
+    n, m, c = moments(a)
+    sd = math.sqrt(c) * m
+    if n == 0 or m <= 0:
+        return Fit("det", 0.0, 0.0, n)
+    if n == 1 or c < 0.05:
+        return Fit("det", m, c, n, sd=sd)
+    if c < 0.75:
+        k = max(2, min(MAX_PHASES, round(1.0 / c)))
+        return Fit("erlang", m, c, n, k, sd=sd)
+    if c <= 1.3:
+        return Fit("exp", m, c, n, sd=sd)
+    family, phases = _heavy(a, m, c)
+    return Fit(family, m, c, n, sd=sd, phases=phases)
+
+
+def _h2_em(x: np.ndarray, iters: int = 60) -> tuple[float, float, float]:
+    """Maximum-likelihood two-phase hyperexponential (EM): (p1, mean1, mean2).
+
+    EM keeps the sample mean: p1 m1 + (1 - p1) m2 = mean(x).
+    """
+    m = float(x.mean())
+    p, m1, m2 = 0.5, 0.5 * m, 1.5 * m
+    for _ in range(iters):
+        a = p / m1 * np.exp(-x / m1)
+        b = (1 - p) / m2 * np.exp(-x / m2)
+        r = a / np.maximum(a + b, 1e-300)
+        w = float(r.sum())
+        if w <= 0 or w >= len(x):
+            break
+        p = w / len(x)
+        m1 = float((r * x).sum() / w)
+        m2 = float(((1 - r) * x).sum() / (len(x) - w))
+    if m1 > m2:
+        p, m1, m2 = 1 - p, m2, m1
+    return p, m1, m2
+
+
+def _heavy(a: np.ndarray, m: float, c: float) -> tuple[str, tuple]:
+    """hyperexp (fitted by EM) or lognormal, by the log-likelihood of the sample."""
+    x = a[a > 0]
+    if len(x) > 20000:
+        x = x[np.linspace(0, len(x) - 1, 20000).astype(int)]
+    if len(x) < 5:
+        return "hyperexp", ()
+    p, m1, m2 = _h2_em(x)
+    ll_h = float(np.sum(np.log(p / m1 * np.exp(-x / m1) + (1 - p) / m2 * np.exp(-x / m2)
+                               + 1e-300)))
+    s2 = math.log(1 + c)
+    mu = math.log(m) - s2 / 2
+    lx = np.log(x)
+    ll_l = float(np.sum(-lx - 0.5 * math.log(2 * math.pi * s2) - (lx - mu) ** 2 / (2 * s2)))
+    if ll_l > ll_h:
+        return "lognormal", ()
+    if not (0.001 < p < 0.999) or m1 <= 0:
+        return "hyperexp", ()
+    p = float(f"{p:.4g}")                 # written with 4 digits; the two add up to 1
+    return "hyperexp", ((p, m1), (float(f"{1 - p:.4g}"), m2))
+
+
+def split_bimodal(samples, threshold: float) -> tuple[list, list]:
+    """(below, at or above) the threshold: cache hits and device accesses."""
+    lo = [x for x in samples if x < threshold]
+    hi = [x for x in samples if x >= threshold]
+    return lo, hi

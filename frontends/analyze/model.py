@@ -1,0 +1,487 @@
+"""Write an :class:`~frontends.analyze.pipeline.Analysis` as a readable model.
+
+The model is a ``software { ... }`` block (docs/software-layer.md) with
+``param``s for what users vary -- pool sizes, cores, arrival rates, loop
+counts and a speed-up factor per code fragment -- and a comment above every
+number saying where it came from (sample sizes, means, SCVs, counts).
+
+GIL (CPython): fragments that hold the GIL run on ``cpu gil rr quantum Q``
+(one server: one thread runs Python at a time, switched every
+``runtime.switch_interval_ns``); fragments (or the part of a fragment) that
+ran without it run on ``cpu host cores C`` (C = ``runtime.cpus``).  The GIL
+holder's use of a real core is not modelled (docs/analyzer.md).
+
+>>> from frontends.analyze.model import prob_texts
+>>> prob_texts([120, 3])
+['120 / 123', '3 / 123']
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .fit import fit, fmt_time
+from .naming import RESERVED, Names, ident, split_site
+from .objects import kind_of
+from .blocks import Ctx as _Ctx
+from .blocks import cpu_sum as _cpu_sum
+from .blocks import indent as _indent
+from .blocks import io_sum as _io_sum
+from .blocks import walk_locks as _walk_locks
+from .structure import Leaf, Loop, leaves
+from .threads import stem
+
+DISK_OPS = frozenset({"read", "write", "open", "stat", "fsync"})
+STATION = frozenset({"take", "lock", "acquire", "await", "wait", "cpu", "io", "sleep"})
+SUFFIX = {"mutex": "m", "semaphore": "sem", "barrier": "b", "condition": "cv", "queue": "q"}
+
+
+@dataclass
+class ModelText:
+    """The model, side files (path relative to the model -> text) and facts for reports."""
+
+    text: str
+    side_files: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+
+def prob_texts(counts) -> list[str]:
+    """Branch probabilities as exact fractions of the counts."""
+    total = sum(counts)
+    return [f"{n} / {total}" for n in counts]
+
+
+class Writer:
+    """Collects declarations and params while the runners' bodies are written."""
+
+    def __init__(self, an, *, name: str, samples_dir: str | None):
+        self.an = an
+        self.opt = an.options
+        self.names = Names()
+        self.net = ident(name, "model")
+        self.samples_dir = samples_dir
+        self.side: dict = {}
+        self.params: list = []                 # (name, value text, comment)
+        self.decls: dict = {}                  # key -> (order, lines)
+        self.objnames: dict = {}
+        self.cpus: set = set()
+        self.loop_params: dict = {}
+        self.disk = False
+        self.disk_busy: list = []              # (start, end) of device accesses
+        self.size_param: dict = {}
+        self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
+                           "branches": [], "steps": {}, "sources": {}}
+        h = an.trace.header
+        self.cores = int(h.runtime.get("cpus") or os.cpu_count() or 1)
+        self.quantum = int(h.runtime.get("switch_interval_ns") or 5_000_000)
+
+    # ------------------------------------------------------------ params
+    def param(self, base: str, value, comment: str | None = None) -> str:
+        name = self.names.unique(base)
+        self.params.append((name, value, comment))
+        self.info["params"][name] = value
+        return name
+
+    # ----------------------------------------------------------- objects
+    def obj(self, key) -> str:
+        """The declared name of a queue or sync object (declared on first use)."""
+        if key in self.objnames:
+            return self.objnames[key]
+        an = self.an
+        if isinstance(key, tuple) and key and key[0] in ("accept", "reply"):
+            base = "backlog" if key[0] == "accept" else "replies"
+            kind, info = "queue", {}
+        else:
+            info = an.objects.info(key)
+            kind = kind_of(info.get("type", "lock"))
+            line = split_site(info.get("site"))[1]
+            base = an.sources.object_name(info.get("site")) or (
+                f"{info.get('type') or kind}_{line}" if line else info.get("type") or kind)
+        base = ident(base)
+        if base in RESERVED:
+            base = f"{base}_{SUFFIX.get(kind, 'x')}"
+        name = self.names.unique(base)
+        self.objnames[key] = name
+        self._declare(key, name, kind, info)
+        return name
+
+    def _declare(self, key, name, kind, info) -> None:
+        site = info.get("site")
+        where = f" created at {site}" if site else ""
+        typ = info.get("type", kind)
+        lines = []
+        facts = {"kind": kind, "type": typ, "site": site}
+        if kind == "queue":
+            flow = self.an.queue_flow.get(key, {})
+            cap = info.get("capacity")
+            if key[0] == "accept":
+                lines.append(f"# the OS accept queue of listening socket fd {key[1]}")
+            elif key[0] == "reply":
+                lines.append(f"# replies sent at {key[1]} and received by the requesting thread")
+            else:
+                lines.append(f"# {typ}{where}")
+            if flow.get("items"):
+                onward = ", ".join(f"{n} on to {self.obj(k)}" for k, n in flow["onward"].items())
+                lines.append(f"# {flow['items']} item{'s' if flow['items'] != 1 else ''} handed over"
+                             + (f" ({onward}: requests)" if onward else "")
+                             + (f"; {flow['dropped']} stop markers not modelled"
+                                if flow["dropped"] else ""))
+            decl = f"blocking queue {name}" + (f" capacity {cap}" if cap else "")
+            facts["capacity"] = cap
+        elif kind == "mutex":
+            lines.append(f"# {typ}{where}")
+            decl = f"mutex {name}"
+        elif kind == "semaphore":
+            permits = info.get("permits", 1)
+            lines.append(f"# {typ}{where}, {permits} permits")
+            decl = f"semaphore {name} permits {permits}"
+            facts["permits"] = permits
+        elif kind == "barrier":
+            parties = info.get("parties", 2)
+            lines.append(f"# barrier{where}, {parties} parties")
+            expr = str(parties)
+            for r in self.an.runners:
+                if r.mode != "omitted" and r.size == parties and any(
+                        lf.action == "await" and lf.token[1] == key for lf in leaves(r.items)):
+                    expr = self.size_param.get(r.name, expr)
+            decl = f"barrier {name} parties {expr}"
+            facts["parties"] = parties
+        elif kind == "condition":
+            lk = info.get("lock")
+            m = self.obj(self.an.objects.key(lk, info.get("ts", 0))) if lk is not None else None
+            lines.append(f"# condition{where}")
+            decl = f"condition {name}" + (f" on {m}" if m else "")
+        else:
+            lines.append(f"# {typ}{where} (used as a mutex)")
+            decl = f"mutex {name}"
+        self.decls[key] = (len(self.decls), lines + [decl])
+        self.info["objects"][name] = facts
+
+    # ----------------------------------------------------------- runners
+    def runners(self) -> list[str]:
+        an = self.an
+        out: list[str] = []
+        live = [r for r in an.runners if r.mode != "omitted"]
+        for r in live:
+            r.name = self.names.unique(r.name)
+        for r in live:
+            if r.group.main:
+                continue
+            base = ident(stem(r.name), "threads")
+            pname = base if base.endswith("s") else base + "s"
+            self.size_param[r.name] = self.param(
+                pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
+        if not self.an.gil:
+            self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
+        for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
+            out += self.source(key, times)
+        for r in live:
+            out += [""] + self.runner(r)
+        return out
+
+    def source(self, key, times) -> list[str]:
+        q = self.obj(key)
+        inter = [b - a for a, b in zip(times, times[1:]) if b >= a]
+        if len(inter) < 1:
+            return []
+        f = fit(inter)
+        rate = 1e9 / f.mean if f.mean > 0 else 1.0
+        p = self.param(f"rate_{q}", float(f"{rate:.4g}"),
+                       f"arrivals per second into '{q}' (open workload, {len(times)} arrivals)")
+        self.info["sources"][q] = {"rate": rate, "n": len(times), "scv": f.scv, "param": p}
+        name = self.names.unique(f"arrivals_{q}")
+        return ["", f"# open workload: {f.describe()} between arrivals "
+                    f"(completions of the takes from '{q}', nobody in the trace puts there)",
+                f"source {name} every {f.text(mean=f'1 / {p}')} {{", f"    put {q}", "}"]
+
+    def runner(self, r) -> list[str]:
+        ctx = _Ctx(r)
+        lvs = leaves(r.items)
+        ctx.cpu_total = sum(_cpu_sum(lf) for lf in lvs)
+        ctx.io_total = sum(_io_sum(lf) for lf in lvs)
+        if r.mode == "forever" and lvs:       # the body repeats: its first step follows its last
+            ctx.last_site = lvs[-1].token[2]
+        ctx.bad_mutex = self._bad_mutexes(r.items)
+        g = r.group
+        names = ", ".join(g.thread_names[:4]) + (", ..." if len(g.thread_names) > 4 else "")
+        head = []
+        if g.main:
+            head.append(f"# the main thread ({names})")
+        else:
+            head.append(f"# thread pool '{r.name}': {r.size} thread{'s' if r.size != 1 else ''} "
+                        f"({names})"
+                        + (f", started at {g.start_site}" if g.start_site else ""))
+        if r.mode == "forever":
+            hdr = self.an.tokens.tokens[r.header]
+            head.append(f"# steady state: the loop starting at {hdr[2]} ({hdr[0]}), "
+                        f"{r.iterations} iterations"
+                        + (f"; {r.exits} last iteration(s) leaving the loop not modelled"
+                           if r.exits else ""))
+            cycle = "one iteration of the loop"
+        else:
+            head.append("# its whole run (the model repeats it); predicted run time = "
+                        f"{r.size} / throughput of {r.name}.begin")
+            cycle = "the whole run"
+        body = self.items(r.items, ctx, r.mode == "counted")
+        size = "1" if g.main else self.size_param[r.name]
+        if ctx.pruned:
+            head.append(f"# pruned: {ctx.pruned} fragment(s) below {100 * self.opt.prune:g}% "
+                        f"of the runner's CPU and I/O time, {100 * ctx.pruned_share:.1f}% in all")
+        self.info["runners"][r.name] = {
+            "mode": r.mode, "size": r.size, "size_param": None if g.main else size,
+            "threads": list(g.tids), "thread_names": list(g.thread_names), "cycle": cycle,
+            "iterations": r.iterations, "exits": r.exits}
+        self.info["steps"][r.name] = ctx.steps
+        return head + [f"pool {r.name} size {size} {{"] + _indent(body) + ["}"]
+
+    def _bad_mutexes(self, items) -> set:
+        """Mutexes whose lock/unlock do not pair up on every path (left out)."""
+        keys = {lf.token[1] for lf in leaves(items) if lf.action in ("lock", "unlock")}
+        bad = set()
+        for k in keys:
+            if _walk_locks(items, k, False, self._cond_mutex) is not False:
+                bad.add(k)
+        return bad
+
+    def _cond_mutex(self, cond_key):
+        info = self.an.objects.info(cond_key)
+        lk = info.get("lock")
+        return None if lk is None else self.an.objects.key(lk, info.get("ts", 0))
+
+    # ------------------------------------------------------------- items
+    def items(self, items, ctx, top_counted=False) -> list[str]:
+        plan = self._plan(items, ctx)
+        out: list[str] = []
+        for it in items:
+            if isinstance(it, Leaf):
+                out += self.leaf(it, ctx, force=id(it) in plan)
+                ctx.last_site = it.token[2]
+            elif isinstance(it, Loop):
+                out += self.loop(it, ctx)
+            else:
+                out += self.branch(it, ctx)
+        return out
+
+    def _plan(self, items, ctx) -> set:
+        """Leaves whose CPU step must stay so the block always takes time."""
+        straight = [it for it in items if isinstance(it, Leaf)]
+        for it in items:
+            if isinstance(it, Loop):
+                return set()                       # the loop body has its own station
+        for lf in straight:
+            if self._station(lf, ctx) or (self._keeps_cpu(lf, ctx) and _cpu_sum(lf) > 0):
+                return set()
+        if not straight:
+            return set()
+        best = max(straight, key=_cpu_sum)
+        return {id(best)}
+
+    def _station(self, lf, ctx) -> bool:
+        a = lf.action
+        if a == "put":
+            key = lf.token[1]
+            return bool(self.an.objects.info(key).get("capacity")) and not isinstance(key[0], str)
+        if a in ("lock", "wait") and lf.token[1] in ctx.bad_mutex:
+            return False
+        if a == "io":
+            return self._keeps_io(lf, ctx)
+        return a in STATION
+
+    def _keeps_cpu(self, lf, ctx) -> bool:
+        total = ctx.cpu_total + ctx.io_total
+        return total > 0 and _cpu_sum(lf) >= self.opt.prune * total
+
+    def _keeps_io(self, lf, ctx) -> bool:
+        total = ctx.cpu_total + ctx.io_total
+        return total > 0 and _io_sum(lf) >= self.opt.prune * total
+
+    def leaf(self, lf, ctx, force=False) -> list[str]:
+        out: list[str] = []
+        a, key, site = lf.token
+        if a == "io":
+            return self.io(lf, ctx)
+        if _cpu_sum(lf) > 0 and (force or self._keeps_cpu(lf, ctx)):
+            out += self.cpu(lf, ctx)
+        elif _cpu_sum(lf) > 0:
+            ctx.prune(_cpu_sum(lf))
+        if a in ("lock", "unlock", "wait") and key in ctx.bad_mutex:
+            return out
+        if a == "wait" and self._cond_mutex(key) in ctx.bad_mutex:
+            return out
+        if a in ("take", "put"):
+            out.append(f"{a} {self.obj(key)}")
+        elif a == "lock":
+            out += self._lock_comment(lf) + [f"lock {self.obj(key)}"]
+        elif a == "unlock":
+            out.append(f"unlock {self.obj(key)}")
+        elif a == "acquire" or a == "release":
+            out.append(f"{a} {self.obj(key)}")
+        elif a == "await":
+            out.append(f"await {self.obj(key)}")
+        elif a == "wait":
+            out.append(f"wait {self.obj(key)}")
+        elif a in ("notify", "notify_all"):
+            out.append(("notify all " if a == "notify_all" else "notify ") + self.obj(key))
+        elif a == "sleep":
+            xs = [s.ev.get("requested", s.dur) for s in lf.steps]
+            f = fit(xs)
+            name = self.names.unique(f"sleep_{split_site(site)[1] or ''}")
+            out += [f"# {site}: {f.describe()}", f"sleep {f.text()} as {name}"]
+        return out
+
+    def _lock_comment(self, lf) -> list[str]:
+        n = len(lf.steps)
+        waits = [s.blocked for s in lf.steps]
+        cont = sum(1 for s in lf.steps if s.ev.get("contended")) / n if n else 0
+        return [f"# {n} acquisitions at {lf.token[2]}, {100 * cont:.0f}% contended, "
+                f"mean wait {fmt_time(sum(waits) / n if n else 0)}"]
+
+    def cpu(self, lf, ctx) -> list[str]:
+        xs = [s.cpu for s in lf.steps if s.cpu is not None]
+        f = fit(xs)
+        prev = lf.prev or ctx.last_site
+        site = lf.token[2]
+        nm = self.an.sources.fragment_name(prev, site, self.an.traced_sites)
+        p0, l0 = split_site(prev)
+        p1, l1 = split_site(site)
+        base = nm or (f"cpu_{l0}_{l1}" if l0 and p0 == p1 else f"cpu_{l1 or 'x'}")
+        name = self.names.unique(base)
+        share = self.an.shares.get(id(lf), 0.0) if self.an.gil else 0.0
+        where = (f"{prev} -> :{l1}" if prev and p0 == p1 else f"{prev} -> {site}" if prev
+                 else f"before {site}")
+        note = (f"; {100 * share:.0f}% ran without the GIL" if 0 < share < 1 else
+                "; ran without the GIL" if share >= 1 else "; holds the GIL" if self.an.gil else "")
+        ctx.steps.append({"name": name, "mean": f.mean, "scv": f.scv, "n": f.n,
+                          "gil_free": share, "site": site, "prev": prev})
+        out = [f"# {where}: {f.describe()}{note}"]
+        if self.opt.demands == "empirical":
+            parts = [(1 - share, "gil", name), (share, "host", name + "_nogil")]
+            for frac, cpu, nm2 in parts:
+                if frac <= 0:
+                    continue
+                path = self._samples(nm2, [x * frac for x in xs])
+                out.append(f'cpu empirical("{path}", unit = us){self._on(cpu)} as {nm2}')
+            return out
+        sp = self.param(f"speedup_{name}", 1, None)
+        ctx.speedups.append(sp)
+        if share <= 0:
+            out.append(f"cpu {f.text(sp)}{self._on('gil')} as {name}")
+        elif share >= 1:
+            out.append(f"cpu {f.text(sp)}{self._on('host')} as {name}")
+        else:
+            out.append(f"cpu {f.text(sp, scale=1 - share)}{self._on('gil')} as {name}")
+            out.append(f"cpu {f.text(sp, scale=share)}{self._on('host')} as {name}_nogil")
+        return out
+
+    def _on(self, which: str) -> str:
+        if not self.an.gil:
+            self.cpus.add("host")
+            return ""
+        self.cpus.add(which)
+        return f" on {which}"
+
+    def _samples(self, name: str, xs) -> str:
+        rel = f"{self.samples_dir or self.net + '_samples'}/{name}.txt"
+        self.side[rel] = "".join(f"{x / 1000:.3f}\n" for x in xs)
+        return rel
+
+    def io(self, lf, ctx) -> list[str]:
+        if lf.token[1] not in DISK_OPS:
+            if _cpu_sum(lf) + _io_sum(lf) > 0 and self._keeps_cpu(lf, ctx):
+                return self.cpu(lf, ctx)
+            ctx.prune(_io_sum(lf) + _cpu_sum(lf))
+            return []
+        if not self._keeps_io(lf, ctx):
+            ctx.prune(_io_sum(lf) + _cpu_sum(lf))
+            return []
+        out = self.cpu(lf, ctx) if self._keeps_cpu(lf, ctx) else []
+        op, site = lf.token[1], lf.token[2]
+        thr = self.opt.io_threshold
+        gil_wait = self.an.shares.get(("gil_wait", id(lf))) or [0.0] * len(lf.steps)
+        device = [max(0.0, s.blocked - g) for s, g in zip(lf.steps, gil_wait)]
+        hits = [s.own_cpu or s.dur for s, d in zip(lf.steps, device) if d < thr]
+        miss = [d for d in device if d >= thr]
+        n = len(lf.steps)
+        name = self.names.unique(f"{op}_{split_site(site)[1] or ''}")
+        out.append(f"# {op} at {site}: {n} calls, {len(hits)} waited less than {fmt_time(thr)} "
+                   f"(page cache), {len(miss)} longer (device)"
+                   + ("; waits for the GIL held by other threads not counted" if self.an.gil
+                      else ""))
+        alts = []
+        if hits:
+            f = fit(hits)
+            alts.append((len(hits), [f"# page-cache hits: {f.describe()}",
+                                     f"cpu {f.text()}{self._on('host')} as {name}_hit"]))
+        if miss:
+            f = fit(miss)
+            self.disk = True
+            self.disk_busy += [(s.ev["ts"], s.end) for s, d in zip(lf.steps, device) if d >= thr]
+            alts.append((len(miss), [f"# device accesses: {f.describe()}",
+                                     f"io {f.text()} on disk as {name}_miss"]))
+        if len(alts) == 1:
+            return out + alts[0][1]
+        ps = prob_texts([c for c, _ in alts])
+        self.info["branches"].append({"io": name, "counts": [c for c, _ in alts]})
+        out.append("branch {")
+        for p, (_, lines) in zip(ps, alts):
+            out += _indent([f"{p}: {{"] + _indent(lines) + ["}"])
+        return out + ["}"]
+
+    def loop(self, lp, ctx) -> list[str]:
+        counts = lp.counts
+        lvs = leaves(lp.body)
+        if lvs:                               # an iteration's first step follows the last one
+            ctx.last_site = lvs[-1].token[2]
+        body = self.items(lp.body, ctx)
+        if not body:
+            return []
+        if len(set(counts)) == 1:
+            n = counts[0]
+            if n == 1:
+                return body
+            pname = self.loop_params.get(n)
+            if pname is None:
+                first = next((lf for lf in leaves(lp.body) if lf.action in ("put", "take")), None)
+                base = f"n_{self.obj(first.token[1])}" if first else "n_iterations"
+                pname = self.loop_params[n] = self.param(
+                    base, n, f"iterations of the loop at {self._loop_site(lp)} ({len(counts)} "
+                    f"run(s) of it, always {n})")
+            self.info["loops"].append({"runner": ctx.runner.name, "count": n, "param": pname,
+                                       "entries": len(counts), "site": self._loop_site(lp)})
+            return [f"loop {pname} times {{"] + _indent(body) + ["}"]
+        mean = sum(counts) / len(counts)
+        self.info["loops"].append({"runner": ctx.runner.name, "count": mean, "param": None,
+                                   "entries": len(counts), "site": self._loop_site(lp)})
+        return [f"# {len(counts)} runs of this loop, {min(counts)} to {max(counts)} iterations",
+                f"loop about {mean:.4g} times {{"] + _indent(body) + ["}"]
+
+    def _loop_site(self, lp) -> str:
+        return self.an.tokens.tokens[lp.header][2] or "?"
+
+    def branch(self, br, ctx) -> list[str]:
+        total = ctx.cpu_total + ctx.io_total
+        keep = []
+        for n, alt in br.alts:
+            lvs = leaves(alt)
+            share = sum(_cpu_sum(lf) + _io_sum(lf) for lf in lvs) / total if total else 0
+            hands = any(lf.action in ("put", "take", "await") for lf in lvs)
+            p = n / sum(c for c, _ in br.alts)
+            if p < self.opt.prune and share < self.opt.prune and not hands:
+                ctx.prune(sum(_cpu_sum(lf) + _io_sum(lf) for lf in lvs))
+                continue
+            keep.append((n, alt))
+        if not keep:
+            keep = [max(br.alts, key=lambda a: a[0])]
+        if len(keep) == 1:
+            return self.items(keep[0][1], ctx)
+        ps = prob_texts([n for n, _ in keep])
+        self.info["branches"].append({"runner": ctx.runner.name, "counts": [n for n, _ in keep]})
+        out = [f"# {sum(n for n, _ in keep)} passes: " + ", ".join(
+            f"{n} took alternative {i + 1}" for i, (n, _) in enumerate(keep)), "branch {"]
+        start = ctx.last_site
+        for p, (_, alt) in zip(ps, keep):
+            ctx.last_site = start
+            body = self.items(alt, ctx)
+            out += _indent([f"{p}: {{" + ("}" if not body else "")]
+                           + (_indent(body) + ["}"] if body else []))
+        return out + ["}"]

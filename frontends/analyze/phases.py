@@ -1,0 +1,122 @@
+"""What part of each thread's life the model describes.
+
+* **Work phase** (thesis §5.4.2, bloat removal): the program's work runs from
+  the first to the last hand-over of an item (a queue put or take, a
+  connection, a reply) or barrier round; start-up before it and shut-down
+  after it are dropped.  Without any such operation the whole trace is work.
+* **Steady-state loop**: a thread whose work is one loop (its other steps use
+  less than ``slack`` of its CPU) is a server-style thread -- a pool thread
+  repeats the loop body forever, which is exactly what a model pool does.
+  Its loop iterations become the pool's body; what comes before and after the
+  loop, and a last iteration that is shorter than the others (the one that
+  took the stop marker and left), are dropped.  Other threads (several
+  loops in sequence, e.g. a main thread that puts N tasks and then takes N
+  results) keep their whole life as the body, with counted loops.
+* **Hand-overs follow drops**: an item whose taking was dropped (a stop marker
+  taken by the exiting iteration, a work item taken at start-up) is dropped at
+  the put as well, so every queue stays balanced.
+
+>>> from frontends.analyze.steps import Step
+>>> from frontends.analyze.structure import Tokens
+>>> def walk(text, t0=0):
+...     w = [Step(1, a, "q", None, {"ts": t0 + 10 * i}, 0, 5, 5, 0, 0)
+...          for i, a in enumerate(text.split())]
+...     Tokens().assign(w)
+...     return w
+>>> w = walk("take put take put take put take")
+>>> d = steady_loop(w, slack=0.05)
+>>> d.header is not None, d.iterations, d.exits, len(d.steps)
+(True, 3, 1, 6)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .structure import Loop, structure
+
+#: actions that hand an item over between threads, or synchronize rounds
+WORK_ACTIONS = frozenset({"take", "put", "await"})
+
+
+def work_phase(walks: dict) -> tuple[int, int] | None:
+    """(first, last) ts of a hand-over or barrier wait in any thread, or None.
+
+    Walks are sorted by ts, so each is searched from both ends.
+    """
+    lo, hi = None, None
+    for w in walks.values():
+        for s in w:
+            if s.action in WORK_ACTIONS:
+                if lo is None or s.ev["ts"] < lo:
+                    lo = s.ev["ts"]
+                break
+        for s in reversed(w):
+            if s.action in WORK_ACTIONS:
+                if hi is None or s.end > hi:
+                    hi = s.end
+                break
+    return None if lo is None else (lo, hi)
+
+
+@dataclass
+class SteadyLoop:
+    """A thread's steady-state loop: header token and the steps of its kept iterations."""
+
+    header: int | None
+    steps: list = field(default_factory=list)
+    iterations: int = 0
+    exits: int = 0                    # dropped last iterations (left the loop)
+    share: float = 0.0                # loop CPU / thread CPU
+    span: tuple | None = None         # (first, end): the kept steps are walk[first:end]
+
+
+def _cpu(steps) -> float:
+    return float(sum(s.cpu for s in steps if s.cpu is not None))
+
+
+def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
+    """The innermost loop that holds (nearly) all of a thread's CPU.
+
+    Level by level: if the walks of this level are one loop (other steps below
+    ``slack`` of the thread's CPU), keep its iterations -- without a last one
+    that is shorter than the typical iteration, which left the loop -- and look
+    inside them.  Nested loops (an executor's work loop around the program's
+    own ``while True: get()``) end at the innermost one.
+    """
+    total = _cpu(walk)
+    level = [walk] if walk else []
+    found = SteadyLoop(None)
+    while level:
+        items = structure(level)
+        loops = [it for it in items if isinstance(it, Loop)]
+        if len(loops) != 1:
+            break
+        loop = loops[0]
+        inside = sum(_cpu(it) for entry in loop.iterations for it in entry)
+        if total > 0 and 1.0 - inside / total > slack:
+            break
+        lengths = sorted(len(it) for entry in loop.iterations for it in entry)
+        typical = lengths[len(lengths) // 2]
+        kept, exits = [], 0
+        for entry in loop.iterations:
+            if len(entry) >= 2 and len(entry[-1]) < typical:
+                entry = entry[:-1]
+                exits += 1
+            kept.extend(entry)
+        if not kept:
+            break
+        kept.sort(key=lambda it: it[0].ev["ts"])
+        found = SteadyLoop(loop.header, [s for it in kept for s in it], len(kept), exits,
+                           inside / total if total > 0 else 1.0)
+        level = kept
+    return found
+
+
+def propagate_drops(pairs) -> int:
+    """Drop the put of every hand-over whose take was dropped; returns how many."""
+    n = 0
+    for p, g in pairs:
+        if g.drop and not p.drop:
+            p.drop = True
+            n += 1
+    return n

@@ -1,0 +1,486 @@
+"""The analysis pipeline: trace -> runners with structured bodies.
+
+1. steps per thread (:mod:`.steps`), socket channels (:mod:`.sockets`);
+2. the work phase, thread pools (:mod:`.threads`), each pool's steady-state
+   loop or whole life (:mod:`.phases`);
+3. hand-overs follow drops; queues with one side left in the model are
+   dropped (no consumer) or fed by a source (no producer: an open workload);
+4. the structure of each runner's body (:mod:`.structure`) and the GIL-free
+   share of each code fragment (:mod:`.gil`).
+
+:func:`analyze` returns an :class:`Analysis`; :mod:`.model` writes it as a
+model.  The whole pipeline is pure: a trace in, plain data out.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import gc
+import operator
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qpn.errors import QPNError
+
+from .gil import busy, gil_free_shares
+from .naming import Sources, ident
+from .objects import ObjectTable
+from .phases import SteadyLoop, propagate_drops, steady_loop, work_phase
+from .sockets import SocketLinks, link_sockets
+from .steps import fold, thread_steps
+from .structure import Tokens, leaves, structure
+from .threads import Group, group_threads
+
+
+_TOK = operator.attrgetter("tok")
+
+
+@dataclass
+class Options:
+    """Knobs of ``qpn build`` (times in ns)."""
+
+    prune: float = 0.03               # drop fragments below this share of a runner's CPU / I/O
+    demands: str = "fitted"           # fitted | empirical
+    io_threshold: int = 50_000        # I/O faster than this is a page-cache hit
+    slack: float = 0.05               # CPU share outside a steady-state loop that may be dropped
+    gil: bool | None = None           # model the GIL (None: as the trace header says)
+
+
+@dataclass
+class Runner:
+    """A pool of threads (or the main thread) and the body the model gives it."""
+
+    name: str
+    group: Group
+    mode: str                         # forever | counted | omitted
+    header: int | None = None
+    items: list = field(default_factory=list)
+    walks: list = field(default_factory=list)
+    exits: int = 0
+    iterations: int = 0
+    why: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.group.tids)
+
+
+@dataclass
+class Analysis:
+    """Everything the model writer needs."""
+
+    trace: object
+    options: Options
+    objects: ObjectTable
+    tokens: Tokens
+    runners: list
+    links: SocketLinks
+    sources: Sources
+    gil: bool
+    shares: dict                      # leaf id -> GIL-free share
+    queue_flow: dict                  # queue key -> flow facts
+    external: dict                    # queue key -> sorted arrival times (ns)
+    phase: tuple | None
+    warnings: list = field(default_factory=list)
+    traced_sites: frozenset = frozenset()
+    timings: dict = field(default_factory=dict)     # seconds per stage
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Pause the cyclic garbage collector: the analysis makes millions of small,
+    acyclic objects, and collections triggered by their allocation would
+    rescan them all again and again (half the run time on 10^6 events)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def analyze(trace, options: Options | None = None) -> Analysis:
+    """Analyze a :class:`frontends.trace.Trace` into runners with structured bodies."""
+    with no_gc():
+        return _analyze(trace, options)
+
+
+def _analyze(trace, options: Options | None) -> Analysis:
+    opt = options or Options()
+    timings: dict = {"_t": time.perf_counter()}
+    h = trace.header
+    warnings = list(trace.warnings)
+    has_cpu = h.has("thread_cpu")
+    if not has_cpu:
+        warnings.append("the trace has no thread CPU times (capability thread_cpu): the wall "
+                        "time between operations stands in for CPU demand")
+    by = trace.by_thread()
+    _tick(timings, 'by_thread')
+    objects = ObjectTable(e for e in trace.events if e["kind"] == "object")
+    info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
+    main = h.program.get("pid") if h.program.get("pid") in by else next(
+        (t for t, e in info.items() if e.get("name") == "MainThread"), None)
+    _tick(timings, 'objects')
+    tokens = Tokens()
+    walks = {tid: thread_steps(evs, objects, thread_cpu=has_cpu, tokens=tokens)
+             for tid, evs in by.items()}
+    _tick(timings, 'steps')
+    links = link_sockets(walks)
+    tokens.assign(links.rewritten)
+    walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False)
+             if any(s.action == "sock" for s in w) else w for tid, w in walks.items()}
+    _tick(timings, 'sockets')
+    phase = work_phase(walks)
+    lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
+    sigs = {}
+    for tid, w in walks.items():
+        i, j = _inside(w, lo, hi)
+        for s in w[:i]:
+            s.out = True
+        for s in w[j:]:
+            s.out = True
+        sigs[tid] = set(map(_TOK, w[i:j]))
+    groups = group_threads(sigs, info, main)
+    runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
+    _tick(timings, 'pools')
+    for r in runners:                  # all its work lies in start-up or shut-down
+        if not any(sigs[t] for t in r.group.tids):
+            r.mode, r.why = "omitted", "works only before or after the work phase"
+            for t in r.group.tids:
+                for s in walks[t]:
+                    s.drop = True
+    pairs = pair_items(walks)
+    _tick(timings, 'items')
+    for _ in range(3):                 # drops can make another runner a steady loop
+        changed = [_decide(r, walks, opt) for r in runners if r.mode == "counted"]
+        if not propagate_drops(pairs) and not any(changed):
+            break
+    for r in runners:                  # whole-life runners: only their work phase
+        if r.mode == "counted":
+            for t in r.group.tids:
+                for s in walks[t]:
+                    if s.out:
+                        s.drop = True
+    propagate_drops(pairs)
+    external = _balance(runners, walks, opt, warnings)
+    _tick(timings, 'decide')
+    for r in runners:
+        _finish(r, walks)
+    _tick(timings, 'structure')
+    if all(r.mode == "omitted" for r in runners):
+        raise QPNError(f"{trace.path}: nothing to model: no thread does any work the model "
+                       f"can describe ({len(trace.events)} events, {len(by)} threads)"
+                       + "".join(f"\nwarning: {w}" for w in trace.warnings))
+    gil = h.runtime.get("gil", False) if opt.gil is None else opt.gil
+    shares = _gil_shares(runners, walks) if gil and has_cpu else {}
+    _tick(timings, 'gil')
+    sites = {s.site for w in walks.values() for s in w}
+    traced = frozenset(_site_key(x) for x in sites if x)
+    return Analysis(trace, opt, objects, tokens, runners, links, Sources(h.program.get("cwd")),
+                    bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
+                    traced, _tick(timings, "rest"))
+
+
+def _tick(timings: dict, what: str) -> dict:
+    """Record the seconds since the last tick under ``what`` (for the benchmark)."""
+    now = time.perf_counter()
+    timings[what] = timings.get(what, 0.0) + now - timings["_t"]
+    timings["_t"] = now
+    return timings
+
+
+def _runner_name(g: Group, objects: ObjectTable) -> str:
+    """``main``, the thread-name stem, or ``worker`` for an executor's threads."""
+    if g.main:
+        return "main"
+    for key in objects.by_type("pool"):
+        pname = objects.info(key).get("name")
+        if pname and all(n.startswith(pname) for n in g.thread_names):
+            return "worker"
+    return ident(g.name, "threads")
+
+
+def _inside(w: list, lo, hi) -> tuple[int, int]:
+    """The steps of a walk (sorted by ts) between ``lo`` and ``hi``: w[i:j]."""
+    i = 0
+    while i < len(w) and w[i].ev["ts"] < lo:
+        i += 1
+    j = len(w)
+    while j > i and w[j - 1].ev["ts"] > hi:
+        j -= 1
+    return i, j
+
+
+def pair_items(walks: dict) -> list[tuple]:
+    """(put step, take step) of each queue hand-over.
+
+    As ``trace_query.match_items`` pairs events: takes in completion order,
+    each with the earliest unmatched put of the same queue and item id (ids
+    are unique only among live objects).
+    """
+    puts: dict = {}
+    gets = []
+    for w in walks.values():
+        for s in w:
+            a = s.action
+            if a == "put" or a == "take":
+                item = s.ev.get("item")
+                if item is None:
+                    continue
+                if a == "put":
+                    puts.setdefault((s.key, item), []).append(s)
+                else:
+                    gets.append(s)
+    for q in puts.values():
+        if len(q) > 1:
+            q.sort(key=lambda x: x.ev["ts"], reverse=True)
+    gets.sort(key=lambda x: x.ev["ts"] + x.dur)
+    pairs = []
+    for g in gets:
+        q = puts.get((g.key, g.ev["item"]))
+        if q:
+            pairs.append((q.pop(), g))
+    return pairs
+
+
+def _site_key(site: str) -> tuple:
+    path, _, line = site.rpartition(":")
+    return (path, int(line)) if line.isdigit() else (site, 0)
+
+
+def _cpu(steps) -> float:
+    return float(sum(s.cpu for s in steps if s.cpu is not None and not s.drop))
+
+
+#: a long walk's steady-state loop is found from its first and last steps
+HEAD, TAIL = 20_000, 2_000
+
+
+def _steady(w: list, opt: Options) -> SteadyLoop:
+    """:func:`steady_loop`, on a sample of a long walk: its head and its tail.
+
+    The loop and its header show in the first steps, and the iterations that
+    leave it in the last ones; the steps in between are the same loop.
+    """
+    if len(w) <= HEAD + TAIL:
+        return steady_loop(w, slack=opt.slack)
+    d = steady_loop(w[:HEAD] + w[-TAIL:], slack=opt.slack)
+    if d.header is None or not d.steps:
+        return d
+    toks = list(map(_TOK, w))
+    first = toks.index(d.header)
+    last = d.steps[-1]
+    end = next((len(w) - k for k, s in enumerate(reversed(w[-TAIL:])) if s is last), len(w))
+    d.steps = w[first:end]
+    d.span = (first, end)
+    d.iterations = toks[first:end].count(d.header)
+    return d
+
+
+def _decide(r: Runner, walks: dict, opt: Options) -> bool:
+    """Forever (steady-state loop) or counted (whole life); marks dropped steps.
+
+    A thread's steady-state loop is looked for in its whole life first, then
+    in its work phase only (start-up code may hide it).  Returns whether the
+    runner became a steady-state loop.
+    """
+    g = r.group
+    kept = {t: [s for s in walks[t] if not s.drop] for t in g.tids}
+    loops = {t: _steady(w, opt) for t, w in kept.items() if w}
+    for t, d in list(loops.items()):
+        if d.header is None:
+            inner = [s for s in kept[t] if not s.out]
+            if inner and len(inner) < len(kept[t]):
+                loops[t] = _steady(inner, opt)
+    votes: dict = collections.Counter()
+    for t, d in loops.items():
+        if d.header is not None:
+            votes[d.header] += len(kept[t])
+    total = sum(len(kept[t]) for t in loops) or 1
+    if not votes:
+        return False
+    header, weight = votes.most_common(1)[0]
+    if weight < 0.5 * total:
+        return False
+    r.mode, r.header = "forever", header
+    for t in g.tids:
+        d = loops.get(t)
+        if d is not None and d.header == header and d.span is not None:
+            a, b = d.span                      # one stretch of the walk: drop around it
+            for s in kept[t][:a]:
+                s.drop = True
+            for s in kept[t][b:]:
+                s.drop = True
+            r.exits += d.exits
+            r.iterations += d.iterations
+            continue
+        for s in walks[t]:
+            s.drop = True
+        if d is not None and d.header is not None:
+            steps = d.steps
+            first = next((i for i, s in enumerate(steps) if s.tok == header), len(steps))
+            for s in steps[first:]:
+                s.drop = False
+            r.exits += d.exits if d.header == header else 0
+            r.iterations += sum(1 for s in steps[first:] if s.tok == header)
+    _drop_short_exits(r, walks, header)
+    return True
+
+
+def _drop_short_exits(r: Runner, walks: dict, header: int) -> None:
+    """A thread's last iteration that is shorter than the pool's typical one left
+    the loop (it took the stop marker): drop it, even when it is the thread's
+    only iteration (a thread that got no work)."""
+    lengths, last = [], {}
+    for t in r.group.tids:
+        toks = [s.tok for s in walks[t] if not s.drop]
+        pos = [i for i, x in enumerate(toks) if x == header]
+        if not pos:
+            continue
+        lengths += [b - a for a, b in zip(pos, pos[1:])] + [len(toks) - pos[-1]]
+        last[t] = len(toks) - pos[-1]
+    if not lengths:
+        return
+    typical = sorted(lengths)[len(lengths) // 2]
+    for t, n in last.items():
+        if n < typical:
+            kept = [s for s in walks[t] if not s.drop]
+            for s in kept[len(kept) - n:]:
+                s.drop = True
+            r.exits += 1
+            r.iterations -= 1
+
+
+def _balance(runners, walks, opt, warnings) -> dict:
+    """Omit runners without work; drop queues nobody takes from; find sources."""
+    total = sum(_cpu(walks[t]) for r in runners for t in r.group.tids) or 1.0
+    external: dict = {}
+    for _ in range(3):
+        sides: dict = collections.defaultdict(lambda: ([], []))
+        for r in runners:
+            if r.mode == "omitted":
+                continue
+            n, hands, cpu = 0, False, 0.0
+            for t in r.group.tids:
+                for s in walks[t]:
+                    if s.drop:
+                        continue
+                    n += 1
+                    if s.cpu is not None:
+                        cpu += s.cpu
+                    if s.action == "put":
+                        sides[s.key][0].append(s)
+                        hands = True
+                    elif s.action == "take":
+                        sides[s.key][1].append(s)
+                        hands = True
+            if not n or (not hands and cpu < opt.prune * total):
+                r.why = ("no work in the steady state" if not n else
+                         f"{100 * cpu / total:.1f}% of the CPU and no hand-overs")
+                r.mode = "omitted"
+                for t in r.group.tids:
+                    for s in walks[t]:
+                        s.drop = True
+        changed = False
+        for key, (puts, takes) in sides.items():
+            puts = [s for s in puts if not s.drop]
+            takes = [s for s in takes if not s.drop]
+            if puts and not takes:
+                for s in puts:
+                    s.drop = True
+                changed = True
+            elif takes and not puts:
+                if len(takes) >= 3:            # fed from outside the trace: a source
+                    external[key] = sorted(s.end for s in takes)
+                else:                          # too few to say how fast: leave them out
+                    for s in takes:
+                        s.drop = True
+                    changed = True
+        if not changed:
+            break
+    return external
+
+
+def _finish(r: Runner, walks: dict) -> None:
+    """Fold dropped steps away and structure the runner's body."""
+    if r.mode == "omitted":
+        return
+    if r.mode == "forever":
+        its = []
+        for t in r.group.tids:
+            w = fold(walks[t], lambda s: not s.drop)
+            toks = list(map(_TOK, w))
+            cuts = [i for i, x in enumerate(toks) if x == r.header] + [len(w)]
+            its.extend(w[a:b] for a, b in zip(cuts, cuts[1:]))
+        if its:
+            r.walks = its
+            r.items = structure(its)
+            return
+        r.mode = "counted"
+    r.walks = [fold(walks[t], lambda s: not s.drop) for t in r.group.tids]
+    r.walks = [w for w in r.walks if w]
+    r.items = structure(r.walks)
+    if not r.items:
+        r.mode, r.why = "omitted", "no operations left"
+
+
+def _gil_shares(runners, walks) -> dict:
+    """GIL-free share per leaf, from the CPU clocks of all threads."""
+    leaf_id: dict = {}
+    by_ev: dict = {}
+    for r in runners:
+        for lf in leaves(r.items):
+            k = leaf_id.setdefault(id(lf), len(leaf_id))
+            for s in lf.steps:
+                by_ev[id(s.ev)] = k
+    a, b, c, kl = [], [], [], []
+    ea, eb, ec = [], [], []
+    for w in walks.values():
+        for s in w:
+            if s.cpu is None:
+                continue
+            a.append(s.start)
+            b.append(s.ev["ts"])
+            c.append(s.cpu)
+            kl.append(by_ev.get(id(s.ev), -1))
+            if s.own_cpu and s.dur:
+                ea.append(s.ev["ts"])
+                eb.append(s.end)
+                ec.append(s.own_cpu)
+    clock: list = []
+    f = gil_free_shares(np.array(a, float), np.array(b, float), np.array(c, float),
+                        np.array(kl, dtype=np.int64), len(leaf_id),
+                        extra=(np.array(ea, float), np.array(eb, float), np.array(ec, float)),
+                        clock=clock)
+    out = {}
+    for r in runners:
+        for lf in leaves(r.items):
+            out[id(lf)] = float(f[leaf_id[id(lf)]])
+            if lf.action == "io":      # file I/O waits that the GIL explains are not device time
+                st = lf.steps
+                qa = np.array([s.ev["ts"] for s in st], float)
+                qb = np.array([s.end for s in st], float)
+                held = busy(clock[0], qa, qb) - np.array([s.own_cpu for s in st], float)
+                out[("gil_wait", id(lf))] = np.maximum(held, 0.0).tolist()
+    return out
+
+
+def _queue_flow(pairs) -> dict:
+    """Per queue: items handed over, dropped (stop markers), passed on to other queues."""
+    flow: dict = collections.defaultdict(lambda: {"items": 0, "dropped": 0,
+                                                  "onward": collections.Counter()})
+    got: dict = {}
+    for p, g in pairs:
+        f = flow[p.key]
+        f["items"] += 1
+        if p.drop:
+            f["dropped"] += 1
+        got[(g.tid, g.ev["item"])] = p.key
+    for p, _g in pairs:
+        src = got.get((p.tid, p.ev["item"]))
+        if src is not None and p.key != src:
+            flow[src]["onward"][p.key] += 1
+    return dict(flow)

@@ -1,0 +1,135 @@
+"""Socket operations between traced threads become queues.
+
+Two patterns are recognized, both from timing alone (the trace has no socket
+addresses on both ends):
+
+* **connections**: ``accept`` on a listening socket takes a connection from
+  the OS accept queue; a ``connect`` of a traced thread puts one there.  The
+  i-th connection made is the i-th accepted (the queue is FIFO), so when the
+  traced connects and accepts balance, the connects are the producers.  When
+  nobody in the trace connects, the clients are outside: an open workload.
+* **replies**: a ``recv`` that follows a ``send`` on the same socket of the
+  same thread (request, then response) and blocks until another thread starts
+  a ``send`` is a take from a reply queue that this send site feeds.
+
+Steps of a channel get ``action`` ``put``/``take`` and key ``("accept", fd)``
+or ``("reply", site)``; other socket steps stay ``sock`` (computation).
+
+>>> from frontends.analyze.steps import Step
+>>> def st(tid, op, ts, dur, fd, site):
+...     ev = {"kind": "io", "tid": tid, "ts": ts, "dur": dur, "op": op, "fd": fd, "site": site}
+...     return Step(tid, "sock", op, site, ev, ts, 0, 0, 0, dur)
+>>> client = [st(1, "send", 0, 5, 3, "c.py:1"), st(1, "recv", 10, 500_000, 3, "c.py:2")]
+>>> server = [st(2, "send", 300_000, 20, 9, "s.py:7")]
+>>> ch = link_sockets({1: client, 2: server})
+>>> [(s.action, s.key) for s in client + server]
+[('sock', 'send'), ('take', ('reply', 's.py:7')), ('put', ('reply', 's.py:7'))]
+"""
+from __future__ import annotations
+
+import bisect
+import collections
+from dataclasses import dataclass, field
+
+#: a recv must block this long (ns) to count as waiting for a reply
+BLOCK_NS = 50_000
+
+
+@dataclass
+class SocketLinks:
+    """What :func:`link_sockets` found (for the model's comments and tests)."""
+
+    listeners: dict = field(default_factory=dict)    # key -> {"accepts", "connects", "sites"}
+    replies: dict = field(default_factory=dict)      # key -> {"puts", "takes", "consumer"}
+    external: list = field(default_factory=list)     # accept keys fed from outside the trace
+    rewritten: list = field(default_factory=list)    # the steps that became puts and takes
+
+
+def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
+    """Rewrite the socket steps of ``walks`` (tid -> steps) that form channels."""
+    links = SocketLinks()
+    accepts, connects, sends = [], [], []
+    cands = collections.defaultdict(list)            # recv site -> candidate steps
+    for w in walks.values():
+        last: dict = {}
+        for s in w:
+            if s.action != "sock":
+                continue
+            op = s.key
+            fd = s.ev.get("fd")
+            if op == "accept":
+                accepts.append(s)
+            elif op == "connect":
+                connects.append(s)
+            elif op == "send":
+                sends.append(s)
+            elif op == "recv" and last.get(fd) == "send":
+                cands[s.site].append(s)
+            last[fd] = op
+    by_fd = collections.defaultdict(list)
+    for s in accepts:
+        by_fd[s.ev.get("fd", -1)].append(s)
+    for fd, acc in by_fd.items():
+        key = ("accept", fd)
+        for s in acc:
+            s.action, s.key = "take", key
+        links.rewritten.extend(acc)
+        links.listeners[key] = {"accepts": len(acc), "connects": 0,
+                                "sites": sorted({s.site for s in acc if s.site})}
+    if by_fd and connects:
+        _link_connects(connects, accepts, links)
+    for key, info in links.listeners.items():
+        if info["connects"] == 0:
+            links.external.append(key)
+    if sends and cands:
+        _link_replies(sends, cands, links, block_ns)
+    return links
+
+
+def _link_connects(connects, accepts, links) -> None:
+    """Match connects to accepts in completion order (the accept queue is FIFO)."""
+    if abs(len(connects) - len(accepts)) > max(2, 0.1 * len(accepts)):
+        return
+    acc = sorted(accepts, key=lambda s: s.end)
+    ends = [s.end for s in acc]
+    used = [False] * len(acc)
+    for c in sorted(connects, key=lambda s: s.end):
+        i = bisect.bisect_left(ends, c.ts)
+        while i < len(acc) and used[i]:
+            i += 1
+        if i == len(acc):
+            continue
+        used[i] = True
+        key = acc[i].key
+        c.action, c.key = "put", key
+        links.rewritten.append(c)
+        links.listeners[key]["connects"] += 1
+
+
+def _link_replies(sends, cands, links, block_ns) -> None:
+    sends.sort(key=lambda s: s.ev["ts"])
+    starts = [s.ev["ts"] for s in sends]
+    for site, recvs in cands.items():
+        votes: collections.Counter = collections.Counter()
+        for r in recvs:
+            if r.blocked < block_ns:
+                continue
+            i = bisect.bisect_right(starts, r.end) - 1
+            while i >= 0 and starts[i] >= r.ev["ts"]:
+                if sends[i].tid != r.tid:
+                    votes[sends[i].site] += 1
+                    break
+                i -= 1
+        if not votes or sum(votes.values()) < 0.5 * len(recvs):
+            continue
+        producer, _ = votes.most_common(1)[0]
+        puts = [s for s in sends if s.site == producer and s.action == "sock"]
+        if abs(len(puts) - len(recvs)) > max(2, 0.15 * len(recvs)):
+            continue
+        key = ("reply", producer)
+        for s in puts:
+            s.action, s.key = "put", key
+        for s in recvs:
+            s.action, s.key = "take", key
+        links.rewritten.extend(puts + recvs)
+        links.replies[key] = {"puts": len(puts), "takes": len(recvs), "consumer": site}

@@ -1,0 +1,255 @@
+"""A thread's events as *steps*: an operation and the code fragment before it.
+
+A step is one operation the model represents -- take or put an item, lock or
+unlock a mutex, acquire or release permits, await a barrier, wait on or notify
+a condition, file or socket I/O, sleep -- together with the code fragment
+that ran before it: the stretch since the end of the previous operation
+(``trace_query.fragments``).  The fragment's CPU demand is the difference of
+the thread CPU clock (``cpu``) between the two events; the CPU an operation
+used itself (``cpu_dur``: copying data, re-taking the GIL) counts with the
+fragment before it (a critical section is not made longer by the CPU its
+lock's waiters burn), except for file I/O, whose own time the model keeps
+(page-cache hits are CPU).  Without ``thread_cpu`` the wall time stands in.
+
+Operations the model does not represent (object creation, joins, waits for
+futures and events, markers, failed tries, re-entrant lock acquisitions) are
+*folded*: their fragment and their own time go to the next step.  Events
+nested in an earlier span of the same thread (the lock release inside a
+condition wait) are skipped.
+
+A step's *token* ``(action, target, site)`` names what it does where: the
+same operation reached from two code locations gives two tokens, so the call
+graph keeps the two paths apart (context splitting by site).
+
+>>> from frontends.analyze.objects import ObjectTable
+>>> evs = [{"kind": "thread_start", "tid": 1, "ts": 0, "cpu": 0},
+...        {"kind": "object", "tid": 1, "ts": 10, "cpu": 10, "obj": 5, "type": "lock"},
+...        {"kind": "acquire", "tid": 1, "ts": 100, "cpu": 90, "obj": 5, "dur": 0, "site": "p.py:3"},
+...        {"kind": "release", "tid": 1, "ts": 400, "cpu": 380, "obj": 5, "site": "p.py:3"}]
+>>> steps = thread_steps(evs, ObjectTable(evs))
+>>> [(s.action, s.site, s.cpu, s.wall) for s in steps]
+[('lock', 'p.py:3', 90, 100), ('unlock', 'p.py:3', 290, 300)]
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .objects import ObjectTable, kind_of
+
+#: actions that take part in the model; everything else is folded
+ACTIONS = ("take", "put", "lock", "unlock", "acquire", "release", "await", "wait",
+           "notify", "notify_all", "io", "sock", "sleep")
+#: actions of a producer / consumer of items (c_out / c_in)
+SOCKET_OPS = frozenset({"send", "recv", "accept", "connect"})
+CONTAINERS = frozenset({"task", "span"})
+SKIPPED = frozenset({"cpu", "disk", "wakeup", "sample", "counter", "mark", "probe"})
+
+
+class Step:
+    """One operation of one thread and the fragment before it (times in ns)."""
+
+    __slots__ = ("tid", "action", "key", "site", "ev", "start", "cpu", "wall",
+                 "own_cpu", "dur", "drop", "klass", "tok", "out")
+
+    def __init__(self, tid, action, key, site, ev, start, cpu, wall, own_cpu, dur):
+        self.tid = tid
+        self.action = action          # one of ACTIONS
+        self.key = key                # object key (obj, generation), or the I/O op
+        self.site = site              # code location of the operation
+        self.ev = ev                  # the event
+        self.start = start            # when the fragment began (end of the previous op)
+        self.cpu = cpu                # fragment CPU (None: unknown, e.g. start-up)
+        self.wall = wall              # fragment wall time
+        self.own_cpu = own_cpu        # CPU the operation used itself
+        self.dur = dur                # how long the operation took (blocking included)
+        self.drop = False
+        self.klass = None             # the fragment class (model step) it was assigned to
+        self.tok = None               # small int standing for ``token`` (see structure.py)
+        self.out = False              # outside the work phase
+
+    @property
+    def token(self) -> tuple:
+        return (self.action, self.key, self.site)
+
+    @property
+    def ts(self) -> int:
+        return self.ev["ts"]
+
+    @property
+    def end(self) -> int:
+        return self.ev["ts"] + self.dur
+
+    @property
+    def blocked(self) -> int:
+        """Time the operation spent waiting (its duration minus its own CPU)."""
+        return max(0, self.dur - self.own_cpu)
+
+    def __repr__(self) -> str:
+        return f"Step({self.action} {self.key} @{self.site}, cpu={self.cpu}, wall={self.wall})"
+
+
+def classify(ev: dict, objects: ObjectTable, held: dict) -> tuple | None:
+    """(action, key) of an event, or None if it is folded into the next step."""
+    k = ev["kind"]
+    if k == "get" or k == "put":
+        if ev.get("ok", True) is False or "obj" not in ev:
+            return None
+        return ("take" if k == "get" else "put", objects.key(ev["obj"], ev["ts"]))
+    if k == "acquire" or k == "release":
+        if ev.get("ok", True) is False:
+            return None
+        key = objects.key(ev["obj"], ev["ts"])
+        t = objects.type(key, "lock")
+        if kind_of(t) == "semaphore":
+            return ("acquire" if k == "acquire" else "release", key)
+        depth = held.get(key, 0)            # re-entrant (RLock) acquisitions fold
+        if k == "acquire":
+            held[key] = depth + 1
+            return ("lock", key) if depth == 0 else None
+        if depth <= 0:
+            return ("unlock", key)
+        held[key] = depth - 1
+        return ("unlock", key) if depth == 1 else None
+    if k == "wait":
+        on = ev.get("on")
+        if on == "barrier":
+            return ("await", objects.key(ev["obj"], ev["ts"])) if "obj" in ev else None
+        if on == "cond" and "obj" in ev:
+            return ("wait", objects.key(ev["obj"], ev["ts"]))
+        if on == "sleep":
+            return ("sleep", None)
+        return None                          # join, future, event, gil, select, other
+    if k == "notify":
+        if ev.get("on", "cond") != "cond" or "obj" not in ev:
+            return None
+        return ("notify_all" if ev.get("all") else "notify", objects.key(ev["obj"], ev["ts"]))
+    if k == "io":
+        op = ev["op"]
+        if op in SOCKET_OPS:
+            return ("sock", op)
+        if ev.get("ok", True) is False:
+            return None
+        return ("io", op)
+    return None
+
+
+FOLDED_KINDS = frozenset({"thread_start", "thread_end", "object", "request"})
+IGNORED_KINDS = CONTAINERS | SKIPPED
+
+
+def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
+                 thread_cpu: bool = True, tokens=None) -> list[Step]:
+    """The steps of one thread (its events sorted by ``ts``).
+
+    ``tokens`` (a :class:`~frontends.analyze.structure.Tokens`) numbers the
+    steps' tokens as they are made.
+    """
+    out: list[Step] = []
+    append = out.append
+    held: dict = {}
+    prev_end = None            # end of the previous boundary event
+    prev_cpu = None            # thread CPU clock at that end
+    pend_cpu = 0               # folded CPU waiting for the next step
+    frag_start = 0
+    ignored, folded = IGNORED_KINDS, FOLDED_KINDS
+    okey = objects.key
+    ids, toks = (tokens.ids, tokens.tokens) if tokens is not None else (None, None)
+    for ev in events:
+        kind = ev["kind"]
+        if kind in ignored:
+            continue
+        ts = ev["ts"]
+        get = ev.get
+        if prev_end is None:
+            frag_cpu = 0
+            frag_start = ts
+        elif ts < prev_end:
+            continue                         # nested in the previous span
+        else:
+            c = get("cpu") if thread_cpu else None
+            if c is not None and prev_cpu is not None:
+                frag_cpu = c - prev_cpu
+                if frag_cpu < 0:
+                    frag_cpu = 0
+            else:
+                frag_cpu = ts - prev_end     # no CPU clock: wall time stands in
+        if kind == "get" or kind == "put":   # the common case, inlined
+            what = None if get("ok", True) is False or "obj" not in ev else (
+                "take" if kind == "get" else "put", okey(ev["obj"], ts))
+        elif kind in folded or kind[:2] == "x_":
+            what = None
+        else:
+            what = classify(ev, objects, held)
+        dur = get("dur", 0)
+        own = get("cpu_dur", 0) if dur else 0
+        if what is None:
+            # fold: the fragment and the event's own CPU go to the next step
+            pend_cpu += frag_cpu + own
+        else:
+            action = what[0]
+            # an operation's own CPU (cpu_dur: copying data, re-taking the GIL
+            # after a wait) counts with the fragment before it, except for
+            # file I/O, whose own time the model represents
+            st = Step(ev["tid"], action, what[1], get("site"), ev, frag_start,
+                      pend_cpu + frag_cpu + (own if action != "io" else 0), ts - frag_start,
+                      own, dur)
+            if ids is not None:
+                t = (action, st.key, st.site)
+                i = ids.get(t)
+                if i is None:
+                    i = ids[t] = len(toks)
+                    toks.append(t)
+                st.tok = i
+            append(st)
+            pend_cpu = 0
+            frag_start = ts + dur
+        prev_end = ts + dur
+        c = get("cpu") if thread_cpu else None
+        prev_cpu = (c + own) if c is not None else None
+    return out
+
+
+def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True) -> list[Step]:
+    """The steps of ``walk`` for which ``keep(step)`` holds.
+
+    A dropped step's fragment (and a file operation's own CPU; other
+    operations' own CPU is already counted in their fragment) moves
+    into the next kept step's fragment (the code still ran).  Steps dropped before the first kept one are
+    discarded with their CPU when ``discard_leading`` (start-up code), and the
+    first kept step then has an unknown fragment (``cpu = None``).
+    """
+    out: list[Step] = []
+    pend_cpu, pend_known = 0, True
+    start = None
+    leading = True
+    for st in walk:
+        if start is None and not leading and pend_known and keep(st):
+            out.append(st)                   # the common case: kept, nothing pending
+            continue
+        if not keep(st):
+            if leading and discard_leading:
+                continue
+            if st.cpu is None:
+                pend_known = False
+            else:
+                pend_cpu += st.cpu + (st.own_cpu if st.action == "io" else 0)
+            if start is None:
+                start = st.start
+            continue
+        if leading and discard_leading:
+            cpu = None                       # its fragment is start-up code
+            s0 = st.start
+        else:
+            if start is None and pend_known:     # nothing folded into it: keep it as is
+                out.append(st)
+                leading = False
+                continue
+            cpu = None if (st.cpu is None or not pend_known) else st.cpu + pend_cpu
+            s0 = start if start is not None else st.start
+        new = Step(st.tid, st.action, st.key, st.site, st.ev, s0, cpu, st.ev["ts"] - s0,
+                   st.own_cpu, st.dur)
+        new.klass, new.tok = st.klass, st.tok
+        out.append(new)
+        leading = False
+        pend_cpu, pend_known, start = 0, True, None
+    return out

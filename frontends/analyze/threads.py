@@ -1,0 +1,102 @@
+"""Thread pools: threads that behave alike.
+
+Threads belong to one pool when they were started at the same code location
+and do the same operations on the same objects at the same sites (the same
+set of step tokens).  A thread whose tokens are a subset of a pool's is a
+member that saw less work (an idle worker, one that got no stop marker):
+it joins the pool, as the thesis merges a spurious thread tuple into the
+superset with the larger count (``frontends/pools.py``).  The main thread is
+always a runner of its own.
+
+>>> info = {1: {"name": "MainThread"}, 2: {"name": "worker-0", "site": "p.py:9"},
+...         3: {"name": "worker-1", "site": "p.py:9"}, 4: {"name": "worker-2", "site": "p.py:9"}}
+>>> sigs = {1: {"a"}, 2: {"b", "c"}, 3: {"b", "c"}, 4: {"b"}}
+>>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
+[('main', [1]), ('worker', [2, 3, 4])]
+>>> stem("ThreadPoolExecutor-0_2"), stem("Thread-3 (serve)"), stem("client-1")
+('ThreadPoolExecutor', 'serve', 'client')
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_TARGET = re.compile(r"\(([A-Za-z_]\w*)\)\s*$")
+_TAIL = re.compile(r"[\d_\-.\s]+$")
+
+
+def stem(name: str) -> str:
+    """A thread name without its number (``worker-3`` -> ``worker``)."""
+    m = _TARGET.search(name or "")
+    if m:                                  # Python's default 'Thread-3 (target)'
+        return m.group(1)
+    s = _TAIL.sub("", name or "")
+    return s or "thread"
+
+
+@dataclass
+class Group:
+    """Threads that form one runner of the model."""
+
+    name: str
+    tids: list
+    main: bool = False
+    thread_names: list = field(default_factory=list)
+    start_site: str | None = None
+
+
+def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
+    """Pools from per-thread token sets; ``info[tid]`` has ``name`` and ``site``."""
+    groups: dict[tuple, list] = {}
+    for tid in sorted(signatures):
+        if tid == main:
+            continue
+        key = (info.get(tid, {}).get("site"), frozenset(signatures[tid]))
+        groups.setdefault(key, []).append(tid)
+    # merge a group into a superset group of the same start site (more work seen)
+    keys = sorted(groups, key=lambda k: (len(k[1]), len(groups[k])))
+    merged = True
+    while merged:
+        merged = False
+        for small in keys:
+            hosts = [big for big in keys if big is not small and big[0] == small[0]
+                     and small[1] <= big[1] and big in groups and small in groups
+                     and (small[1] < big[1] or len(groups[big]) >= len(groups[small]))
+                     and _same_stem(groups[small], groups[big], info)]
+            if hosts:
+                host = max(hosts, key=lambda k: (len(groups[k]), len(k[1])))
+                groups[host].extend(groups.pop(small))
+                keys.remove(small)
+                merged = True
+                break
+    out = []
+    if main is not None and main in signatures:
+        out.append(Group("main", [main], True, [info.get(main, {}).get("name", "MainThread")],
+                         info.get(main, {}).get("site")))
+    for key in sorted(groups, key=lambda k: min(groups[k])):
+        tids = sorted(groups[key])
+        names = [info.get(t, {}).get("name", "") for t in tids]
+        out.append(Group(stem(_common(names)), tids, False, names, key[0]))
+    return out
+
+
+def _same_stem(a: list, b: list, info: dict) -> bool:
+    sa = {stem(info.get(t, {}).get("name", "")) for t in a}
+    sb = {stem(info.get(t, {}).get("name", "")) for t in b}
+    return bool(sa & sb)
+
+
+def _common(names: list[str]) -> str:
+    """The longest common prefix of the names, or the first name's stem."""
+    if not names:
+        return "thread"
+    if len(names) == 1:
+        return names[0]
+    p = names[0]
+    for n in names[1:]:
+        while not n.startswith(p):
+            p = p[:-1]
+    m = _TARGET.search(names[0])
+    if m and all(_TARGET.search(n) and _TARGET.search(n).group(1) == m.group(1) for n in names):
+        return names[0]
+    return p if stem(p) != "thread" else names[0]
