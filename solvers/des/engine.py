@@ -148,27 +148,45 @@ class Engine:
         return deg
 
     def _imm_enabled(self, lanes: np.ndarray) -> np.ndarray:
-        """Which generic immediate modes are enabled in ``lanes``: (lanes, modes), all at once."""
+        """Which generic immediate modes are enabled in ``lanes``: (lanes, modes), all at once.
+
+        Input arcs, inhibitor groups and capacity groups are indicator matrices, so the
+        cost is a few matrix products whatever the number of modes (unfolded colors
+        of counted loops make hundreds)."""
         tab = self.__dict__.get("_imm_tab")
         if tab is None:
+            Mi, S = len(self.generic_imm), self.c.nslots
+
+            def table(entries):
+                """(slot indicator (S, E), owner (E, Mi), group (E,), extra (E,))"""
+                G = np.zeros((S, len(entries)))
+                own = np.zeros((len(entries), Mi))
+                grp = np.zeros(len(entries), dtype=np.int64)
+                add = np.zeros(len(entries))
+                for e, (i, slots, g, d) in enumerate(entries):
+                    G[np.asarray(slots), e] = 1.0
+                    own[e, i] = 1.0
+                    grp[e], add[e] = g, d
+                return G, own, grp, add
             arcs = [(i, s, cnt) for i, j in enumerate(self.generic_imm) for s, cnt in self.inputs[int(j)]]
             A = np.array(arcs, dtype=np.int64).reshape(-1, 3)
-            owner = np.zeros((len(A), len(self.generic_imm)))
+            owner = np.zeros((len(A), Mi))
             owner[np.arange(len(A)), A[:, 0]] = 1.0
-            extra = [(i, slots, g, None) for i, j in enumerate(self.generic_imm) for slots, g in self.inhib[int(j)]]
-            extra += [(i, slots, g, d) for i, j in enumerate(self.generic_imm) for slots, g, d in self.caps[int(j)]]
-            tab = self._imm_tab = (A[:, 1], A[:, 2], owner, extra)
-        slot, cnt, owner, extra = tab
+            inh = table([(i, sl, g, 0) for i, j in enumerate(self.generic_imm) for sl, g in self.inhib[int(j)]])
+            cap = table([(i, sl, g, d) for i, j in enumerate(self.generic_imm) for sl, g, d in self.caps[int(j)]])
+            tab = self._imm_tab = (A[:, 1], A[:, 2], owner, inh, cap)
+        slot, cnt, owner, inh, cap = tab
         m = self.m[lanes]
-        short = (m[:, slot] < cnt[None, :]).astype(float)          # arcs lacking tokens
-        E = (short @ owner) == 0
-        for i, slots, g, d in extra:
-            tot = m[:, slots].sum(axis=1)
-            if d is None:
-                E[:, i] &= tot < self.net.inh_thr[lanes, g]
-            else:
-                E[:, i] &= tot + d <= self.net.cap_limit[lanes, g]
-        return E
+        bad = (m[:, slot] < cnt[None, :]).astype(float) @ owner      # arcs lacking tokens
+        G, own, grp, _ = inh
+        if len(grp):
+            tot = m @ G
+            bad += (tot >= self.net.inh_thr[lanes][:, grp]).astype(float) @ own
+        G, own, grp, add = cap
+        if len(grp):
+            tot = m @ G
+            bad += (tot + add[None, :] > self.net.cap_limit[lanes][:, grp]).astype(float) @ own
+        return bad == 0
 
     # --------------------------------------------------------------- moves
     def _take(self, lanes, s, cnt, now):
