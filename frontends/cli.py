@@ -4,6 +4,7 @@
     qpn trace-check run.jsonl                         validate and summarize a trace
     qpn import-persik probes.log -o run.jsonl         convert a PERSIK probe log
     qpn build run.jsonl -o model.qpn                  build a software model from a trace
+    qpn synth model.qpn -o run.jsonl [--time T]       run a software model as a program, traced
 """
 from __future__ import annotations
 
@@ -197,3 +198,32 @@ def _(p):
 
 
 _.takes_file = False
+
+
+@command("synth", "run a software model as a program and write its trace (neutral format): "
+                  "the first half of a round trip through qpn build")
+def cmd_synth(args) -> int:
+    from .synth import parse_time, synth_file
+    res = synth_file(args.file, args.output, time=parse_time(args.time), seed=args.seed,
+                     sets=args.set, sources=args.sources, max_events=args.max_events)
+    info = res.info
+    threads = sum(info["threads"].values())
+    done = ", ".join(f"{n} {k}" for k, n in {**info["sinks"], **info["timers"]}.items())
+    print(f"wrote {args.output}: {info['events']} events, {threads} threads, "
+          f"{info['time']:g} s simulated" + (f"; {done}" if done else "")
+          + (" (stopped at --max-events)" if info["truncated"] else ""), file=sys.stderr)
+    return 0
+
+
+@cmd_synth.setup
+def _(p):
+    p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
+    p.add_argument("--time", default="60s",
+                   help="simulated time: 60, 60s, 500ms, 2min (default 60s)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--sources", choices=("auto", "threads", "acceptor"), default="auto",
+                   help="a source as one thread per request, or one acceptor thread "
+                        "(io accept) that runs each request's body; auto: the acceptor when "
+                        "the body never waits (default)")
+    p.add_argument("--max-events", type=int, default=None,
+                   help="stop after this many events (default: no limit)")
