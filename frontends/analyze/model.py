@@ -399,12 +399,20 @@ class Writer:
         thr = self.opt.io_threshold
         gil_wait = self.an.shares.get(("gil_wait", id(lf))) or [0.0] * len(lf.steps)
         device = [max(0.0, s.blocked - g) for s, g in zip(lf.steps, gil_wait)]
+        fast = sum(1 for d in device if d < thr)
+        rare = 0 < fast < self.opt.prune * len(device)
+        if rare:
+            # a few quick accesses among device accesses (an exponential service
+            # time is sometimes tiny) are the device's too, not a page cache
+            thr = 0
         hits = [s.own_cpu or s.dur for s, d in zip(lf.steps, device) if d < thr]
         miss = [d for d in device if d >= thr]
         n = len(lf.steps)
         name = self.names.unique(f"{op}_{split_site(site)[1] or ''}")
-        out.append(f"# {op} at {site}: {n} calls, {len(hits)} waited less than {fmt_time(thr)} "
-                   f"(page cache), {len(miss)} longer (device)"
+        out.append(f"# {op} at {site}: {n} calls, {fast} waited less than "
+                   f"{fmt_time(self.opt.io_threshold)} "
+                   + ("(too few for a page cache: the device's)" if rare else
+                      f"(page cache), {len(miss)} longer (device)")
                    + ("; waits for the GIL held by other threads not counted" if self.an.gil
                       else ""))
         alts = []

@@ -5,7 +5,7 @@
   connection, a reply) or barrier round; start-up before it and shut-down
   after it are dropped.  Without any such operation the whole trace is work.
 * **Steady-state loop**: a thread whose work is one loop (its other steps use
-  less than ``slack`` of its CPU) is a server-style thread -- a pool thread
+  less than ``slack`` of its CPU and file I/O time) is a server-style thread -- a pool thread
   repeats the loop body forever, which is exactly what a model pool does.
   Its loop iterations become the pool's body; what comes before and after the
   loop, and a last iteration that is shorter than the others (the one that
@@ -74,16 +74,26 @@ def _cpu(steps) -> float:
     return float(sum(s.cpu for s in steps if s.cpu is not None))
 
 
+def _work(steps) -> float:
+    """CPU plus file I/O time: what the model spends on the steps.
+
+    File I/O counts with its own duration, so that a loop iteration that
+    ends in a disk read (a cache miss) is not taken for CPU-free glue
+    between the iterations of an inner loop and dropped with it.
+    """
+    return float(sum((s.cpu or 0) + (s.dur if s.action == "io" else 0) for s in steps))
+
+
 def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
-    """The innermost loop that holds (nearly) all of a thread's CPU.
+    """The innermost loop that holds (nearly) all of a thread's CPU and file I/O time.
 
     Level by level: if the walks of this level are one loop (other steps below
-    ``slack`` of the thread's CPU), keep its iterations -- without a last one
+    ``slack`` of the thread's CPU and file I/O time), keep its iterations -- without a last one
     that is shorter than the typical iteration, which left the loop -- and look
     inside them.  Nested loops (an executor's work loop around the program's
     own ``while True: get()``) end at the innermost one.
     """
-    total = _cpu(walk)
+    total = _work(walk)
     level = [walk] if walk else []
     found = SteadyLoop(None)
     while level:
@@ -92,7 +102,7 @@ def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
         if len(loops) != 1:
             break
         loop = loops[0]
-        inside = sum(_cpu(it) for entry in loop.iterations for it in entry)
+        inside = sum(_work(it) for entry in loop.iterations for it in entry)
         if total > 0 and 1.0 - inside / total > slack:
             break
         lengths = sorted(len(it) for entry in loop.iterations for it in entry)
