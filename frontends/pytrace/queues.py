@@ -19,6 +19,22 @@ from .sync import declare, ns
 _Full, _Empty = queue.Full, queue.Empty
 
 
+def _traced_get(q, get, size, block: bool, timeout: float | None):
+    """``get(block, timeout)`` of queue ``q`` with its get event (``size()``: items left)."""
+    s = site()
+    c0 = cpu()
+    t0 = mono()
+    try:
+        item = get(block, timeout)
+    except _Empty:
+        d, cd = spent(t0, c0)
+        emit(("get", gettid(), t0, c0, s, id(q), None, d, 0, False, cd))
+        raise
+    d, cd = spent(t0, c0)
+    emit(("get", gettid(), t0, c0, s, id(q), id(item), d, size(), None, cd))
+    return item
+
+
 class _QueueMixin:
     _kind = "queue"
 
@@ -40,18 +56,7 @@ class _QueueMixin:
         emit(("put", gettid(), t0, c0, s, id(self), id(item), d, self._qsize(), None, cd))
 
     def get(self, block: bool = True, timeout: float | None = None):
-        s = site()
-        c0 = cpu()
-        t0 = mono()
-        try:
-            item = super().get(block, timeout)
-        except _Empty:
-            d, cd = spent(t0, c0)
-            emit(("get", gettid(), t0, c0, s, id(self), None, d, 0, False, cd))
-            raise
-        d, cd = spent(t0, c0)
-        emit(("get", gettid(), t0, c0, s, id(self), id(item), d, self._qsize(), None, cd))
-        return item
+        return _traced_get(self, super().get, self._qsize, block, timeout)
 
 
 class TracedQueue(_QueueMixin, queue.Queue):
@@ -81,18 +86,7 @@ class TracedSimpleQueue(queue.SimpleQueue):
         self.put(item)
 
     def get(self, block: bool = True, timeout: float | None = None):
-        s = site()
-        c0 = cpu()
-        t0 = mono()
-        try:
-            item = super().get(block, timeout)
-        except _Empty:
-            d, cd = spent(t0, c0)
-            emit(("get", gettid(), t0, c0, s, id(self), None, d, 0, False, cd))
-            raise
-        d, cd = spent(t0, c0)
-        emit(("get", gettid(), t0, c0, s, id(self), id(item), d, self.qsize(), None, cd))
-        return item
+        return _traced_get(self, super().get, self.qsize, block, timeout)
 
     def get_nowait(self):
         return self.get(False)

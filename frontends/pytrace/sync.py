@@ -36,6 +36,18 @@ def declare(obj: object, type_: str, **params) -> None:
     emit(("object", gettid(), mono(), cpu(), site(), id(obj), type_, params or None))
 
 
+
+def _traced_wait(obj, kind: str, wait, timeout: float | None) -> bool:
+    """``wait(timeout)`` of a condition or event with its wait event."""
+    s = site()
+    c0 = cpu()
+    t0 = mono()
+    ok = wait(timeout)
+    d, cd = spent(t0, c0)
+    emit(("wait", gettid(), t0, c0, s, kind, id(obj), d, None if ok else False,
+          ns(timeout), None, None, cd))
+    return ok
+
 class TracedLock:
     """``threading.Lock`` with acquire (wait, contended) and release (hold) events."""
 
@@ -219,14 +231,7 @@ class TracedCondition(_LibraryAware, _Condition):
         declare(self, "cond", lock=id(lock))
 
     def wait(self, timeout: float | None = None) -> bool:
-        s = site()
-        c0 = cpu()
-        t0 = mono()
-        ok = super().wait(timeout)
-        d, cd = spent(t0, c0)
-        emit(("wait", gettid(), t0, c0, s, "cond", id(self), d, None if ok else False,
-              ns(timeout), None, None, cd))
-        return ok
+        return _traced_wait(self, "cond", super().wait, timeout)
 
     def notify(self, n: int = 1) -> None:
         emit(("notify", gettid(), mono(), cpu(), site(), "cond", id(self), None,
@@ -315,14 +320,7 @@ class TracedEvent(_LibraryAware, _Event):
         declare(self, "event")
 
     def wait(self, timeout: float | None = None) -> bool:
-        s = site()
-        c0 = cpu()
-        t0 = mono()
-        ok = super().wait(timeout)
-        d, cd = spent(t0, c0)
-        emit(("wait", gettid(), t0, c0, s, "event", id(self), d, None if ok else False,
-              ns(timeout), None, None, cd))
-        return ok
+        return _traced_wait(self, "event", super().wait, timeout)
 
     def set(self) -> None:
         t = mono()
