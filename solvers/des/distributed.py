@@ -5,9 +5,8 @@ stops on its own precision rule; since a point's lanes depend only on the seed
 and the point's index (its lanes' spawn keys), every shard returns exactly the
 numbers a local run gives.  Dask is optional (``pip install qpn[distributed]``).
 
->>> # doctest: +SKIP
->>> from dask.distributed import LocalCluster
->>> with LocalCluster(n_workers=2, processes=True) as cluster:
+>>> from dask.distributed import LocalCluster                      # doctest: +SKIP
+>>> with LocalCluster(n_workers=2, processes=True) as cluster:    # doctest: +SKIP
 ...     sw = simulate(net, sweep={"lambda": [0.5, 0.8]},
 ...                   options={"time": 1e4, "scheduler": cluster.scheduler_address})
 """

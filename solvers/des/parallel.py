@@ -7,8 +7,14 @@ single-process run; histogram epochs line up because their bounds depend on
 the step count alone.  Used for fixed-time or fixed-event runs with many
 lanes (sequential stopping decides per point, so it shards whole points).
 
->>> # doctest: +SKIP
->>> engine, info = run_sharded(points, R, keys, o, workers=2)
+>>> import qpn
+>>> from solvers.des.solver import lane_keys, options_of
+>>> net = qpn.parse("net n\\nplace q queue ps service exp(1)\\ntransition a : -> q delay exp(2)\\n"
+...                 "transition b : q ->\\n")
+>>> o = options_of({"time": 50.0, "quiet": True, "replications": 4})
+>>> engine, info = run_sharded([qpn.compile_net(net)], 4, lane_keys(1, 4, False), o, workers=2)
+>>> engine.processes, engine.L, info.stopped_by
+(2, 4, 'time')
 """
 from __future__ import annotations
 
@@ -55,16 +61,25 @@ def default_workers(o: dict, lanes: int) -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
+def _in_shared(a: int, b: int):
+    """Point a shard's bucket arrays (lanes a..b) at the shared ones: the bulk of the
+    statistics is written in place, never copied or pickled."""
+    def prepare(engine) -> None:
+        st = engine.stats
+        for name in BIG:
+            setattr(st, name, _SHARED[name][..., a:b])
+        st.bk_busy = [arr[..., a:b] for arr in _SHARED["bk_busy"]]
+    return prepare
+
+
 def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: dict, show: bool):
     from .solver import _run_group
-    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes)
-    st = engine.stats
     a, b = int(lanes[0]), int(lanes[-1]) + 1          # shards are contiguous
-    for name in BIG:                                   # the bulk goes through shared memory
-        _SHARED[name][..., a:b] = getattr(st, name)
+    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes,
+                                 prepare=_in_shared(a, b))
+    st = engine.stats
+    for name in BIG:
         setattr(st, name, None)
-    for q, arr in enumerate(st.bk_busy):
-        _SHARED["bk_busy"][q][..., a:b] = arr
     st.bk_busy = None
     return (st, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .qnplan import QNPlan
+from .compact import LaneWindow
 from .stats import NBINS, Stats, bin_of
 from .stream import LockstepStream
 
@@ -96,16 +97,56 @@ class QNKernel:
         self.stats = Stats(L, c.nslots, len(c.modes), [q.K for q in self.qs], len(units),
                            buckets=buckets, width=width, histograms=histograms, point=net.point, npoints=net.npoints)
         self.stats.eager = True
-        st = self.stats
-        self.area, self.fires, self.res = st.area, st.fires, st.res      # accumulate in place
         # busy servers and their time integral of every queue in one array each (views per
         # queue), so that the per-step accumulation is one operation
         off = np.cumsum([0] + [q.K for q in self.qs])
         self._busy = np.zeros((int(off[-1]), L))
         self._busy_area = np.zeros((int(off[-1]), L))
+        self._off = off
+        self._views()
+        self.window = LaneWindow(self._lane_fields())
+
+    def _views(self) -> None:
+        """Per-queue views of the one-array busy counts, and the statistics' accumulators."""
+        off, st = self._off, self.stats
         for i, q in enumerate(self.qs):
             q.busy = self._busy[off[i]:off[i + 1]]
         self.busy_area = [self._busy_area[off[i]:off[i + 1]] for i in range(len(self.qs))]
+        self.area, self.fires, self.res = st.area, st.fires, st.res
+        self.L = len(self.t)
+
+    def _lane_fields(self) -> list:
+        f = [(self, a, -1) for a in ("t", "steps", "alive", "cnt", "ev", "_busy", "_busy_area")]
+        for q in self.qs:
+            f += [(q, a, -1) for a in ("mu", "s", "rc", "rt", "head", "bag", "serv")
+                  if getattr(q, a, None) is not None]
+            f += [(pc, "route_cum", 0) for pc in q.p.classes]
+        f += [(src, "mean", -1) for src in self.plan.sources]
+        f += [(self.stream, "gens", 0), (self.stream, "exp", -1), (self.stream, "uni", -1)]
+        return f + self.stats.lane_fields()
+
+    # ------------------------------------------------ finished lanes dropped
+    MIN_NARROW = 512        # below this many working lanes, per-step overhead dominates anyway
+
+    def drop_finished(self) -> None:
+        """Step only the live lanes from now on, when at most half the working lanes
+        are live (call right after a flush, so no finished lane has an open bucket)."""
+        live = np.flatnonzero(self.alive)
+        if self.L < self.MIN_NARROW or 2 * len(live) > self.L:
+            return
+        self.window.narrow(live)
+        self.stats.lmap = self.window.lmap
+        self._views()
+
+    def restore_lanes(self) -> None:
+        """Back to all lanes (the end of a run)."""
+        self.window.restore()
+        self.stats.lmap = None
+        self._views()
+
+    def lanes_now(self, name: str) -> np.ndarray:
+        """Full-size copy of the per-lane array ``name`` (t, steps, alive)."""
+        return self.window.full_of(self, name)
 
     @property
     def m(self) -> np.ndarray:
@@ -288,20 +329,25 @@ class QNKernel:
         x, u0 = self.stream.next()
         u = u0[0].copy()
         ev = self.ev
+        if self.window.lmap is not None:
+            T, N = T[self.window.lmap], N[self.window.lmap]
         k = ev.argmin(axis=0)                    # first earliest clock, as a strict-less scan
         tn = np.take_along_axis(ev, k[None, :], axis=0)[0]
         over = self.alive & ((tn > T) | (self.steps >= N))
         if over.any():
+            # lanes past their end stop there, the others move to their next event: one
+            # accumulation for both
             endt = np.where(np.isfinite(T), np.maximum(T, self.t), self.t)
-            self._accumulate(np.where(over, endt - self.t, 0.0))
-            self.t = np.where(over, endt, self.t)
             self.alive &= ~over
-        act = self.alive
+            act = self.alive
+            tnew = np.where(over, endt, np.where(act, tn, self.t))
+        else:
+            act = self.alive
+            tnew = np.where(act, tn, self.t)
+        self._accumulate(tnew - self.t)
+        self.t = t = tnew
         if not act.any():
             return 0
-        self._accumulate(np.where(act, tn - self.t, 0.0))
-        t = np.where(act, tn, self.t)
-        self.t = t
         self.steps += act
         done: list = [None] * len(self.qs)   # lanes where the queue completed a token
         into: list = [None] * len(self.qs)   # lanes where the queue received one

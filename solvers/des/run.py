@@ -55,6 +55,10 @@ def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=N
     steps = 0
     partial = False
     stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
+    # a kernel may step only its live lanes once many have finished (the sequential
+    # rule reads every lane, so not with it)
+    narrow = sequential is None and hasattr(engine, "drop_finished")
+    lanes_now = getattr(engine, "lanes_now", lambda name: getattr(engine, name))
     try:
         while True:
             live = engine.step(T, N)
@@ -62,14 +66,16 @@ def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=N
                 steps += 1
                 if steps % stats.width == 0:
                     engine.flush()
+                    if narrow:
+                        engine.drop_finished()
             now = time.perf_counter()
             if not live:
                 break
             if now - last_report > 0.5 and not quiet and now - t0 > 1.0:
                 if t_end is not None:
-                    frac = float(np.mean(np.minimum(engine.t / T, 1.0)))
+                    frac = float(np.mean(np.minimum(lanes_now("t") / T, 1.0)))
                 elif events is not None:
-                    frac = float(np.mean(np.minimum(engine.steps / N, 1.0)))
+                    frac = float(np.mean(np.minimum(lanes_now("steps") / N, 1.0)))
                 else:
                     frac = min((now - t0) / wall_cap, 0.999)
                 _progress(max(frac, 1e-6), t0, out, shown)
@@ -86,6 +92,8 @@ def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=N
         partial = True
         stopped = "interrupted"
     engine.flush(regular=False)
+    if narrow:
+        engine.restore_lanes()
     if shown[0] and not quiet:
         out.write("\r" + " " * shown[0] + "\r")
         out.flush()

@@ -218,10 +218,14 @@ def make_engine(net, keys, o: dict):
     return engine
 
 
-def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarray | None = None):
-    """Build the lanes (all, or a shard) and run them; the engine and the run info."""
+def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarray | None = None,
+               prepare=None):
+    """Build the lanes (all, or a shard) and run them; the engine and the run info.
+    ``prepare(engine)`` runs before the first step (a shard places its buckets)."""
     net = build_lanes(points, R, lanes)
     engine = make_engine(net, keys, o)
+    if prepare is not None:
+        prepare(engine)
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)
     engine.start()
@@ -319,7 +323,7 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
     res.info.update(replications=len(lanes), events=int(engine.steps[lanes].sum()),
                     simulated_time=sim_time, stopped_by=runinfo.stopped_by, wall=runinfo.wall,
                     warmup_buckets=int(np.median(first[lanes])),
-                    warmup_time=float(np.median([st.bk_time[:first[l], l].sum() for l in lanes])),
+                    warmup_time=_warmup_time(st, lanes, first),
                     events_per_second=runinfo.events / max(runinfo.wall, 1e-9),
                     seed=o["seed"])
     res.info.update(extra)
@@ -349,6 +353,13 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
     if o["series"]:
         res.info["series"] = _series(engine, lanes)
     return res
+
+
+def _warmup_time(st, lanes: np.ndarray, first: np.ndarray) -> float:
+    """Median over ``lanes`` of the simulated time their warm-up cut removes."""
+    n = max(int(first[lanes].max(initial=0)), 1)
+    cut = np.arange(n)[:, None] < first[lanes][None, :]
+    return float(np.median(np.where(cut, st.bk_time[:n][:, lanes], 0.0).sum(axis=0)))
 
 
 def _series(engine: Engine, lanes: np.ndarray) -> dict:

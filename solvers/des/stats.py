@@ -50,6 +50,15 @@ class Stats:
     """
 
     eager = False   # True when the owner accumulates token-time itself every step
+    # full lane index of each working lane when the owner steps a subset of the lanes
+    # (see :mod:`.compact`): the per-lane accumulators are then the subset's, while the
+    # buckets (bk_*, nb_l, width_l) always span every lane
+    lmap: np.ndarray | None = None
+
+    def lane_fields(self) -> list:
+        """The per-lane arrays a kernel working on a subset of lanes narrows."""
+        return ([(self, a, -1) for a in ("area", "last", "fires", "res", "t_start", "open", "point")]
+                + [(self.busy_prev, q, -1) for q in range(len(self.busy_prev))])
 
     def __init__(self, L: int, nslots: int, nmodes: int, qclasses: list[int], nunits: int,
                  buckets: int = 64, width: int = 32, histograms: bool = True,
@@ -115,18 +124,19 @@ class Stats:
             self.area[:, ix] += m.T[:, ix] * (lanes_t[ix][None, :] - self.last[:, ix])
             self.last[:, ix] = lanes_t[ix][None, :]
         b = self.nb
-        self.bk_time[b, ix] = lanes_t[ix] - self.t_start[ix]
-        self.bk_area[b][:, ix] = self.area[:, ix]
-        self.bk_fires[b][:, ix] = self.fires[:, ix]
+        fx = ix if self.lmap is None else self.lmap[ix]    # the same lanes in the buckets
+        self.bk_time[b, fx] = lanes_t[ix] - self.t_start[ix]
+        self.bk_area[b][:, fx] = self.area[:, ix]
+        self.bk_fires[b][:, fx] = self.fires[:, ix]
         for q, cur in enumerate(busy):
-            self.bk_busy[q][b][:, ix] = cur[:, ix] - self.busy_prev[q][:, ix]
+            self.bk_busy[q][b][:, fx] = cur[:, ix] - self.busy_prev[q][:, ix]
             self.busy_prev[q][:, ix] = cur[:, ix]
-        self.bk_res[b][..., ix] = self.res[..., ix]
+        self.bk_res[b][..., fx] = self.res[..., ix]
         self.nb = b + 1
         if self.nb == self.B:        # merge at once, so every later bucket has the new width
-            self._merge(ix)
-        self.nb_l[ix] = self.nb
-        self.width_l[ix] = self.width
+            self._merge(fx)
+        self.nb_l[fx] = self.nb
+        self.width_l[fx] = self.width
         self.t_start[ix] = lanes_t[ix]
         self.area[:, ix] = 0
         self.fires[:, ix] = 0
@@ -141,9 +151,14 @@ class Stats:
                 self.hist[:] = 0
 
     def _merge(self, ix):
-        """Merge neighbouring buckets of the open lanes ``ix`` (a slice or a mask)."""
+        """Merge neighbouring buckets of the open lanes ``ix`` (a slice, a mask or indices)."""
         h = self.B // 2
-        keep = None if isinstance(ix, slice) else np.flatnonzero(~ix)   # closed lanes: untouched
+        if isinstance(ix, slice):
+            keep = None
+        else:
+            merged = np.zeros(self.bk_time.shape[-1], dtype=bool)
+            merged[ix] = True
+            keep = np.flatnonzero(~merged)            # closed lanes: untouched
         for arr in [self.bk_time, self.bk_area, self.bk_fires, self.bk_res] + self.bk_busy:
             saved = arr[..., keep] if keep is not None else None
             arr[:h] = arr[0::2] + arr[1::2]
@@ -177,9 +192,13 @@ class Stats:
             acc = np.zeros((n, self.S + self.M))
             for fv in np.unique(f):
                 sub = lanes[f == fv]
-                t = self.bk_time[:n * fv][:, sub].reshape(n, fv, len(sub)).sum(axis=1)
-                a = self.bk_area[:n * fv][:, :, sub].reshape(n, fv, self.S, len(sub)).sum(axis=1)
-                r = self.bk_fires[:n * fv][:, :, sub].reshape(n, fv, self.M, len(sub)).sum(axis=1)
+                if sub[-1] - sub[0] + 1 == len(sub):           # contiguous (a point's lanes): no copy
+                    sub = slice(int(sub[0]), int(sub[-1]) + 1)
+                t = self.bk_time[:n * fv][:, sub]
+                nl = t.shape[-1]
+                t = t.reshape(n, fv, nl).sum(axis=1)
+                a = self.bk_area[:n * fv][:, :, sub].reshape(n, fv, self.S, nl).sum(axis=1)
+                r = self.bk_fires[:n * fv][:, :, sub].reshape(n, fv, self.M, nl).sum(axis=1)
                 inv = 1.0 / np.maximum(t, 1e-300)[:, None, :]
                 acc[:, :self.S] += (a * inv).sum(axis=2)       # token means
                 acc[:, self.S:] += (r * inv).sum(axis=2)       # firing rates (throughputs)
@@ -195,17 +214,19 @@ class Stats:
     def totals(self, first: np.ndarray, upto: int | None = None):
         """Sums over each lane's buckets first..end: time (L,), area (L, S), fires (L, M),
         busy [(L, K)], res (L, R, 3)."""
-        k = self.keep_mask(first, upto)
-        time = (self.bk_time * k).sum(axis=0)
-        area = np.einsum("bsl,bl->ls", self.bk_area, k)
-        fires = np.einsum("bml,bl->lm", self.bk_fires, k)
-        busy = [np.einsum("bkl,bl->lk", b, k) for b in self.bk_busy]
-        res = np.einsum("brcl,bl->lrc", self.bk_res, k)
+        n = int(self.nb_l.max(initial=0)) if upto is None else min(int(self.nb_l.max(initial=0)), upto)
+        n = max(n, 1)
+        k = self.keep_mask(first, upto)[:n]        # buckets past every lane's last: never read
+        time = (self.bk_time[:n] * k).sum(axis=0)
+        area = np.einsum("bsl,bl->ls", self.bk_area[:n], k)
+        fires = np.einsum("bml,bl->lm", self.bk_fires[:n], k)
+        busy = [np.einsum("bkl,bl->lk", b[:n], k) for b in self.bk_busy]
+        res = np.einsum("brcl,bl->lrc", self.bk_res[:n], k)
         return time, area, fires, busy, res
 
     def warmup_steps(self, lanes: np.ndarray, first: np.ndarray) -> int:
         """Steps of the longest warm-up among ``lanes`` (bucket j of a lane starts at step j*width)."""
-        return int(max((int(first[l]) * int(self.width_l[l]) for l in lanes), default=0))
+        return int((first[lanes] * self.width_l[lanes]).max(initial=0))
 
     def point_hist(self, p: int, lanes: np.ndarray, first: np.ndarray) -> np.ndarray | None:
         """Residence histograms (units, bins) of point ``p`` from the first epoch that

@@ -10,7 +10,7 @@ probabilities, and every measure derived from them, are closed forms.
 >>> import qpn, sympy
 >>> res = qpn.solve(qpn.load("models/mutex.qpn"), method="symbolic", threads=2)
 >>> sympy.factor(res.expr("throughput", "acquire"))
-2*hold*think*(hold + think)/(hold**3 ... )  # doctest: +SKIP
+2*(hold + think)/(2*hold**2 + 2*hold*think + think**2)
 """
 from __future__ import annotations
 
