@@ -1,5 +1,8 @@
 """Fast kernel for nets that are queueing networks (see :mod:`.qnplan`).
 
+(Gathers of rows use ``take(lanes, axis=1)``: several times faster than
+``a[:, lanes]``, which goes through general advanced indexing.)
+
 Each step advances every lane by one event.  Counts and clocks are updated
 with whole-array masked operations (arrays are lane-last, so every row is
 contiguous); only the per-token bookkeeping (FCFS order, entry times) works
@@ -34,8 +37,18 @@ class _Q:
         self.p = plan_q
         self.K = len(plan_q.classes)
         self.slots = np.array([c.slot for c in plan_q.classes])
+        # the queue's rows of the counts: a slice (a view, no copy) when they are adjacent
+        contiguous = bool(np.all(np.diff(self.slots) == 1))
+        self.rows = slice(int(self.slots[0]), int(self.slots[-1]) + 1) if contiguous else self.slots
         self.mu = np.stack([c.mu for c in plan_q.classes])                 # (K, L)
         self.s = plan_q.servers.astype(float)
+        # rates and server counts the same in every lane (no sweep over them): broadcast
+        # one column instead of gathering the lanes' copies
+        same = L > 0 and bool((self.mu == self.mu[:, :1]).all())
+        self.mu_col = self.mu[:, :1].copy() if same else None
+        self.s_one = float(self.s[0]) if L > 0 and bool((self.s == self.s[0]).all()) else None
+        self.cum_row = [c.route_cum[:1].copy() if L > 0 and bool((c.route_cum == c.route_cum[:1]).all())
+                        else None for c in plan_q.classes]
         self.disc = plan_q.disc
         self.fcfs = self.disc == "fcfs"
         self.smax = float(np.max(self.s))
@@ -52,6 +65,13 @@ class _Q:
         self.need_class = (not self.fcfs and self.K > 1) or (self.fcfs and self.smax > 1 and self.ordered)
         self.need_route = any(len(c.route_modes) > 1 for c in plan_q.classes)
         self.need_token = self.bag is not None
+
+    def mu_at(self, lanes: np.ndarray) -> np.ndarray:
+        """Service rates (K, len(lanes)), or one broadcast column when all lanes agree."""
+        return self.mu_col if self.mu_col is not None else self.mu.take(lanes, axis=1)
+
+    def s_at(self, lanes: np.ndarray):
+        return self.s_one if self.s_one is not None else self.s[lanes]
 
     def grow(self, L: int):
         new = self.cap * 2
@@ -162,7 +182,7 @@ class QNKernel:
         if q.fcfs:
             q.busy[:] = q.serv
             return
-        n = self.cnt[q.slots].astype(float)
+        n = self.cnt[q.rows].astype(float)
         if q.disc == "is":
             q.busy[:] = n
         else:
@@ -173,22 +193,22 @@ class QNKernel:
         """:meth:`_refresh` and :meth:`_rate` for the lanes ``lc`` only; their total rates."""
         if q.K == 1:
             n = self.cnt[q.slots[0], lc].astype(float)
-            b = n if q.disc == "is" else np.minimum(n, q.s[lc])
+            b = n if q.disc == "is" else np.minimum(n, q.s_at(lc))
             q.busy[0, lc] = b
-            return b * q.mu[0, lc]
+            return b * q.mu_at(lc)[0]
         if q.fcfs:
-            b = q.serv[:, lc]
+            b = q.serv.take(lc, axis=1)
         else:
-            n = self.cnt[q.slots][:, lc].astype(float)
+            n = self.cnt[q.rows].take(lc, axis=1).astype(float)
             if q.disc == "is":
                 b = n
             else:
                 tot = _rowsum(n)
-                s = q.s[lc]
+                s = q.s_at(lc)
                 b = n * np.where(tot > s, s / np.maximum(tot, 1.0), 1.0)
         for k in range(q.K):                   # row by row: 1-d scatters are the fast kind
             q.busy[k, lc] = b[k]
-        return _rowsum(b * q.mu[:, lc])
+        return _rowsum(b * q.mu_at(lc))
 
     def _rate(self, q: _Q) -> np.ndarray:
         return q.busy[0] * q.mu[0] if q.K == 1 else (q.busy * q.mu).sum(axis=0)
@@ -199,14 +219,14 @@ class QNKernel:
             return
         L = self.L
         if q.ordered:
-            size = _rowsum(self.cnt[q.slots][:, lanes]) - 1
+            size = _rowsum(self.cnt[q.rows].take(lanes, axis=1)) - 1
             if (size >= q.cap).any():
                 q.grow(L)
             flat = ((q.head[lanes] + size) % q.cap) * L + lanes
             q.rc.ravel()[flat] = k
             q.rt.ravel()[flat] = t[lanes]
             if q.serv is not None:
-                q.serv[k, lanes] += size < q.s[lanes]          # straight into service
+                q.serv[k, lanes] += size < q.s_at(lanes)          # straight into service
         elif q.bag is not None:
             n = self.cnt[q.slots[k], lanes] - 1
             if (n >= q.cap).any():
@@ -249,21 +269,23 @@ class QNKernel:
             head = q.head[lanes]
             cls = np.zeros(L, dtype=np.int64)
             if q.smax > 1:
-                tot = _rowsum(self.cnt[q.slots][:, lanes])
-                s = q.s[lanes]
+                tot = _rowsum(self.cnt[q.rows].take(lanes, axis=1))
+                s = q.s_at(lanes)
                 served = np.minimum(tot, s).astype(np.int64)
                 w = max(int(served.max()), 1)
                 pos = (head[None, :] + np.arange(w)[:, None]) % q.cap
-                ks = q.rc[pos, lanes[None, :]]
-                r = np.where(np.arange(w)[:, None] < served[None, :], q.mu[ks, lanes[None, :]], 0.0)
+                ks = q.rc.ravel().take(pos * L + lanes[None, :])
+                r = np.where(np.arange(w)[:, None] < served[None, :],
+                             q.mu_col[ks, 0] if q.mu_col is not None else q.mu[ks, lanes[None, :]], 0.0)
                 j, rest = self._choose(r, u[lanes])
                 j = np.minimum(j, np.maximum(served - 1, 0))
                 u[lanes] = rest
             else:
                 j = np.zeros(len(lanes), dtype=np.int64)
             at = (head + j) % q.cap
-            k = q.rc[at, lanes]
-            t0 = q.rt[at, lanes]
+            flat = at * L + lanes
+            k = q.rc.ravel().take(flat)
+            t0 = q.rt.ravel().take(flat)
             for step in range(int(j.max()) if len(j) else 0, 0, -1):   # tokens ahead of j move back
                 sel = j >= step
                 ls = lanes[sel]
@@ -274,7 +296,7 @@ class QNKernel:
             q.head[lanes] = newhead
             if q.serv is not None:
                 q.serv[k, lanes] -= 1
-                tot = _rowsum(self.cnt[q.slots][:, lanes]) - 1
+                tot = _rowsum(self.cnt[q.rows].take(lanes, axis=1)) - 1
                 s = q.s[lanes]
                 nxt = tot >= s                                    # a waiting token starts
                 if nxt.any():
@@ -286,7 +308,7 @@ class QNKernel:
         if q.K == 1:
             cls = None
         else:
-            w = q.busy[:, lanes] * q.mu[:, lanes]
+            w = q.busy.take(lanes, axis=1) * q.mu_at(lanes)
             c_l, rest = self._choose(w, u[lanes])
             cls = np.zeros(L, dtype=np.int64)
             cls[lanes] = np.minimum(c_l, q.K - 1)
@@ -331,8 +353,10 @@ class QNKernel:
         ev = self.ev
         if self.window.lmap is not None:
             T, N = T[self.window.lmap], N[self.window.lmap]
-        k = ev.argmin(axis=0)                    # first earliest clock, as a strict-less scan
-        tn = np.take_along_axis(ev, k[None, :], axis=0)[0]
+        tn = ev.min(axis=0)
+        k = np.full(self.L, len(ev) - 1, dtype=np.int64)   # the first row holding the minimum
+        for r in range(len(ev) - 2, -1, -1):              # (argmin's choice, 3x faster here)
+            np.copyto(k, r, where=ev[r] == tn)
         over = self.alive & ((tn > T) | (self.steps >= N))
         if over.any():
             # lanes past their end stop there, the others move to their next event: one
@@ -383,7 +407,11 @@ class QNKernel:
                 if t0c is not None:
                     self._residence(lc, pc.unit, t[lc] - t0c)
                 n = len(pc.route_modes)
-                choice = (u[lc][:, None] >= pc.route_cum[lc]).sum(axis=1) if n > 1 else None
+                if n > 1:
+                    cum = q.cum_row[c] if q.cum_row[c] is not None else pc.route_cum[lc]
+                    choice = (u[lc][:, None] >= cum).sum(axis=1)
+                else:
+                    choice = None
                 for i, mode in enumerate(pc.route_modes):
                     li = lc[choice == i] if choice is not None else lc
                     if not len(li):
