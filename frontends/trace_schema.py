@@ -13,7 +13,7 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FORMAT = "qpn-trace"
 VERSION = 1
@@ -63,6 +63,9 @@ class KindSpec:
     bools: tuple
     enums: tuple         # (field, allowed values)
     doc: str
+    # field -> "int" | "uint" | "str" | "bool" | allowed values: what check_event reads,
+    # looping over the event's few fields rather than over every field the kind may have
+    types: dict = field(default_factory=dict, compare=False)
 
 
 def _spec(kind: str, doc: str, required: tuple = (), /, **fields) -> KindSpec:
@@ -75,7 +78,7 @@ def _spec(kind: str, doc: str, required: tuple = (), /, **fields) -> KindSpec:
         tuple(f for f, t in types.items() if t == "uint"),
         tuple(f for f, t in types.items() if t == "str" and f != "kind"),
         tuple(f for f, t in types.items() if t == "bool"),
-        enums, doc)
+        enums, doc, {f: t for f, t in types.items() if f != "kind"})
 
 
 KINDS: dict[str, KindSpec] = {s.name: s for s in (
@@ -140,26 +143,26 @@ def check_event(ev: object) -> str | None:
     if not spec.required <= keys:
         missing = sorted(spec.required - keys)
         return f"{kind} event lacks field {missing[0]!r}"
-    for f in spec.ints:
-        v = ev.get(f)
-        if v is not None and type(v) is not int:
-            return f"{kind} event: {f} must be an integer, got {v!r}"
-    for f in spec.uints:
-        v = ev.get(f)
-        if v is not None and (type(v) is not int or v < 0):
-            return f"{kind} event: {f} must be an integer >= 0 (ns), got {v!r}"
-    for f in spec.strs:
-        v = ev.get(f)
-        if v is not None and type(v) is not str:
-            return f"{kind} event: {f} must be a string, got {v!r}"
-    for f in spec.bools:
-        v = ev.get(f)
-        if v is not None and type(v) is not bool:
-            return f"{kind} event: {f} must be true or false, got {v!r}"
-    for f, allowed in spec.enums:
-        v = ev.get(f)
-        if v is not None and v not in allowed:
-            return f"{kind} event: {f} must be one of {', '.join(sorted(allowed))}; got {v!r}"
+    types = spec.types
+    for f, v in ev.items():
+        t = types.get(f)
+        if t is None or v is None:
+            continue
+        tv = type(v)
+        if t == "int":
+            if tv is not int:
+                return f"{kind} event: {f} must be an integer, got {v!r}"
+        elif t == "uint":
+            if tv is not int or v < 0:
+                return f"{kind} event: {f} must be an integer >= 0 (ns), got {v!r}"
+        elif t == "str":
+            if tv is not str:
+                return f"{kind} event: {f} must be a string, got {v!r}"
+        elif t == "bool":
+            if tv is not bool:
+                return f"{kind} event: {f} must be true or false, got {v!r}"
+        elif tv is not str or v not in t:
+            return f"{kind} event: {f} must be one of {', '.join(sorted(t))}; got {v!r}"
     req = ev.get("req")
     if req is not None and type(req) not in (int, str):
         return f"{kind} event: req must be an integer or a string, got {req!r}"
