@@ -78,7 +78,7 @@ def _spec(kind: str, doc: str, required: tuple = (), /, **fields) -> KindSpec:
         tuple(f for f, t in types.items() if t == "uint"),
         tuple(f for f, t in types.items() if t == "str" and f != "kind"),
         tuple(f for f, t in types.items() if t == "bool"),
-        enums, doc, {f: t for f, t in types.items() if f != "kind"})
+        enums, doc, {f: t for f, t in types.items() if f != "kind" and t != "id"})   # req: below
 
 
 KINDS: dict[str, KindSpec] = {s.name: s for s in (

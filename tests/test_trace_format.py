@@ -83,6 +83,7 @@ def test_doc_example_is_a_valid_trace_with_the_stated_fragment():
     (HEADER, "a second header"),
     ([1, 2], "must be a JSON object"),
     (ev("sample", stack=["a", 3]), "stack must be a list of strings"),
+    (ev("request", req=[1], phase="begin"), "req must be an integer or a string"),
 ])
 def test_invalid_events_are_located(bad, msg):
     src = text(GOOD[0], GOOD[1], bad, GOOD[2])
@@ -181,3 +182,10 @@ def test_reader_speed_smoke():
     t = read_trace(io.StringIO(src))
     assert len(t.events) == 20000 and time.perf_counter() - t0 < 1.0
     assert tr.CHUNK_CHARS > 0
+
+
+def test_request_ids_may_be_integers_or_strings():
+    from frontends.trace_schema import check_event
+    for req in (7, "r-7"):
+        assert check_event(ev("request", req=req, phase="begin")) is None
+        assert check_event(ev("put", obj=1, item=2, req=req)) is None

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from .fit import fmt_time
 from .structure import Branch, Leaf, Loop
 
 
@@ -48,6 +49,15 @@ def io_sum(lf: Leaf) -> float:
     if v is None:
         v = lf.__dict__["_io"] = float(sum(s.dur for s in lf.steps))
     return v
+
+
+def lock_comment(lf: Leaf) -> str:
+    """The comment above a ``lock``: acquisitions, contention, mean wait."""
+    n = len(lf.steps)
+    waits = [s.blocked for s in lf.steps]
+    cont = sum(1 for s in lf.steps if s.ev.get("contended")) / n if n else 0
+    return (f"# {n} acquisitions at {lf.token[2]}, {100 * cont:.0f}% contended, "
+            f"mean wait {fmt_time(sum(waits) / n if n else 0)}")
 
 
 def walk_locks(items, key, held, cond_mutex):

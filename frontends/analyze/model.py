@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import joins
 from .fit import fit, fmt_time
 from .naming import RESERVED, Names, ident, split_site
 from .objects import kind_of
@@ -27,6 +28,7 @@ from .blocks import Ctx as _Ctx
 from .blocks import cpu_sum as _cpu_sum
 from .blocks import indent as _indent
 from .blocks import io_sum as _io_sum
+from .blocks import lock_comment as _lock_comment
 from .blocks import walk_locks as _walk_locks
 from .structure import Leaf, Loop, leaves
 from .threads import stem
@@ -222,7 +224,9 @@ class Writer:
             head.append("# its whole run (the model repeats it); predicted run time = "
                         f"{r.size} / throughput of {r.name}.begin")
             cycle = "the whole run"
-        body = self.items(r.items, ctx, r.mode == "counted")
+        join = next((j for j in self.an.joins if j.pool is r), None)   # from the take on
+        body = joins.pool_body(self, r, join, ctx) if join else self.items(r.items, ctx)
+        body += [ln for j in self.an.joins if j.waiter is r for ln in joins.waiter_lines(self, j)]
         size = "1" if g.main else self.size_param[r.name]
         if ctx.pruned:
             head.append(f"# pruned: {ctx.pruned} fragment(s) below {100 * self.opt.prune:g}% "
@@ -249,8 +253,8 @@ class Writer:
         return None if lk is None else self.an.objects.key(lk, info.get("ts", 0))
 
     # ------------------------------------------------------------- items
-    def items(self, items, ctx, top_counted=False) -> list[str]:
-        plan = self._plan(items, ctx)
+    def items(self, items, ctx, plan: set | None = None) -> list[str]:
+        plan = self._plan(items, ctx) if plan is None else plan
         out: list[str] = []
         for it in items:
             if isinstance(it, Leaf):
@@ -295,15 +299,19 @@ class Writer:
         total = ctx.cpu_total + ctx.io_total
         return total > 0 and _io_sum(lf) >= self.opt.prune * total
 
-    def leaf(self, lf, ctx, force=False) -> list[str]:
+    def leaf(self, lf, ctx, force=False, part: str = "all") -> list[str]:
+        """A leaf's fragment and operation; ``part`` "cpu" or "op": one of them."""
         out: list[str] = []
         a, key, site = lf.token
         if a == "io":
             return self.io(lf, ctx)
-        if _cpu_sum(lf) > 0 and (force or self._keeps_cpu(lf, ctx)):
-            out += self.cpu(lf, ctx)
-        elif _cpu_sum(lf) > 0:
-            ctx.prune(_cpu_sum(lf))
+        if part != "op" and _cpu_sum(lf) > 0:
+            if force or self._keeps_cpu(lf, ctx):
+                out += self.cpu(lf, ctx)
+            else:
+                ctx.prune(_cpu_sum(lf))
+        if part == "cpu":
+            return out
         if a in ("lock", "unlock", "wait") and key in ctx.bad_mutex:
             return out
         if a == "wait" and self._cond_mutex(key) in ctx.bad_mutex:
@@ -311,7 +319,7 @@ class Writer:
         if a in ("take", "put"):
             out.append(f"{a} {self.obj(key)}")
         elif a == "lock":
-            out += self._lock_comment(lf) + [f"lock {self.obj(key)}"]
+            out += [_lock_comment(lf), f"lock {self.obj(key)}"]
         elif a == "unlock":
             out.append(f"unlock {self.obj(key)}")
         elif a == "acquire" or a == "release":
@@ -328,13 +336,6 @@ class Writer:
             name = self.names.unique(f"sleep_{split_site(site)[1] or ''}")
             out += [f"# {site}: {f.describe()}", f"sleep {f.text()} as {name}"]
         return out
-
-    def _lock_comment(self, lf) -> list[str]:
-        n = len(lf.steps)
-        waits = [s.blocked for s in lf.steps]
-        cont = sum(1 for s in lf.steps if s.ev.get("contended")) / n if n else 0
-        return [f"# {n} acquisitions at {lf.token[2]}, {100 * cont:.0f}% contended, "
-                f"mean wait {fmt_time(sum(waits) / n if n else 0)}"]
 
     def cpu(self, lf, ctx) -> list[str]:
         xs = [s.cpu for s in lf.steps if s.cpu is not None]

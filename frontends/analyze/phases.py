@@ -130,3 +130,54 @@ def propagate_drops(pairs) -> int:
             p.drop = True
             n += 1
     return n
+
+
+def end_cpu_clock(by_thread: dict) -> dict:
+    """Each ended thread's CPU clock at its end (``thread_end``): tid -> ns."""
+    out = {}
+    for tid, evs in by_thread.items():
+        if evs and evs[-1]["kind"] == "thread_end" and "cpu" in evs[-1]:
+            out[tid] = evs[-1]["cpu"]
+    return out
+
+
+def drop_short_exits(tids, walks: dict, header: int, end_cpu: dict) -> int:
+    """Drop each thread's last iteration when it left the loop; returns how many.
+
+    An iteration shorter than the pool's typical one took the stop marker and
+    left: it is dropped even when it is the thread's only iteration (a thread
+    that got no work).  When an iteration is a single step (``item = get();
+    work(item)``: the work is the fragment before the *next* get), the exit
+    looks as long as the others; it is the last get after which the thread
+    used (almost) no CPU before it ended (``end_cpu``, from
+    :func:`end_cpu_clock`).  Its item was a stop marker, whose put the model
+    must not make either.
+    """
+    lengths, last = [], {}
+    for t in tids:
+        toks = [s.tok for s in walks[t] if not s.drop]
+        pos = [i for i, x in enumerate(toks) if x == header]
+        if not pos:
+            continue
+        lengths += [b - a for a, b in zip(pos, pos[1:])] + [len(toks) - pos[-1]]
+        last[t] = len(toks) - pos[-1]
+    if not lengths:
+        return 0
+    typical = sorted(lengths)[len(lengths) // 2]
+    work = sorted(s.cpu for t in tids for s in walks[t]
+                  if not s.drop and s.tok == header and s.cpu is not None)
+    exits = 0
+    for t, n in last.items():
+        kept = [s for s in walks[t] if not s.drop]
+        if n == typical == 1:
+            st = kept[-1]
+            if not work or t not in end_cpu or "cpu" not in st.ev:
+                continue                   # no CPU clock: the exit cannot be told
+            if end_cpu[t] - (st.ev["cpu"] + st.own_cpu) < 0.25 * work[len(work) // 2]:
+                st.drop = True
+                exits += 1
+        elif n < typical:
+            for s in kept[len(kept) - n:]:
+                s.drop = True
+            exits += 1
+    return exits

@@ -17,6 +17,7 @@ import collections
 import contextlib
 import gc
 import operator
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -25,9 +26,11 @@ import numpy as np
 from qpn.errors import QPNError
 
 from .gil import busy, gil_free_shares
+from .joins import batch_joiners, find_joins
 from .naming import Sources, ident
 from .objects import ObjectTable
-from .phases import SteadyLoop, propagate_drops, steady_loop, work_phase
+from .phases import (SteadyLoop, drop_short_exits, end_cpu_clock, propagate_drops,
+                     steady_loop, work_phase)
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
 from .structure import Tokens, leaves, structure
@@ -86,6 +89,7 @@ class Analysis:
     warnings: list = field(default_factory=list)
     traced_sites: frozenset = frozenset()
     timings: dict = field(default_factory=dict)     # seconds per stage
+    joins: list = field(default_factory=list)       # joins.Join: batches that wait for a pool
 
 
 @contextlib.contextmanager
@@ -125,8 +129,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
         (t for t, e in info.items() if e.get("name") == "MainThread"), None)
     _tick(timings, 'objects')
     tokens = Tokens()
-    walks = {tid: thread_steps(evs, objects, thread_cpu=has_cpu, tokens=tokens)
-             for tid, evs in by.items()}
+    join_evs: dict = {tid: [] for tid in by}
+    walks = {tid: thread_steps(evs, objects, thread_cpu=has_cpu, tokens=tokens,
+                               joins=join_evs[tid]) for tid, evs in by.items()}
     _tick(timings, 'steps')
     links = link_sockets(walks)
     tokens.assign(links.rewritten)
@@ -153,9 +158,13 @@ def _analyze(trace, options: Options | None) -> Analysis:
                 for s in walks[t]:
                     s.drop = True
     pairs = pair_items(walks)
+    end_cpu = end_cpu_clock(by) if has_cpu else {}
+    joiners = batch_joiners(walks, join_evs, phase)
     _tick(timings, 'items')
     for _ in range(3):                 # drops can make another runner a steady loop
-        changed = [_decide(r, walks, opt) for r in runners if r.mode == "counted"]
+        # a thread that waits for the work it handed out runs a batch: its whole run
+        changed = [_decide(r, walks, opt, end_cpu) for r in runners if r.mode == "counted"
+                   and not any(t in joiners for t in r.group.tids)]
         if not propagate_drops(pairs) and not any(changed):
             break
     for r in runners:                  # whole-life runners: only their work phase
@@ -169,19 +178,22 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'decide')
     for r in runners:
         _finish(r, walks)
+    joins = find_joins(runners, joiners)
     _tick(timings, 'structure')
     if all(r.mode == "omitted" for r in runners):
         raise QPNError(f"{trace.path}: nothing to model: no thread does any work the model "
                        f"can describe ({len(trace.events)} events, {len(by)} threads)"
                        + "".join(f"\nwarning: {w}" for w in trace.warnings))
     gil = h.runtime.get("gil", False) if opt.gil is None else opt.gil
-    shares = _gil_shares(runners, walks) if gil and has_cpu else {}
+    cores = int(h.runtime.get("cpus") or os.cpu_count() or 1)
+    interval = float(h.runtime.get("switch_interval_ns") or 5e6)
+    shares = _gil_shares(runners, walks, cores, interval) if gil and has_cpu else {}
     _tick(timings, 'gil')
     sites = {s.site for w in walks.values() for s in w}
     traced = frozenset(_site_key(x) for x in sites if x)
     return Analysis(trace, opt, objects, tokens, runners, links, Sources(h.program.get("cwd")),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
-                    traced, _tick(timings, "rest"))
+                    traced, _tick(timings, "rest"), joins)
 
 
 def _tick(timings: dict, what: str) -> dict:
@@ -280,7 +292,7 @@ def _steady(w: list, opt: Options) -> SteadyLoop:
     return d
 
 
-def _decide(r: Runner, walks: dict, opt: Options) -> bool:
+def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     """Forever (steady-state loop) or counted (whole life); marks dropped steps.
 
     A thread's steady-state loop is looked for in its whole life first, then
@@ -326,32 +338,10 @@ def _decide(r: Runner, walks: dict, opt: Options) -> bool:
                 s.drop = False
             r.exits += d.exits if d.header == header else 0
             r.iterations += sum(1 for s in steps[first:] if s.tok == header)
-    _drop_short_exits(r, walks, header)
+    exits = drop_short_exits(r.group.tids, walks, header, end_cpu)
+    r.exits += exits
+    r.iterations -= exits
     return True
-
-
-def _drop_short_exits(r: Runner, walks: dict, header: int) -> None:
-    """A thread's last iteration that is shorter than the pool's typical one left
-    the loop (it took the stop marker): drop it, even when it is the thread's
-    only iteration (a thread that got no work)."""
-    lengths, last = [], {}
-    for t in r.group.tids:
-        toks = [s.tok for s in walks[t] if not s.drop]
-        pos = [i for i, x in enumerate(toks) if x == header]
-        if not pos:
-            continue
-        lengths += [b - a for a, b in zip(pos, pos[1:])] + [len(toks) - pos[-1]]
-        last[t] = len(toks) - pos[-1]
-    if not lengths:
-        return
-    typical = sorted(lengths)[len(lengths) // 2]
-    for t, n in last.items():
-        if n < typical:
-            kept = [s for s in walks[t] if not s.drop]
-            for s in kept[len(kept) - n:]:
-                s.drop = True
-            r.exits += 1
-            r.iterations -= 1
 
 
 def _balance(runners, walks, opt, warnings) -> dict:
@@ -427,7 +417,11 @@ def _finish(r: Runner, walks: dict) -> None:
         r.mode, r.why = "omitted", "no operations left"
 
 
-def _gil_shares(runners, walks) -> dict:
+#: an operation that waited this long (ns) released the GIL (see gil.py, ``fresh``)
+BLOCKED = 10_000
+
+
+def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
     """GIL-free share per leaf, from the CPU clocks of all threads."""
     leaf_id: dict = {}
     by_ev: dict = {}
@@ -436,24 +430,27 @@ def _gil_shares(runners, walks) -> dict:
             k = leaf_id.setdefault(id(lf), len(leaf_id))
             for s in lf.steps:
                 by_ev[id(s.ev)] = k
-    a, b, c, kl = [], [], [], []
+    a, b, c, kl, fresh = [], [], [], [], []
     ea, eb, ec = [], [], []
     for w in walks.values():
+        blocked = True                 # a thread starts without the GIL
         for s in w:
-            if s.cpu is None:
-                continue
-            a.append(s.start)
-            b.append(s.ev["ts"])
-            c.append(s.cpu)
-            kl.append(by_ev.get(id(s.ev), -1))
-            if s.own_cpu and s.dur:
-                ea.append(s.ev["ts"])
-                eb.append(s.end)
-                ec.append(s.own_cpu)
+            if s.cpu is not None:
+                a.append(s.start)
+                b.append(s.ev["ts"])
+                c.append(s.cpu)
+                kl.append(by_ev.get(id(s.ev), -1))
+                fresh.append(blocked)
+                if s.own_cpu and s.dur:
+                    ea.append(s.ev["ts"])
+                    eb.append(s.end)
+                    ec.append(s.own_cpu)
+            blocked = s.dur - s.own_cpu >= BLOCKED
     clock: list = []
     f = gil_free_shares(np.array(a, float), np.array(b, float), np.array(c, float),
                         np.array(kl, dtype=np.int64), len(leaf_id),
                         extra=(np.array(ea, float), np.array(eb, float), np.array(ec, float)),
+                        cores=cores, interval=interval, fresh=np.array(fresh, bool),
                         clock=clock)
     out = {}
     for r in runners:

@@ -138,11 +138,12 @@ IGNORED_KINDS = CONTAINERS | SKIPPED
 
 
 def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
-                 thread_cpu: bool = True, tokens=None) -> list[Step]:
+                 thread_cpu: bool = True, tokens=None, joins: list | None = None) -> list[Step]:
     """The steps of one thread (its events sorted by ``ts``).
 
     ``tokens`` (a :class:`~frontends.analyze.structure.Tokens`) numbers the
-    steps' tokens as they are made.
+    steps' tokens as they are made.  The thread's joins of other threads
+    (folded) are appended to ``joins`` if given (see :mod:`.joins`).
     """
     out: list[Step] = []
     append = out.append
@@ -185,6 +186,8 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
         if what is None:
             # fold: the fragment and the event's own CPU go to the next step
             pend_cpu += frag_cpu + own
+            if kind == "wait" and joins is not None and get("on") == "join":
+                joins.append(ev)
         else:
             action = what[0]
             # an operation's own CPU (cpu_dur: copying data, re-taking the GIL

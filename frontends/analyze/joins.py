@@ -1,0 +1,185 @@
+"""A thread's join of the pool it handed work to: the end of a batch.
+
+A batch program puts N items into a queue, lets a pool of threads work them
+off and joins the threads: its run ends when the last item is done.  The
+model repeats the main thread's run, so without the join the next run would
+start while the workers are still busy with this one, and "run time =
+1 / throughput of main.begin" would be the time it takes to put N items.
+
+The join becomes a semaphore without permits: a pool thread releases one
+after each item's work, and the joining thread acquires one per item it put
+(``acquire (n_tasks) worker_done``) where it joined.  This is exact in steady
+state: each item is taken by one thread and released after its work, so the
+permits a run acquires are those of its own items.  Two details keep it so:
+
+* The pool's body is written from the take on.  The fragment the trace puts
+  before a take is the work on the *previous* item (``item = get();
+  work(item)``); written as ``cpu; release; take``, each thread's first pass
+  would release a permit for work it never took: a phantom permit, and a run
+  that ends before its last items are done.
+* Stop markers are not items: the get that took one is the thread's exit
+  (:func:`.phases.drop_short_exits`), and its put goes with it.
+
+Only joins that matter are modelled: the joined pool takes from a queue the
+joining thread puts into, the join waited for a good part of the work phase
+(a batch, not a shutdown), and the joining thread collects no results from
+the pool (taking the results already waits for the work).
+
+>>> from frontends.analyze.structure import Leaf, Loop
+>>> body = [Loop([Leaf(("put", "q", "p.py:3"))], [40], 0), Leaf(("put", "q", "p.py:5"))]
+>>> put_count(body, "q", {40: "n_tasks"})
+'n_tasks + 1'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .structure import Branch, Leaf, Loop, leaves
+
+#: a join that waited less than this share of the work phase is a shutdown
+WAITED = 0.1
+
+
+@dataclass
+class Join:
+    """A runner (``waiter``, a whole run) that joins a steady-state ``pool``."""
+
+    waiter: object            # Runner
+    pool: object              # Runner
+    queue: object             # key of the queue the waiter feeds and the pool takes from
+    take: Leaf                # the pool's take from it (top level of its body)
+    site: str | None          # where the waiter joined
+    items: int                # items the waiter put into the queue in the traced run
+
+
+def batch_joiners(walks: dict, joins: dict, phase) -> dict:
+    """tid -> the join events by which it waited for threads it handed work to.
+
+    ``joins``: tid -> its join events (:func:`.steps.thread_steps`).  A join
+    counts when the joined thread takes from a queue the joining thread puts
+    into, and the thread's joins waited for at least ``WAITED`` of the work
+    phase: it waited for the work, not for a thread that was shutting down.
+    """
+    if phase is None:
+        return {}
+    lo, hi = phase
+    out = {}
+    for tid, evs in joins.items():
+        evs = [e for e in evs if e.get("target") in walks and e.get("target") != tid]
+        if not evs:
+            continue
+        puts = {s.key for s in walks[tid] if s.action == "put"}
+        fed = [e for e in evs if any(s.action == "take" and s.key in puts
+                                     for s in walks[e["target"]])]
+        waited = sum(max(0, min(e["ts"] + e.get("dur", 0), hi) - max(e["ts"], lo)) for e in fed)
+        if fed and waited >= WAITED * (hi - lo):
+            out[tid] = fed
+    return out
+
+
+def find_joins(runners, joiners: dict) -> list[Join]:
+    """The joins the model has: a whole-run runner joining a steady-state pool."""
+    of = {t: r for r in runners for t in r.group.tids}
+    out = []
+    for r in runners:
+        if r.mode != "counted":
+            continue
+        evs = [e for t in r.group.tids for e in joiners.get(t, ())]
+        puts = [s for w in r.walks for s in w if s.action == "put"]
+        if not evs or not puts:
+            continue
+        last = max(s.ev["ts"] for w in r.walks for s in w)
+        mine = {lf.token[1] for lf in leaves(r.items) if lf.action == "take"}
+        done = set()
+        for e in evs:
+            p = of.get(e["target"])
+            if p is None or p.mode != "forever" or id(p) in done or e["ts"] < last:
+                continue
+            if any(lf.action == "put" and lf.token[1] in mine for lf in leaves(p.items)):
+                continue                     # the waiter collects results: they mark the work
+            keys = {s.key for s in puts}
+            take = next((it for it in p.items if isinstance(it, Leaf) and it.action == "take"
+                         and it.token[1] in keys), None)
+            if take is None:
+                continue
+            done.add(id(p))
+            n = sum(1 for s in puts if s.key == take.token[1])
+            out.append(Join(r, p, take.token[1], take, e.get("site"), n))
+    return out
+
+
+def put_count(items, key, loop_params: dict) -> str | None:
+    """How many puts into ``key`` one pass of ``items`` makes, as an expression
+    of the loop-count parameters (None: it varies, e.g. in a branch)."""
+    terms = []
+    for it in items:
+        if isinstance(it, Leaf):
+            if it.action == "put" and it.token[1] == key:
+                terms.append("1")
+        elif isinstance(it, Loop):
+            inner = put_count(it.body, key, loop_params)
+            if inner is None:
+                return None
+            if inner == "0":
+                continue
+            if len(set(it.counts)) != 1:
+                return None
+            n = it.counts[0]
+            p = "1" if n == 1 else loop_params.get(n)
+            if p is None:
+                return None
+            terms.append(p if inner == "1" else inner if p == "1" else
+                         f"{p} * ({inner})" if "+" in inner else f"{p} * {inner}")
+        elif isinstance(it, Branch):
+            if any(lf.action == "put" and lf.token[1] == key
+                   for _, alt in it.alts for lf in leaves(alt)):
+                return None
+    if not terms:
+        return "0"
+    ones = terms.count("1")
+    rest = [t for t in terms if t != "1"]
+    return " + ".join(rest + ([str(ones)] if ones else []))
+
+
+# ------------------------------------------------------------------ model text
+def semaphore(w, j: Join) -> str:
+    """The join's semaphore in writer ``w`` (declared on first use)."""
+    key = ("join", id(j.pool))
+    if key in w.objnames:
+        return w.objnames[key]
+    name = w.names.unique(f"{j.pool.name}_done")
+    w.objnames[key] = name
+    w.decls[key] = (len(w.decls), [
+        f"# the join of the '{j.pool.name}' threads" + (f" at {j.site}" if j.site else "")
+        + " (not an object of the program):",
+        f"# a thread releases a permit after each item's work, '{j.waiter.name}' acquires "
+        "one per item it put",
+        f"semaphore {name} permits 0"])
+    w.info["objects"][name] = {"kind": "semaphore", "type": "join", "site": j.site, "permits": 0}
+    return name
+
+
+def pool_body(w, r, j: Join, ctx) -> list[str]:
+    """The pool's body from the take on, its item done (released) at the end."""
+    k = next(i for i, it in enumerate(r.items) if it is j.take)
+    out = w.leaf(j.take, ctx, part="op")
+    ctx.last_site = j.take.token[2]
+    out += w.items(r.items[k + 1:] + r.items[:k], ctx, plan=set())
+    out += w.leaf(j.take, ctx, part="cpu")
+    return out + [f"release {semaphore(w, j)}"]
+
+
+def waiter_lines(w, j: Join) -> list[str]:
+    """The joining thread's wait: one permit per item it put."""
+    sem = semaphore(w, j)
+    q = w.obj(j.queue)
+    expr = put_count(j.waiter.items, j.queue, w.loop_params)
+    if expr is None or expr == "0":
+        expr = str(j.items)
+    count = "" if expr == "1" else f"{expr} " if expr.isdigit() else f"({expr}) "
+    w.info.setdefault("joins", []).append({
+        "waiter": j.waiter.name, "pool": j.pool.name, "queue": q, "semaphore": sem,
+        "count": expr, "items": j.items, "site": j.site})
+    return [f"# join" + (f" at {j.site}" if j.site else "") + f": wait until the "
+            f"'{j.pool.name}' threads have done the items put into '{q}' "
+            f"({j.items} in the traced run)", f"acquire {count}{sem}"]
