@@ -257,15 +257,18 @@ class TraceReader:
                     events = None            # a line held two values: locate it below
             if events is None:
                 events, lines, err = self._slow(chunk, start)
-            for i, ev in enumerate(events):
-                why = check_event(ev)
-                if why is not None:
-                    line = start + i if lines is None else lines[i]
-                    self._fail(TraceError(why, self.path, line, 0,
-                                          json.dumps(ev)[:200] if type(ev) is dict else str(ev)))
-                    return
-                self.count += 1
-                yield ev
+            if any(map(check_event, events)):     # the common case: all valid, checked in one pass
+                for i, ev in enumerate(events):
+                    why = check_event(ev)
+                    if why is not None:
+                        yield from events[:i]
+                        self.count += i
+                        line = start + i if lines is None else lines[i]
+                        self._fail(TraceError(why, self.path, line, 0,
+                                              json.dumps(ev)[:200] if type(ev) is dict else str(ev)))
+                        return
+            self.count += len(events)
+            yield from events
             if err is not None:
                 self._fail(err)
                 return
