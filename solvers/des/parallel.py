@@ -78,7 +78,7 @@ def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: dict, s
     engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes,
                                  prepare=_in_shared(a, b))
     st = engine.stats
-    for name in BIG:
+    for name in BIG:                 # already in shared memory: not pickled back
         setattr(st, name, None)
     st.bk_busy = None
     return (st, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)

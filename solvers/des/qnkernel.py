@@ -142,7 +142,7 @@ class QNKernel:
                   if getattr(q, a, None) is not None]
             f += [(pc, "route_cum", 0) for pc in q.p.classes]
         f += [(src, "mean", -1) for src in self.plan.sources]
-        f += [(self.stream, "gens", 0), (self.stream, "exp", -1), (self.stream, "uni", -1)]
+        f += self.stream.lane_fields()
         return f + self.stats.lane_fields()
 
     # ------------------------------------------------ finished lanes dropped

@@ -214,9 +214,8 @@ class Stats:
     def totals(self, first: np.ndarray, upto: int | None = None):
         """Sums over each lane's buckets first..end: time (L,), area (L, S), fires (L, M),
         busy [(L, K)], res (L, R, 3)."""
-        n = int(self.nb_l.max(initial=0)) if upto is None else min(int(self.nb_l.max(initial=0)), upto)
-        n = max(n, 1)
-        k = self.keep_mask(first, upto)[:n]        # buckets past every lane's last: never read
+        n = max(int(self.nb_l.max(initial=0)), 1)  # buckets past every lane's last: never read
+        k = self.keep_mask(first, upto)[:n]
         time = (self.bk_time[:n] * k).sum(axis=0)
         area = np.einsum("bsl,bl->ls", self.bk_area[:n], k)
         fires = np.einsum("bml,bl->lm", self.bk_fires[:n], k)

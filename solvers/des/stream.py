@@ -56,6 +56,10 @@ class LockstepStream:
                 self.uni[:, :, l0:l0 + n] = self.raw_u[:n].transpose(1, 2, 0)
         self.i = 0
 
+    def lane_fields(self) -> list:
+        """The per-lane state a kernel working on a subset of lanes narrows (see :mod:`.compact`)."""
+        return [(self, "gens", 0), (self, "exp", -1), (self, "uni", -1)]
+
     def next(self) -> tuple[np.ndarray, np.ndarray]:
         """This step's exponential variates (n_exp, lanes) and uniforms (n_uni, lanes)."""
         if self.i == self.block:
