@@ -6,7 +6,7 @@ tests compare what the analyzer recovered with what the programs do; the
 prediction tests build the model at one configuration, change a parameter,
 simulate, and compare with measured runs of the untraced program.  The machine
 is a shared 2-core VM: runs are isolated (own session, autogroup nice -19),
-repeated, and the median taken; the asserted bound is generous (see each
+repeated in rounds, and the fastest run taken; the asserted bound is generous (see each
 test) while the measured error is printed.
 """
 import re
@@ -14,14 +14,14 @@ import re
 import pytest
 
 import qpn
-from analyze_support import (measure, median, simulate, thread_cpu_ns, trace_program)
+from analyze_support import (fastest, measure_rounds, simulate, thread_cpu_ns, trace_program)
 from frontends.analyze import build
 
-#: asserted bound on |measured - predicted| / measured.  The target is 15% and
-#: quiet runs stay within 10%; but this is a shared 2-core VM whose other tenants
-#: slow down the traced run (its demands go into the model) and the measured
-#: runs alike, by 10-30% at times (2-27% spread in the guide's measurements).
-#: So the assertion is generous and the measured error is printed.
+#: asserted bound on |measured - predicted| / measured.  The target is 15%; the
+#: model comes from the fastest of 3 traced runs and is compared with the fastest
+#: of 9 measured runs in 3 rounds, since this shared VM runs pure-Python code at
+#: two speeds ~1.9x apart and switches within seconds.  Even so a whole test can
+#: fall in the slow state, so the assertion is generous and the error is printed.
 BOUND = 0.5
 TASKS, WORKERS = 30, 3
 ITERATIONS, THREADS = 8, 3
@@ -145,10 +145,11 @@ def test_file_server_structure(server):
 def test_predict_pool_queue_lock(pool, capsys):
     """Built at 3 workers; predicted at 2 and 1: the batch's run time."""
     _, res = pool
+    runs = measure_rounds("pool_queue_lock.py", [(TASKS, 2), (TASKS, 1)])
     for w in (2, 1):
         r = simulate(res.text, time=0.25, replications=8, workers=w)
         predicted = 1000.0 / r.get("throughput", "main.begin")          # ms per batch
-        measured = median(measure("pool_queue_lock.py", 7, TASKS, w))
+        measured = fastest(runs[TASKS, w])
         err = abs(measured - predicted) / measured
         report(capsys, f"prediction pool_queue_lock.py {TASKS} tasks, {w} worker(s): measured "
                        f"{measured:.2f} ms, predicted {predicted:.2f} ms, error {100 * err:.1f}%")
@@ -159,10 +160,11 @@ def test_predict_barrier_iterations(barrier, capsys):
     """Built at 3 threads; predicted at 2 and 1 (barrier parties follow)."""
     _, res = barrier
     name = next(n for n, o in res.info["objects"].items() if o["kind"] == "barrier")
+    runs = measure_rounds("barrier_iterations.py", [(ITERATIONS, 2), (ITERATIONS, 1)])
     for w in (2, 1):
         r = simulate(res.text, time=0.3, replications=8, workers=w)
         predicted = ITERATIONS * 1000.0 / r.get("throughput", f"{name}.trip")
-        measured = median(measure("barrier_iterations.py", 7, ITERATIONS, w))
+        measured = fastest(runs[ITERATIONS, w])
         err = abs(measured - predicted) / measured
         report(capsys, f"prediction barrier_iterations.py {ITERATIONS} iterations, {w} thread(s): "
                        f"measured {measured:.2f} ms, predicted {predicted:.2f} ms, "
@@ -179,8 +181,8 @@ def test_predict_file_server(server, capsys):
     predicted = r.get("throughput", "client.begin")
     # the fastest of several runs: a difference of two times amplifies any disturbance
     # from other processes, which only ever slows a run down
-    t40 = min(measure("file_server.py", 7, 40, 1))
-    t120 = min(measure("file_server.py", 7, 120, 1))
+    runs = measure_rounds("file_server.py", [(40, 1), (120, 1)])
+    t40, t120 = fastest(runs[40, 1]), fastest(runs[120, 1])
     measured = 80 / (t120 - t40) * 1000
     err = abs(measured - predicted) / measured
     report(capsys, f"prediction file_server.py, 1 worker: measured {measured:.0f} requests/s, "
