@@ -171,6 +171,7 @@ def cmd_build(args) -> int:
                 print(f"# call graph of '{r.name}'")
                 print(format_call_graph(call_graph(r.walks),
                                         lambda k: names.get(k, str(k))), end="")
+    args.exit_now = res           # kept alive: main() ends the process without freeing it
     return 0
 
 

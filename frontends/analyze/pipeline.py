@@ -135,7 +135,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'steps')
     links = link_sockets(walks)
     tokens.assign(links.rewritten)
-    walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False)
+    walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False, in_place=True)
              if any(s.action == "sock" for s in w) else w for tid, w in walks.items()}
     _tick(timings, 'sockets')
     phase = work_phase(walks)
@@ -268,7 +268,7 @@ def _cpu(steps) -> float:
 
 
 #: a long walk's steady-state loop is found from its first and last steps
-HEAD, TAIL = 20_000, 2_000
+HEAD, TAIL = 5_000, 1_000
 
 
 def _steady(w: list, opt: Options) -> SteadyLoop:

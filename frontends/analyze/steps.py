@@ -154,65 +154,73 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
     frag_start = 0
     ignored, folded = IGNORED_KINDS, FOLDED_KINDS
     okey = objects.key
-    ids, toks = (tokens.ids, tokens.tokens) if tokens is not None else (None, None)
+    ids, toks = (tokens.ids, tokens.tokens) if tokens is not None else ({}, [])
+    ids_get = ids.get
     for ev in events:
         kind = ev["kind"]
         if kind in ignored:
             continue
         ts = ev["ts"]
         get = ev.get
+        c = get("cpu") if thread_cpu else None
         if prev_end is None:
             frag_cpu = 0
             frag_start = ts
         elif ts < prev_end:
             continue                         # nested in the previous span
+        elif c is not None and prev_cpu is not None:
+            frag_cpu = c - prev_cpu
+            if frag_cpu < 0:
+                frag_cpu = 0
         else:
-            c = get("cpu") if thread_cpu else None
-            if c is not None and prev_cpu is not None:
-                frag_cpu = c - prev_cpu
-                if frag_cpu < 0:
-                    frag_cpu = 0
-            else:
-                frag_cpu = ts - prev_end     # no CPU clock: wall time stands in
-        if kind == "get" or kind == "put":   # the common case, inlined
-            what = None if get("ok", True) is False or "obj" not in ev else (
-                "take" if kind == "get" else "put", okey(ev["obj"], ts))
-        elif kind in folded or kind[:2] == "x_":
-            what = None
-        else:
-            what = classify(ev, objects, held)
+            frag_cpu = ts - prev_end         # no CPU clock: wall time stands in
         dur = get("dur", 0)
         own = get("cpu_dur", 0) if dur else 0
-        if what is None:
+        if kind == "get" or kind == "put":   # the common case, inlined
+            if get("ok", True) is False or "obj" not in ev:
+                action = None
+            else:
+                action, key = "take" if kind == "get" else "put", okey(ev["obj"], ts)
+        elif kind == "io":                   # as classify() does, inlined
+            key = ev["op"]
+            action = "sock" if key in SOCKET_OPS else None if get("ok", True) is False else "io"
+        elif kind in folded or kind[:2] == "x_":
+            action = None
+        else:
+            what = classify(ev, objects, held)
+            action, key = what if what is not None else (None, None)
+        if action is None:
             # fold: the fragment and the event's own CPU go to the next step
             pend_cpu += frag_cpu + own
             if kind == "wait" and joins is not None and get("on") == "join":
                 joins.append(ev)
         else:
-            action = what[0]
             # an operation's own CPU (cpu_dur: copying data, re-taking the GIL
             # after a wait) counts with the fragment before it, except for
             # file I/O, whose own time the model represents
-            st = Step(ev["tid"], action, what[1], get("site"), ev, frag_start,
+            site = get("site")
+            st = Step(ev["tid"], action, key, site, ev, frag_start,
                       pend_cpu + frag_cpu + (own if action != "io" else 0), ts - frag_start,
                       own, dur)
-            if ids is not None:
-                t = (action, st.key, st.site)
-                i = ids.get(t)
-                if i is None:
-                    i = ids[t] = len(toks)
-                    toks.append(t)
-                st.tok = i
+            t = (action, key, site)
+            i = ids_get(t)
+            if i is None:
+                i = ids[t] = len(toks)
+                toks.append(t)
+            st.tok = i
             append(st)
             pend_cpu = 0
             frag_start = ts + dur
         prev_end = ts + dur
-        c = get("cpu") if thread_cpu else None
         prev_cpu = (c + own) if c is not None else None
+    if tokens is None:
+        for st in out:
+            st.tok = None
     return out
 
 
-def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True) -> list[Step]:
+def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True,
+         in_place: bool = False) -> list[Step]:
     """The steps of ``walk`` for which ``keep(step)`` holds.
 
     A dropped step's fragment (and a file operation's own CPU; other
@@ -220,6 +228,8 @@ def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True) -> list[St
     into the next kept step's fragment (the code still ran).  Steps dropped before the first kept one are
     discarded with their CPU when ``discard_leading`` (start-up code), and the
     first kept step then has an unknown fragment (``cpu = None``).
+    A kept step whose fragment grows is a new Step, unless ``in_place`` (when
+    nothing else refers to the walk's steps yet: it saves a copy per step).
     """
     out: list[Step] = []
     pend_cpu, pend_known = 0, True
@@ -249,10 +259,14 @@ def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True) -> list[St
                 continue
             cpu = None if (st.cpu is None or not pend_known) else st.cpu + pend_cpu
             s0 = start if start is not None else st.start
-        new = Step(st.tid, st.action, st.key, st.site, st.ev, s0, cpu, st.ev["ts"] - s0,
-                   st.own_cpu, st.dur)
-        new.klass, new.tok = st.klass, st.tok
-        out.append(new)
+        if in_place:
+            st.start, st.cpu, st.wall = s0, cpu, st.ev["ts"] - s0
+            out.append(st)
+        else:
+            new = Step(st.tid, st.action, st.key, st.site, st.ev, s0, cpu, st.ev["ts"] - s0,
+                       st.own_cpu, st.dur)
+            new.klass, new.tok = st.klass, st.tok
+            out.append(new)
         leading = False
         pend_cpu, pend_known, start = 0, True, None
     return out
