@@ -30,7 +30,7 @@ print(" ".join(f"{x:.3f}" for x in out))
 """
 
 
-def trace_program(tmp_path_factory, name, *args, runs=3):
+def trace_program(tmp_path_factory, name, *args, runs=5):
     """Trace tests/programs/<name> ``runs`` times; returns the fastest Trace.
 
     This VM runs pure-Python code at one of two speeds ~1.9x apart, switching

@@ -6,10 +6,10 @@ cores (GIL-free), two pure-Python threads taking turns (GIL-bound), a
 fragment that is half of each, and the cases the data cannot decide.
 
 Real runs: tests/programs/gil_work.py ("python": a pure-Python loop, "hash":
-hashlib, which releases the GIL) is traced at 2 threads (the fastest of 3
-traced runs per mode); the model is built, its worker pool set to 1, 2 and 4 threads and simulated, and
-the predicted run time of the batch is compared with runs of the untraced
-program.  The machine is a shared 2-core VM whose speed for pure-Python code
+hashlib, which releases the GIL) is traced at 2 threads (the fastest of 5
+traced runs per mode); the model is built, its worker pool set to 1, 2 and 4
+threads and simulated, and the predicted run time of the batch is compared
+with runs of the untraced program.  The machine is a shared 2-core VM whose speed for pure-Python code
 drifts between two levels about 1.8x apart within seconds (hashlib is
 steady), so the traced run and the measured runs may see different speeds:
 the absolute error (against the fastest measured run) is printed and asserted

@@ -18,7 +18,7 @@ from analyze_support import (fastest, measure_rounds, simulate, thread_cpu_ns, t
 from frontends.analyze import build
 
 #: asserted bound on |measured - predicted| / measured.  The target is 15%; the
-#: model comes from the fastest of 3 traced runs and is compared with the fastest
+#: model comes from the fastest of 5 traced runs and is compared with the fastest
 #: of 9 measured runs in 3 rounds, since this shared VM runs pure-Python code at
 #: two speeds ~1.9x apart and switches within seconds.  Even so a whole test can
 #: fall in the slow state, so the assertion is generous and the error is printed.
