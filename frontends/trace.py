@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import closing
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import IO, Iterable, Iterator
 
 from qpn.errors import QPNError
 
-from .trace_schema import CAPABILITIES, FORMAT, KINDS, VERSION, check_event
+from .trace_schema import CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, check_event
 
 __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
            "read_trace", "write_trace", "dump_event", "CAPABILITIES", "KINDS"]
 
 # Characters read per chunk; a chunk is parsed by one json.loads call on
 # "[l1,l2,...]", ~3x faster than one call per line.  On any error the chunk is
-# re-parsed line by line to locate it.
-CHUNK_CHARS = 1 << 19
+# re-parsed line by line to locate it.  64 KiB (~500 events) rather than more:
+# the events are checked (and grouped by callers) while still in the CPU cache.
+CHUNK_CHARS = 1 << 16
 
 
 class TraceError(QPNError):
@@ -182,8 +184,9 @@ class Trace:
 class TraceReader:
     """Stream the events of a trace file, validating each line.
 
-    ``header`` is read on construction; iterating yields event dicts.  In lenient
-    mode (``strict=False``) iteration stops quietly at the first bad line and
+    ``header`` is read on construction; iterating yields event dicts, and
+    :meth:`chunks` the same events as lists (cheaper per event).  In lenient
+    mode (``strict=False``) reading stops quietly at the first bad line and
     ``warnings``/``complete`` say what happened.
     """
 
@@ -198,6 +201,7 @@ class TraceReader:
                 self.path = "<trace>"
             self._fh, self._own = source, False
         self.strict = strict
+        self._checker = EventChecker()       # learns this trace's event shapes
         self.warnings: list[str] = []
         self.complete = True
         self.count = 0
@@ -227,10 +231,9 @@ class TraceReader:
         self.close()
 
     def __iter__(self) -> Iterator[dict]:
-        try:
-            yield from self._events()
-        finally:
-            self.close()
+        with closing(self.chunks()) as chunks:
+            for chunk in chunks:
+                yield from chunk
 
     def _fail(self, err: TraceError) -> None:
         if self.strict:
@@ -239,7 +242,16 @@ class TraceReader:
         self.warnings.append(f"{err.location}: {err.message}; kept the {self.count} "
                              f"valid event(s) before it and ignored the rest")
 
-    def _events(self) -> Iterator[dict]:
+    def chunks(self) -> Iterator[list[dict]]:
+        """The events as lists of a few thousand, in file order; closes the file
+        at the end.  Cheaper than iterating for 10^6 events: a generator step
+        per event costs ~0.4 us, a sixth of reading."""
+        try:
+            yield from self._chunks()
+        finally:
+            self.close()
+
+    def _chunks(self) -> Iterator[list[dict]]:
         fh = self._fh
         while True:
             start = self.lineno + 1          # number of the chunk's first line
@@ -249,26 +261,34 @@ class TraceReader:
             self.lineno += len(chunk)
             events, lines, err = None, None, None
             if chunk[-1].endswith("\n"):
+                # one big string per chunk, not three ("[" + ... + "]"): each
+                # may cost fresh pages, a page fault per 4 KiB
+                first, last = chunk[0], chunk[-1]
+                chunk[0] = "[" + first
+                chunk[-1] += "]"
+                text = ",".join(chunk)
+                chunk[-1], chunk[0] = last, first
                 try:
-                    events = json.loads("[" + ",".join(chunk) + "]")
+                    events = json.loads(text)
                 except ValueError:
                     events = None
                 if events is not None and len(events) != len(chunk):
                     events = None            # a line held two values: locate it below
             if events is None:
                 events, lines, err = self._slow(chunk, start)
-            if any(map(check_event, events)):     # the common case: all valid, checked in one pass
-                for i, ev in enumerate(events):
-                    why = check_event(ev)
-                    if why is not None:
-                        yield from events[:i]
-                        self.count += i
-                        line = start + i if lines is None else lines[i]
-                        self._fail(TraceError(why, self.path, line, 0,
-                                              json.dumps(ev)[:200] if type(ev) is dict else str(ev)))
-                        return
+            i = self._checker.first_invalid(events)
+            if i is not None:
+                self.count += i
+                if i:
+                    yield events[:i]
+                ev = events[i]
+                line = start + i if lines is None else lines[i]
+                self._fail(TraceError(check_event(ev), self.path, line, 0,
+                                      json.dumps(ev)[:200] if type(ev) is dict else str(ev)))
+                return
             self.count += len(events)
-            yield from events
+            if events:
+                yield events
             if err is not None:
                 self._fail(err)
                 return
@@ -298,7 +318,9 @@ class TraceReader:
 def read_trace(source: str | os.PathLike | IO[str], *, strict: bool = True) -> Trace:
     """Read a whole trace.  ``strict=False``: keep the valid prefix, warn about the rest."""
     reader = TraceReader(source, strict=strict)
-    events = list(reader)
+    events: list[dict] = []
+    for chunk in reader.chunks():
+        events += chunk
     return Trace(reader.header, events, reader.path, reader.warnings, reader.complete)
 
 

@@ -1,19 +1,24 @@
 """The neutral trace format's vocabulary: event kinds, their fields, capabilities.
 
 One table, :data:`KINDS`, says for every event kind which fields it requires and
-what type each known field has; :func:`check_event` applies it.  The reader
-(:mod:`frontends.trace`) calls :func:`check_event` once per line, so it is
-written for speed: set operations on the key view and a few ``type() is``
-tests, no per-field closures.
+what type each known field has; :func:`check_event` applies it and says what is
+wrong.  The reader (:mod:`frontends.trace`) checks millions of events, so it
+gives whole lists to an :class:`EventChecker` instead: the same verdicts, from
+code generated per event shape, ~2.5x faster.  :func:`first_invalid` uses one.
 
 >>> check_event({"kind": "release", "tid": 1, "ts": 5, "obj": 7, "hold": 3}) is None
 True
 >>> check_event({"kind": "release", "tid": 1, "ts": 5})
 "release event lacks field 'obj'"
+>>> first_invalid([{"kind": "thread_end", "tid": 1, "ts": 5}, {"kind": "thread_end", "tid": 1}])
+1
 """
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 FORMAT = "qpn-trace"
 VERSION = 1
@@ -127,7 +132,7 @@ def check_event(ev: object) -> str | None:
     if type(ev) is not dict:
         return "an event must be a JSON object"
     kind = ev.get("kind")
-    spec = KINDS.get(kind)
+    spec = KINDS.get(kind) if type(kind) is str else None     # a list kind: unhashable
     if spec is None:
         if type(kind) is str and kind.startswith("x_"):
             spec = EXTENSION
@@ -166,9 +171,144 @@ def check_event(ev: object) -> str | None:
     req = ev.get("req")
     if req is not None and type(req) not in (int, str):
         return f"{kind} event: req must be an integer or a string, got {req!r}"
-    if kind == "sample" and not (type(ev["stack"]) is list
-                                 and all(type(s) is str for s in ev["stack"])):
+    if kind == "sample" and not _str_list(ev["stack"]):
         return "sample event: stack must be a list of strings (leaf first)"
     if kind == "probe" and "args" in ev and type(ev["args"]) is not list:
         return "probe event: args must be a list"
     return None
+
+
+def _str_list(x: object) -> bool:
+    return type(x) is list and all(type(s) is str for s in x)
+
+
+# --- EventChecker: check_event for many events, faster ----------------------
+# check_event loops over an event's fields with a branch per type (~1 us per
+# event, as much as parsing it).  But a trace has few *shapes* (kind + key set),
+# so EventChecker runs a scanner generated from the shapes seen so far: per
+# shape one straight-line test such as ``type(ev['tid']) is int and ...``.
+# ``len(ev) == n`` plus a successful ``ev[f]`` for each of the shape's n keys
+# proves the key set (so the required fields are there), and the field tests
+# are derived from the same KINDS tables as check_event's.  The scanner only
+# vouches for events: whatever it cannot vouch for (a new shape, a None value,
+# an error) goes to check_event, whose verdict stands, and valid new shapes are
+# learned (the scanner regenerated) for the events after them.
+
+
+def _field_test(spec: KindSpec, f: str, enums: dict) -> str:
+    """An expression true if field ``f`` of ``ev`` is present and check_event
+    would accept its value (None, also accepted there, is left to check_event)."""
+    get = f"ev[{f!r}]"                 # repr: keys from a file are only ever literals
+    t = spec.types.get(f)
+    if t in ("int", "str", "bool"):
+        return f"type({get}) is {t}"
+    if t == "uint":
+        return f"(type(v := {get}) is int and v >= 0)"
+    if isinstance(t, frozenset):
+        return f"(type(v := {get}) is str and v in {enums.setdefault(t, f'E{len(enums)}')})"
+    if f == "req":
+        return f"type({get}) in ID"
+    if (spec.name, f) == ("sample", "stack"):
+        return f"_str_list({get})"
+    if (spec.name, f) == ("probe", "args"):
+        return f"type({get}) is list"
+    return f"{f!r} in ev"              # a field of any type: only its presence counts
+
+
+class EventChecker:
+    """:func:`check_event` for whole lists of events, ~2.5x faster (see above).
+
+    >>> EventChecker().first_invalid([{"kind": "thread_end", "tid": 1, "ts": 5}] * 3) is None
+    True
+    """
+
+    MAX_SHAPES = 100       # bounds the generated code for traces with ever-new shapes
+    MAX_FIELDS = 40
+    BATCH = 128            # events left to check_event before learning their shapes
+
+    def __init__(self) -> None:
+        self._shapes: dict[str, dict[int, list[frozenset]]] = {}    # kind -> len -> key sets
+        self._n_shapes = 0
+        self._new = 0                  # shapes learned since the last _compile
+        self._seen: Counter = Counter()     # (kind, len) -> count: the order of the tests
+        self._lock = threading.Lock()
+        self._scan = self._compile()
+
+    def first_invalid(self, events: Sequence[object]) -> int | None:
+        """The index of the first event check_event rejects, or None if all are valid."""
+        i: int | None = 0
+        left = self.BATCH
+        try:
+            while (i := self._scan(events, i)) is not None:
+                if check_event(events[i]) is not None:
+                    return i
+                self._learn(events[i])
+                i += 1
+                left -= 1
+                if not left:           # compiling costs ~1 ms: learn in batches
+                    self._recompile(events, i)
+                    left = self.BATCH
+            return None
+        finally:
+            self._recompile(events, 0)
+
+    def _learn(self, ev: dict) -> None:
+        keys = frozenset(ev)
+        if self._n_shapes >= self.MAX_SHAPES or len(keys) > self.MAX_FIELDS:
+            return
+        with self._lock:
+            known = self._shapes.setdefault(ev["kind"], {}).setdefault(len(keys), [])
+            if keys not in known:      # (a known shape here had a None value)
+                known.append(keys)
+                self._n_shapes += 1
+                self._new += 1
+
+    def _recompile(self, events: Sequence, i: int) -> None:
+        if not self._new:
+            return
+        with self._lock:
+            for ev in events[i:i + 1000]:      # a sample of what comes: common kinds first
+                if type(ev) is dict and type(kind := ev.get("kind")) is str:
+                    self._seen[kind, len(ev)] += 1
+            self._new = 0
+            self._scan = self._compile()
+
+    def _compile(self) -> Callable[[Sequence, int], int | None]:
+        """The scanner: ``scan(events, i)`` is the index of the first event from
+        ``i`` on that it cannot vouch for, or None."""
+        enums: dict = {}
+        shapes, seen = self._shapes, self._seen
+        # builtins as locals, common kinds first: ~10% faster
+        out = ["def scan(evs, i, type=type, int=int, str=str, bool=bool, dict=dict, len=len):",
+               "    try:",
+               "        for i in range(i, len(evs)):",
+               "            ev = evs[i]",
+               "            if type(ev) is not dict: return i",
+               "            k = ev['kind']",
+               "            n = len(ev)"]
+        for i, kind in enumerate(sorted(shapes, key=lambda k: -sum(seen[k, n] for n in shapes[k]))):
+            spec = KINDS.get(kind, EXTENSION)
+            out.append(f"            {'elif' if i else 'if'} k == {kind!r}:")
+            by_len = sorted(shapes[kind].items(), key=lambda item: -seen[kind, item[0]])
+            for j, (n, key_sets) in enumerate(by_len):
+                common = frozenset.intersection(*key_sets)
+                alts = [" and ".join([f"{f!r} in ev" for f in sorted(keys - common)]  # no KeyError
+                                     + [_field_test(spec, f, enums) for f in sorted(keys) if f != "kind"])
+                        for keys in key_sets]
+                out.append(f"                {'elif' if j else 'if'} n == {n}:")
+                out.append(f"                    if not ({' or '.join(f'({a})' for a in alts)}): return i")
+            out.append("                else: return i")
+        out.append("            else: return i" if shapes else "            return i")
+        out += ["    except (KeyError, TypeError):", "        return i", "    return None"]
+        ns = {"ID": (int, str), "_str_list": _str_list, **{name: t for t, name in enums.items()}}
+        exec("\n".join(out), ns)      # noqa: S102 -- the source is built above from literals
+        return ns["scan"]
+
+
+_checker = EventChecker()
+
+
+def first_invalid(events: Sequence[object]) -> int | None:
+    """The index of the first event :func:`check_event` rejects, or None if all
+    are valid: the same verdicts, faster on many events (a shared EventChecker)."""
+    return _checker.first_invalid(events)

@@ -189,3 +189,69 @@ def test_request_ids_may_be_integers_or_strings():
     for req in (7, "r-7"):
         assert check_event(ev("request", req=req, phase="begin")) is None
         assert check_event(ev("put", obj=1, item=2, req=req)) is None
+
+
+def test_first_invalid_agrees_with_check_event():
+    # first_invalid runs code generated per event shape; it must accept exactly
+    # what check_event accepts and stop at the first event check_event rejects
+    import random
+    from collections import OrderedDict
+
+    from frontends.trace_schema import first_invalid
+    rnd = random.Random(7)
+    base = GOOD + [ev("wait", on="sleep", target=2, ok=True), ev("notify", obj=3, on="cond", all=False),
+                   ev("request", req="r1", phase="end", name="q"), ev("request", req=4, phase="begin"),
+                   ev("sample", stack=["a", "b"]), ev("probe", probe=3, args=[1]), ev("probe", probe=3),
+                   ev("x_ext", foo=1, bar=[2]), ev("counter", name="c", value=3.5),
+                   ev("disk", op="weird", bytes=4096, dev="sda"), ev("task", dur=5, func="f", pool=1),
+                   ev("io", op="send", fd=3, bytes=9, peer="h:1", ok=True, calls=2, site="s.py:1")]
+    odd = [None, -1, 0, 1.5, True, False, "s", "read", "sleep", [1], ["a"], {"a": 1}, 2 ** 70, -2 ** 70]
+    events: list = []
+    for _ in range(4000):
+        e = dict(rnd.choice(base))
+        r, f = rnd.random(), rnd.choice(sorted(e))
+        if r < 0.25:
+            e[f] = rnd.choice(odd)
+        elif r < 0.3:
+            del e[f]
+        elif r < 0.35:
+            e[rnd.choice(["extra", "req", "cpu_dur", "stack", "args", "obj"])] = rnd.choice(odd)
+        elif r < 0.37:
+            e = rnd.choice([[e], "x", 3, None, OrderedDict(e),
+                            {**e, "kind": rnd.choice(["header", "acquir", 5, [1]])}])
+        events.append(e)
+    ok = [check_event(e) is None for e in events]
+    assert 0.3 < sum(ok) / len(ok) < 0.9
+    for _ in range(2):                              # while learning shapes, and after
+        assert [first_invalid([e]) is None for e in events] == ok
+    for start in range(0, len(events), 50):
+        part = events[start:start + 50]
+        assert first_invalid(part) == next((i for i, v in enumerate(ok[start:start + 50]) if not v), None)
+
+
+def test_many_shapes_and_none_values_are_still_checked():
+    from frontends.trace_schema import EventChecker
+    first_invalid = EventChecker().first_invalid
+    events = [ev(f"x_{i}", ts=i, **{f"f{i}": i}) for i in range(300)]      # past the shape limit
+    events += [ev("acquire", obj=1, dur=None, cpu=None)] * 3                 # None: left to check_event
+    assert first_invalid(events) is None
+    assert first_invalid(events + [ev("acquire", obj=1, dur=-1)]) == len(events)
+    assert first_invalid(events + [ev("x_7", ts="0", f7=1)]) == len(events)
+
+
+def test_read_grouped_matches_read_trace_across_chunks(tmp_path, monkeypatch):
+    from frontends.analyze import read_grouped
+    monkeypatch.setattr(tr, "CHUNK_CHARS", 300)      # a chunk every few lines
+    events = [ev("mark", tid=1 + i % 3, ts=i, name="m") for i in range(200)]
+    events[150]["ts"] = 3                            # thread 1 out of order
+    path = tmp_path / "t.jsonl"
+    path.write_text(text(*events))
+    g, t = read_grouped(path), read_trace(path)
+    assert g.events == t.events == events and g.by_thread() == t.by_thread()
+    assert [e["ts"] for e in g.by_thread()[1]][:3] == [0, 3, 3]
+    path.write_text(text(*events[:120], ev("mark", name=1), *events[120:]))
+    with pytest.raises(TraceError, match=r":122: error: mark event: name must be a string"):
+        read_grouped(path)
+    lenient = read_grouped(path, strict=False)
+    assert lenient.events == events[:120] and not lenient.complete
+    assert sum(map(len, lenient.by_thread().values())) == 120 and "kept the 120" in lenient.warnings[0]

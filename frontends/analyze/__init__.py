@@ -87,17 +87,20 @@ def read_grouped(path, *, strict: bool = True):
     groups: dict = {}
     last: dict = {}
     unsorted = set()
-    append = events.append
-    for ev in reader:
-        append(ev)
-        tid, ts = ev["tid"], ev["ts"]
-        lst = groups.get(tid)
-        if lst is None:
-            lst = groups[tid] = []
-        elif ts < last[tid]:
-            unsorted.add(tid)
-        last[tid] = ts
-        lst.append(ev)
+    # Whole validated chunks, each grouped right after parsing: no generator
+    # step per event, and the chunk's dicts are still in the CPU cache (a pass
+    # over 10^6 events in another order than the file's costs ~0.4 s of misses).
+    for chunk in reader.chunks():
+        events += chunk
+        for ev in chunk:
+            tid, ts = ev["tid"], ev["ts"]
+            lst = groups.get(tid)
+            if lst is None:
+                lst = groups[tid] = []
+            elif ts < last[tid]:
+                unsorted.add(tid)
+            last[tid] = ts
+            lst.append(ev)
     for tid in unsorted:
         groups[tid].sort(key=itemgetter("ts"))
     trace = GroupedTrace(reader.header, events, reader.path, reader.warnings, reader.complete)
