@@ -30,11 +30,11 @@ print(" ".join(f"{x:.3f}" for x in out))
 """
 
 
-def trace_program(tmp_path_factory, name, *args, runs=5):
+def trace_program(tmp_path_factory, name, *args, runs=1):
     """Trace tests/programs/<name> ``runs`` times; returns the fastest Trace.
 
     This VM runs pure-Python code at one of two speeds ~1.9x apart, switching
-    within seconds (another tenant on the sibling hyper-thread), and other load
+    in spells of seconds to minutes (other tenants of the host), and other load
     only ever slows a run down: the run whose threads used the least CPU is the
     program's own speed, which :func:`fastest` takes from the measured runs too.
     """
@@ -66,14 +66,20 @@ def median(xs):
     return statistics.median(xs)
 
 
-def measure_rounds(name, configs, rounds=3, reps=3):
-    """Wall times (ms) of main(*config) per config, in ``rounds`` rounds of one
-    process per config (1, 2, 1, 2, ...): a run of the machine's slow state
-    then cannot take all runs of one config."""
-    out = {c: [] for c in configs}
+def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3):
+    """[(trace, {config: wall times in ms})] of ``rounds`` rounds: each traces the
+    program once at ``traced`` and right after times main(*config) ``reps``
+    times per config (one process each).
+
+    This VM runs pure-Python code at two speeds ~1.9x apart, in spells of
+    seconds to minutes; a trace and measurements taken minutes apart can be off
+    by that.  A round is one experiment -- trace one configuration, predict
+    another -- whose trace and runs see the same machine.
+    """
+    out = []
     for _ in range(rounds):
-        for c in configs:
-            out[c] += measure(name, reps, *c)
+        tr = trace_program(tmp_path_factory, name, *traced, runs=1)
+        out.append((tr, {c: measure(name, reps, *c) for c in configs}))
     return out
 
 

@@ -171,13 +171,13 @@ def test_no_wait_needs_evidence():
 # -------------------------------------------------------------- real programs
 @pytest.fixture(scope="module")
 def python_mode(tmp_path_factory):
-    tr = trace_program(tmp_path_factory, "gil_work.py", "python", THREADS, CHUNKS)
+    tr = trace_program(tmp_path_factory, "gil_work.py", "python", THREADS, CHUNKS, runs=5)
     return tr, build(tr)
 
 
 @pytest.fixture(scope="module")
 def hash_mode(tmp_path_factory):
-    tr = trace_program(tmp_path_factory, "gil_work.py", "hash", THREADS, CHUNKS)
+    tr = trace_program(tmp_path_factory, "gil_work.py", "hash", THREADS, CHUNKS, runs=5)
     return tr, build(tr)
 
 
