@@ -143,7 +143,8 @@ def test_file_server_structure(server):
 
 
 # ---------------------------------------------------------------- predictions
-def predict_in_rounds(capsys, tmp_path_factory, name, traced, configs, targets, predict, measured):
+def predict_in_rounds(capsys, tmp_path_factory, name, traced, configs, targets, predict, measured,
+                      reps=3):
     """Trace, build, predict, measure: once per round (see :func:`paired_rounds`).
 
     ``targets``: labels of what is predicted; ``predict(res, label)`` and
@@ -151,7 +152,8 @@ def predict_in_rounds(capsys, tmp_path_factory, name, traced, configs, targets, 
     printed; the median over the rounds is asserted within BOUND and returned.
     """
     errs: dict = {t: [] for t in targets}
-    for k, (tr, runs) in enumerate(paired_rounds(tmp_path_factory, name, traced, configs)):
+    for k, (tr, runs) in enumerate(paired_rounds(tmp_path_factory, name, traced, configs,
+                                                          reps=reps)):
         res = build(tr)
         for t in targets:
             p, m = predict(res, t), measured(runs, t)
@@ -203,4 +205,4 @@ def test_predict_file_server(tmp_path_factory, capsys):
         return 80 / (fastest(runs[120, w]) - fastest(runs[40, w])) * 1000
 
     predict_in_rounds(capsys, tmp_path_factory, "file_server.py", (REQUESTS, 2),
-                      [(40, 1), (120, 1)], (1,), predict, measured)
+                      [(40, 1), (120, 1)], (1,), predict, measured, reps=7)

@@ -59,6 +59,9 @@ def batch_joiners(walks: dict, joins: dict, phase) -> dict:
     counts when the joined thread takes from a queue the joining thread puts
     into, and the thread's joins waited for at least ``WAITED`` of the work
     phase: it waited for the work, not for a thread that was shutting down.
+    The time without CPU between the thread's last step and its first join
+    counts as waiting too: a main thread that wants the GIL to call join()
+    while the workers run Python may get it only when they end.
     """
     if phase is None:
         return {}
@@ -71,10 +74,30 @@ def batch_joiners(walks: dict, joins: dict, phase) -> dict:
         puts = {s.key for s in walks[tid] if s.action == "put"}
         fed = [e for e in evs if any(s.action == "take" and s.key in puts
                                      for s in walks[e["target"]])]
+        if not fed:
+            continue
         waited = sum(max(0, min(e["ts"] + e.get("dur", 0), hi) - max(e["ts"], lo)) for e in fed)
-        if fed and waited >= WAITED * (hi - lo):
+        waited += _idle_before(walks[tid], min(fed, key=lambda e: e["ts"]), lo, hi)
+        if waited >= WAITED * (hi - lo):
             out[tid] = fed
     return out
+
+
+def _idle_before(walk: list, join: dict, lo: float, hi: float) -> float:
+    """Wall time without CPU, within [lo, hi], from the last step before ``join`` to it."""
+    prev = None
+    for s in walk:
+        if s.ev["ts"] >= join["ts"]:
+            break
+        prev = s
+    if prev is None or "cpu" not in join or "cpu" not in prev.ev:
+        return 0.0
+    a, b = max(prev.end, lo), min(join["ts"], hi)
+    gap = join["ts"] - prev.end
+    if b <= a or gap <= 0:
+        return 0.0
+    idle = max(0.0, 1.0 - (join["cpu"] - prev.ev["cpu"] - prev.own_cpu) / gap)
+    return (b - a) * idle
 
 
 def find_joins(runners, joiners: dict) -> list[Join]:
