@@ -4,7 +4,6 @@ Runs are isolated as shared/guides/tracing-and-measuring.md says for a shared
 2-core host: each process tree in its own session with autogroup nice -19.
 """
 import os
-import statistics
 import subprocess
 import sys
 
@@ -60,10 +59,6 @@ def measure(name, reps, *args):
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
     return [float(x) for x in p.stdout.split()]
-
-
-def median(xs):
-    return statistics.median(xs)
 
 
 def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3):

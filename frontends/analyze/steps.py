@@ -154,8 +154,7 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
     frag_start = 0
     ignored, folded = IGNORED_KINDS, FOLDED_KINDS
     okey = objects.key
-    ids, toks = (tokens.ids, tokens.tokens) if tokens is not None else ({}, [])
-    ids_get = ids.get
+    ids, toks = (tokens.ids, tokens.tokens) if tokens is not None else (None, None)
     for ev in events:
         kind = ev["kind"]
         if kind in ignored:
@@ -202,20 +201,18 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
             st = Step(ev["tid"], action, key, site, ev, frag_start,
                       pend_cpu + frag_cpu + (own if action != "io" else 0), ts - frag_start,
                       own, dur)
-            t = (action, key, site)
-            i = ids_get(t)
-            if i is None:
-                i = ids[t] = len(toks)
-                toks.append(t)
-            st.tok = i
+            if ids is not None:
+                t = (action, key, site)
+                i = ids.get(t)
+                if i is None:
+                    i = ids[t] = len(toks)
+                    toks.append(t)
+                st.tok = i
             append(st)
             pend_cpu = 0
             frag_start = ts + dur
         prev_end = ts + dur
         prev_cpu = (c + own) if c is not None else None
-    if tokens is None:
-        for st in out:
-            st.tok = None
     return out
 
 

@@ -190,9 +190,9 @@ class Interp:
             yield
         self.sim.done(e)
 
-    def release(self, th, st, sc):
+    def release(self, th, st, sc, what: str = "a permit count"):
         s = self.w.obj(st.target)
-        n = self.rnd.count(st.count, "a permit count", st.loc)
+        n = self.rnd.count(st.count, what, st.loc)
         self.sim.ev(th, "release", self.site(st, sc), obj=s.obj, count=n if n != 1 else None)
         s.release(n)
 
@@ -308,10 +308,7 @@ class Interp:
             yield from self.steps(th, st.otherwise, sc)
 
     def free(self, th, st, sc):
-        lim = self.w.obj(st.target)
-        n = self.rnd.count(st.count, "a count", st.loc)
-        self.sim.ev(th, "release", self.site(st, sc), obj=lim.obj, count=n if n != 1 else None)
-        lim.release(n)
+        self.release(th, st, sc, "a count")
 
     def timer(self, th, st, sc):
         open_ = self.w.timers[st.target]

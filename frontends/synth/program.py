@@ -96,20 +96,10 @@ class World:
         return self.objects[name]
 
     def cpu(self, name: str | None) -> Server:
-        if name is None:
-            if len(self.cpus) != 1:
-                raise QPNError("a cpu step needs 'on CPU' (the model has "
-                               f"{len(self.cpus)} cpus)")
-            return next(iter(self.cpus.values()))
-        return self.cpus[name]
+        return _named(self.cpus, name, "a cpu step needs 'on CPU'", "cpus")
 
     def disk(self, name: str | None) -> Disk:
-        if name is None:
-            if len(self.disks) != 1:
-                raise QPNError("an io step needs 'on DISK' (the model has "
-                               f"{len(self.disks)} disks)")
-            return next(iter(self.disks.values()))
-        return self.disks[name]
+        return _named(self.disks, name, "an io step needs 'on DISK'", "disks")
 
 
 @dataclass
@@ -316,3 +306,12 @@ def _info(sim, world, counts, modes, env, time, events) -> dict:
                             list(world.cpus.items()) +
                             [(n, d.server) for n, d in world.disks.items()]},
             "params": env}
+
+
+def _named(table: dict, name: str | None, need: str, what: str):
+    """``table[name]``, or its only entry when the step names none."""
+    if name is None:
+        if len(table) != 1:
+            raise QPNError(f"{need} (the model has {len(table)} {what})")
+        return next(iter(table.values()))
+    return table[name]
