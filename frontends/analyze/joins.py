@@ -87,7 +87,7 @@ def _idle_before(walk: list, join: dict, lo: float, hi: float) -> float:
     """Wall time without CPU, within [lo, hi], from the last step before ``join`` to it."""
     prev = None
     for s in walk:
-        if s.ev["ts"] >= join["ts"]:
+        if s.ts >= join["ts"]:
             break
         prev = s
     if prev is None or "cpu" not in join or "cpu" not in prev.ev:
@@ -111,7 +111,7 @@ def find_joins(runners, joiners: dict) -> list[Join]:
         puts = [s for w in r.walks for s in w if s.action == "put"]
         if not evs or not puts:
             continue
-        last = max(s.ev["ts"] for w in r.walks for s in w)
+        last = max(s.ts for w in r.walks for s in w)
         mine = {lf.token[1] for lf in leaves(r.items) if lf.action == "take"}
         done = set()
         for e in evs:

@@ -424,7 +424,7 @@ class Writer:
         if miss:
             f = fit(miss)
             self.disk = True
-            self.disk_busy += [(s.ev["ts"], s.end) for s, d in zip(lf.steps, device) if d >= thr]
+            self.disk_busy += [(s.ts, s.end) for s, d in zip(lf.steps, device) if d >= thr]
             alts.append((len(miss), [f"# device accesses: {f.describe()}",
                                      f"io {f.text()} on disk as {name}_miss"]))
         if len(alts) == 1:

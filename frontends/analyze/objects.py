@@ -51,11 +51,12 @@ class ObjectTable:
                 self._info[key] = ev
         for gens in self._gens.values():
             gens.sort(key=lambda g: g[0])
-        self._one = {obj: gens[0] for obj, gens in self._gens.items() if len(gens) == 1}
+        #: obj -> (ts, key) of objects announced once (the common case, looked up inline)
+        self.single = {obj: gens[0] for obj, gens in self._gens.items() if len(gens) == 1}
 
     def key(self, obj: int, ts: int) -> tuple:
         """The generation of ``obj`` alive at ``ts`` (``(obj, 0)``: never announced)."""
-        one = self._one.get(obj)
+        one = self.single.get(obj)
         if one is not None and ts >= one[0]:
             return one[1]
         gens = self._gens.get(obj)

@@ -47,8 +47,8 @@ def work_phase(walks: dict) -> tuple[int, int] | None:
     for w in walks.values():
         for s in w:
             if s.action in WORK_ACTIONS:
-                if lo is None or s.ev["ts"] < lo:
-                    lo = s.ev["ts"]
+                if lo is None or s.ts < lo:
+                    lo = s.ts
                 break
         for s in reversed(w):
             if s.action in WORK_ACTIONS:
@@ -115,7 +115,7 @@ def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
             kept.extend(entry)
         if not kept:
             break
-        kept.sort(key=lambda it: it[0].ev["ts"])
+        kept.sort(key=lambda it: it[0].ts)
         found = SteadyLoop(loop.header, [s for it in kept for s in it], len(kept), exits,
                            inside / total if total > 0 else 1.0)
         level = kept

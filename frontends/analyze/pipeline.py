@@ -38,6 +38,10 @@ from .threads import Group, group_threads
 
 
 _TOK = operator.attrgetter("tok")
+_TS = operator.attrgetter("ts")
+_END = operator.attrgetter("end")
+_ACTION = operator.attrgetter("action")
+_CPU = operator.attrgetter("cpu")
 
 
 @dataclass
@@ -136,7 +140,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     links = link_sockets(walks)
     tokens.assign(links.rewritten)
     walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False, in_place=True)
-             if any(s.action == "sock" for s in w) else w for tid, w in walks.items()}
+             if "sock" in map(_ACTION, w) else w for tid, w in walks.items()}
     _tick(timings, 'sockets')
     phase = work_phase(walks)
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
@@ -189,7 +193,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
     interval = float(h.runtime.get("switch_interval_ns") or 5e6)
     shares = _gil_shares(runners, walks, cores, interval) if gil and has_cpu else {}
     _tick(timings, 'gil')
-    sites = {s.site for w in walks.values() for s in w}
+    # every step's token is numbered; socket operations left the walks (folded
+    # or rewritten as queue operations with tokens of their own)
+    sites = {t[2] for t in tokens.tokens if t[0] != "sock"}
     traced = frozenset(_site_key(x) for x in sites if x)
     return Analysis(trace, opt, objects, tokens, runners, links, Sources(h.program.get("cwd")),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
@@ -218,10 +224,10 @@ def _runner_name(g: Group, objects: ObjectTable) -> str:
 def _inside(w: list, lo, hi) -> tuple[int, int]:
     """The steps of a walk (sorted by ts) between ``lo`` and ``hi``: w[i:j]."""
     i = 0
-    while i < len(w) and w[i].ev["ts"] < lo:
+    while i < len(w) and w[i].ts < lo:
         i += 1
     j = len(w)
-    while j > i and w[j - 1].ev["ts"] > hi:
+    while j > i and w[j - 1].ts > hi:
         j -= 1
     return i, j
 
@@ -235,24 +241,27 @@ def pair_items(walks: dict) -> list[tuple]:
     """
     puts: dict = {}
     gets = []
-    for w in walks.values():
-        for s in w:
-            a = s.action
-            if a == "put" or a == "take":
-                item = s.ev.get("item")
-                if item is None:
-                    continue
-                if a == "put":
-                    puts.setdefault((s.key, item), []).append(s)
-                else:
-                    gets.append(s)
+    hands = ("put", "take")
+    for s in [s for w in walks.values() for s in w if s.action in hands]:
+        item = s.item
+        if item is None:
+            continue
+        if s.action == "put":
+            k = (s.key, item)
+            q = puts.get(k)
+            if q is None:
+                puts[k] = [s]
+            else:
+                q.append(s)
+        else:
+            gets.append(s)
     for q in puts.values():
         if len(q) > 1:
-            q.sort(key=lambda x: x.ev["ts"], reverse=True)
-    gets.sort(key=lambda x: x.ev["ts"] + x.dur)
+            q.sort(key=_TS, reverse=True)
+    gets.sort(key=_END)
     pairs = []
     for g in gets:
-        q = puts.get((g.key, g.ev["item"]))
+        q = puts.get((g.key, g.item))
         if q:
             pairs.append((q.pop(), g))
     return pairs
@@ -353,20 +362,12 @@ def _balance(runners, walks, opt, warnings) -> dict:
         for r in runners:
             if r.mode == "omitted":
                 continue
-            n, hands, cpu = 0, False, 0.0
-            for t in r.group.tids:
-                for s in walks[t]:
-                    if s.drop:
-                        continue
-                    n += 1
-                    if s.cpu is not None:
-                        cpu += s.cpu
-                    if s.action == "put":
-                        sides[s.key][0].append(s)
-                        hands = True
-                    elif s.action == "take":
-                        sides[s.key][1].append(s)
-                        hands = True
+            kept = [s for t in r.group.tids for s in walks[t] if not s.drop]
+            n = len(kept)
+            cpu = float(sum(c for c in map(_CPU, kept) if c is not None))
+            hands = [s for s in kept if s.action == "put" or s.action == "take"]
+            for s in hands:
+                sides[s.key][s.action == "take"].append(s)
             if not n or (not hands and cpu < opt.prune * total):
                 r.why = ("no work in the steady state" if not n else
                          f"{100 * cpu / total:.1f}% of the CPU and no hand-overs")
@@ -437,12 +438,12 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
         for s in w:
             if s.cpu is not None:
                 a.append(s.start)
-                b.append(s.ev["ts"])
+                b.append(s.ts)
                 c.append(s.cpu)
                 kl.append(by_ev.get(id(s.ev), -1))
                 fresh.append(blocked)
                 if s.own_cpu and s.dur:
-                    ea.append(s.ev["ts"])
+                    ea.append(s.ts)
                     eb.append(s.end)
                     ec.append(s.own_cpu)
             blocked = s.dur - s.own_cpu >= BLOCKED
@@ -458,7 +459,7 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
             out[id(lf)] = float(f[leaf_id[id(lf)]])
             if lf.action == "io":      # file I/O waits that the GIL explains are not device time
                 st = lf.steps
-                qa = np.array([s.ev["ts"] for s in st], float)
+                qa = np.array([s.ts for s in st], float)
                 qb = np.array([s.end for s in st], float)
                 held = busy(clock[0], qa, qb) - np.array([s.own_cpu for s in st], float)
                 out[("gil_wait", id(lf))] = np.maximum(held, 0.0).tolist()
@@ -475,9 +476,9 @@ def _queue_flow(pairs) -> dict:
         f["items"] += 1
         if p.drop:
             f["dropped"] += 1
-        got[(g.tid, g.ev["item"])] = p.key
+        got[(g.tid, g.item)] = p.key
     for p, _g in pairs:
-        src = got.get((p.tid, p.ev["item"]))
+        src = got.get((p.tid, p.item))
         if src is not None and p.key != src:
             flow[src]["onward"][p.key] += 1
     return dict(flow)

@@ -52,11 +52,9 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
     cands = collections.defaultdict(list)            # recv site -> candidate steps
     for w in walks.values():
         last: dict = {}
-        for s in w:
-            if s.action != "sock":
-                continue
+        for s in [s for s in w if s.action == "sock"]:
             op = s.key
-            fd = s.ev.get("fd")
+            fd = s.fd
             if op == "accept":
                 accepts.append(s)
             elif op == "connect":
@@ -68,7 +66,7 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
             last[fd] = op
     by_fd = collections.defaultdict(list)
     for s in accepts:
-        by_fd[s.ev.get("fd", -1)].append(s)
+        by_fd[-1 if s.fd is None else s.fd].append(s)
     for fd, acc in by_fd.items():
         key = ("accept", fd)
         for s in acc:
@@ -107,15 +105,15 @@ def _link_connects(connects, accepts, links) -> None:
 
 
 def _link_replies(sends, cands, links, block_ns) -> None:
-    sends.sort(key=lambda s: s.ev["ts"])
-    starts = [s.ev["ts"] for s in sends]
+    sends.sort(key=lambda s: s.ts)
+    starts = [s.ts for s in sends]
     for site, recvs in cands.items():
         votes: collections.Counter = collections.Counter()
         for r in recvs:
             if r.blocked < block_ns:
                 continue
             i = bisect.bisect_right(starts, r.end) - 1
-            while i >= 0 and starts[i] >= r.ev["ts"]:
+            while i >= 0 and starts[i] >= r.ts:
                 if sends[i].tid != r.tid:
                     votes[sends[i].site] += 1
                     break

@@ -49,7 +49,7 @@ class Step:
     """One operation of one thread and the fragment before it (times in ns)."""
 
     __slots__ = ("tid", "action", "key", "site", "ev", "start", "cpu", "wall",
-                 "own_cpu", "dur", "drop", "klass", "tok", "out")
+                 "own_cpu", "dur", "drop", "klass", "tok", "out", "ts", "item", "fd")
 
     def __init__(self, tid, action, key, site, ev, start, cpu, wall, own_cpu, dur):
         self.tid = tid
@@ -66,18 +66,19 @@ class Step:
         self.klass = None             # the fragment class (model step) it was assigned to
         self.tok = None               # small int standing for ``token`` (see structure.py)
         self.out = False              # outside the work phase
+        # copied from the event while it is at hand: later passes over a
+        # million steps then need not touch the event dicts (memory latency)
+        self.ts = ev["ts"]            # when the operation began
+        self.item = ev.get("item")    # the queue item handed over (take / put)
+        self.fd = ev.get("fd")        # the file descriptor of an I/O operation
 
     @property
     def token(self) -> tuple:
         return (self.action, self.key, self.site)
 
     @property
-    def ts(self) -> int:
-        return self.ev["ts"]
-
-    @property
     def end(self) -> int:
-        return self.ev["ts"] + self.dur
+        return self.ts + self.dur
 
     @property
     def blocked(self) -> int:
@@ -148,12 +149,13 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
     out: list[Step] = []
     append = out.append
     held: dict = {}
+    is_sem: dict = {}          # object key -> a semaphore (else a lock)
     prev_end = None            # end of the previous boundary event
     prev_cpu = None            # thread CPU clock at that end
     pend_cpu = 0               # folded CPU waiting for the next step
     frag_start = 0
     ignored, folded = IGNORED_KINDS, FOLDED_KINDS
-    okey = objects.key
+    okey, ones = objects.key, objects.single
     ids, toks = (tokens.ids, tokens.tokens) if tokens is not None else (None, None)
     for ev in events:
         kind = ev["kind"]
@@ -179,10 +181,35 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
             if get("ok", True) is False or "obj" not in ev:
                 action = None
             else:
-                action, key = "take" if kind == "get" else "put", okey(ev["obj"], ts)
+                action = "take" if kind == "get" else "put"
+                obj = ev["obj"]
+                one = ones.get(obj)          # ObjectTable.key's common case, inlined
+                key = one[1] if one is not None and ts >= one[0] else okey(obj, ts)
         elif kind == "io":                   # as classify() does, inlined
             key = ev["op"]
             action = "sock" if key in SOCKET_OPS else None if get("ok", True) is False else "io"
+        elif kind == "acquire" or kind == "release":     # classify(), inlined
+            if get("ok", True) is False:
+                action = None
+            else:
+                obj = ev["obj"]
+                one = ones.get(obj)
+                key = one[1] if one is not None and ts >= one[0] else okey(obj, ts)
+                sem = is_sem.get(key)
+                if sem is None:
+                    sem = is_sem[key] = kind_of(objects.type(key, "lock")) == "semaphore"
+                if sem:
+                    action = kind
+                else:
+                    depth = held.get(key, 0)         # re-entrant (RLock) acquisitions fold
+                    if kind == "acquire":
+                        held[key] = depth + 1
+                        action = "lock" if depth == 0 else None
+                    elif depth <= 0:
+                        action = "unlock"
+                    else:
+                        held[key] = depth - 1
+                        action = "unlock" if depth == 1 else None
         elif kind in folded or kind[:2] == "x_":
             action = None
         else:
@@ -257,10 +284,10 @@ def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True,
             cpu = None if (st.cpu is None or not pend_known) else st.cpu + pend_cpu
             s0 = start if start is not None else st.start
         if in_place:
-            st.start, st.cpu, st.wall = s0, cpu, st.ev["ts"] - s0
+            st.start, st.cpu, st.wall = s0, cpu, st.ts - s0
             out.append(st)
         else:
-            new = Step(st.tid, st.action, st.key, st.site, st.ev, s0, cpu, st.ev["ts"] - s0,
+            new = Step(st.tid, st.action, st.key, st.site, st.ev, s0, cpu, st.ts - s0,
                        st.own_cpu, st.dur)
             new.klass, new.tok = st.klass, st.tok
             out.append(new)
