@@ -61,10 +61,11 @@ def measure(name, reps, *args):
     return [float(x) for x in p.stdout.split()]
 
 
-def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3):
+def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3, traces=2):
     """[(trace, {config: wall times in ms})] of ``rounds`` rounds: each traces the
-    program once at ``traced`` and right after times main(*config) ``reps``
-    times per config (one process each).
+    program ``traces`` times at ``traced``, keeps the fastest trace (see
+    :func:`trace_program`), and right after times main(*config) ``reps`` times
+    per config (one process each), of which the tests take the fastest too.
 
     This VM runs pure-Python code at two speeds ~1.9x apart, in spells of
     seconds to minutes; a trace and measurements taken minutes apart can be off
@@ -73,7 +74,7 @@ def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3):
     """
     out = []
     for _ in range(rounds):
-        tr = trace_program(tmp_path_factory, name, *traced, runs=1)
+        tr = trace_program(tmp_path_factory, name, *traced, runs=traces)
         out.append((tr, {c: measure(name, reps, *c) for c in configs}))
     return out
 

@@ -3,8 +3,8 @@ against real runs at other configurations.
 
 The structure tests compare what the analyzer recovered from one trace of each
 program (module fixtures, small arguments) with what the programs do.  The
-prediction tests run 3 rounds of the experiment -- trace at one configuration,
-build, change a parameter, simulate, and time the untraced program at that
+prediction tests run 3 rounds of the experiment -- trace at one configuration
+(the faster of two traces), build, change a parameter, simulate, and time the untraced program at that
 configuration right after the trace -- and assert the median error.  The
 machine is a shared 2-core VM: runs are isolated (own session, autogroup nice
 -19); the asserted bound is generous (see BOUND) while every error is printed.
