@@ -38,6 +38,11 @@ __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
 # the events are checked (and grouped by callers) while still in the CPU cache.
 CHUNK_CHARS = 1 << 16
 
+try:        # orjson parses a chunk ~1.4x faster than json, with less memory per event
+    from orjson import loads as _loads
+except ImportError:                          # pragma: no cover - orjson is a dependency
+    _loads = json.loads
+
 
 class TraceError(QPNError):
     """A malformed trace: ``file:line[:col]: error: what`` and the offending line."""
@@ -269,7 +274,7 @@ class TraceReader:
                 text = ",".join(chunk)
                 chunk[-1], chunk[0] = last, first
                 try:
-                    events = json.loads(text)
+                    events = _loads(text)
                 except ValueError:
                     events = None
                 if events is not None and len(events) != len(chunk):
@@ -277,6 +282,11 @@ class TraceReader:
             if events is None:
                 events, lines, err = self._slow(chunk, start)
             i = self._checker.first_invalid(events)
+            if i is not None and lines is None and _loads is not json.loads:
+                # json's reading is the reference: orjson reads an integer beyond
+                # 64 bits as a float, which the check may reject where json's int passes
+                events = json.loads(text)
+                i = self._checker.first_invalid(events)
             if i is not None:
                 self.count += i
                 if i:

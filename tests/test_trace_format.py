@@ -117,6 +117,20 @@ def test_json_errors_blank_lines_and_truncation(tmp_path):
     assert len(read_trace(io.StringIO(no_newline)).events) == len(GOOD)
 
 
+def test_values_read_as_json_reads_them():
+    """Chunks are parsed by orjson when installed; where it reads a value unlike
+    json (an integer beyond 64 bits becomes a float) the chunk is re-read by json."""
+    big = 2 ** 70
+    evs = [GOOD[0], ev("put", ts=10, cpu=9, obj=big, item=-big, dur=0),
+           ev("mark", ts=11, name="m", value=float("nan"), x=1e400, y=-0.0, z="\ud800\u00e9")]
+    t = read_trace(io.StringIO(text(*evs)))
+    put, mark = t.events[1], t.events[2]
+    assert put["obj"] == big and type(put["obj"]) is int and put["item"] == -big
+    assert mark["value"] != mark["value"] and mark["x"] == float("inf")
+    assert mark["z"] == "\ud800\u00e9" and mark["y"] == 0.0
+    assert t.events == json.loads("[" + ",".join(text(*evs).splitlines()[1:]) + "]")
+
+
 def test_errors_deep_in_a_big_trace_have_exact_line_numbers():
     events = [ev("mark", ts=i, name="m") for i in range(30000)]
     events[23456] = ev("mark", ts=1, name=5)
