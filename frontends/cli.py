@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 
 from qpn.cli import command
@@ -146,11 +147,13 @@ def cmd_build(args) -> int:
     import gc
     gc.disable()        # millions of acyclic objects; the process ends right after
     from .analyze import Options, build_file
+    if args.source_dir and not os.path.isdir(args.source_dir):
+        raise QPNError(f"qpn build: --source-dir {args.source_dir}: no such directory")
     if not 0 <= args.prune < 1:
         raise QPNError(f"qpn build: --prune must be a share between 0 and 1, got {args.prune}")
     opt = Options(prune=args.prune, demands=args.demands,
                   io_threshold=_time_ns(args.io_threshold),
-                  gil=False if args.no_gil else None)
+                  gil=False if args.no_gil else None, source_dir=args.source_dir)
     res = build_file(args.trace, args.output, opt, strict=not args.lenient, name=args.name)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -193,6 +196,9 @@ def _(p):
     p.add_argument("--name", default=None, help="net name (default: the program's name)")
     p.add_argument("--no-gil", action="store_true",
                    help="ignore the runtime's GIL (model one cpu for all code)")
+    p.add_argument("--source-dir", default=None, metavar="DIR",
+                   help="where the traced program's files are, to name model elements after "
+                        "its code (default: the working directory the trace recorded)")
     p.add_argument("--pcg", action="store_true",
                    help="also print each runner's probabilistic call graph (code fragments, "
                         "counts, mean CPU, successor probabilities)")

@@ -92,6 +92,27 @@ def test_pool_queue_lock_structure(pool):
     assert all(s["gil_free"] == 0 for s in info["steps"]["worker"])   # pure Python
 
 
+def test_sources_elsewhere(pool):
+    """Names come from the program's source; a trace read where its recorded working
+    directory does not exist says so, and --source-dir points at the files."""
+    import copy
+    import os
+    from frontends.analyze import Options
+    from qpn.errors import QPNError
+    tr, res = pool
+    moved = copy.copy(tr)
+    moved.header = copy.deepcopy(tr.header)
+    moved.header.program["cwd"] = "/nonexistent/checkout"
+    bare = build(moved)
+    assert any("not at /nonexistent/checkout" in w for w in bare.warnings)
+    assert "as compute" not in bare.text and "n_tasks" not in bare.text
+    found = build(moved, Options(source_dir=tr.header.program["cwd"]))
+    assert not any("not at" in w for w in found.warnings)
+    assert found.text == res.text
+    with pytest.raises(QPNError, match="no such directory"):
+        build(moved, Options(source_dir=os.path.join(tr.header.program["cwd"], "nope")))
+
+
 def test_barrier_iterations_structure(barrier):
     tr, res = barrier
     check_model(res)

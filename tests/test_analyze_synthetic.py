@@ -109,6 +109,8 @@ def test_cli_build_options(tmp_path):
         counts.append(out.read_text().count("\n        cpu "))
     assert counts[0] > counts[1] >= 1
     assert main(["build", str(path), "-o", str(out), "--prune", "1.5"]) == 2
+    assert main(["build", str(path), "-o", str(out), "--source-dir", str(tmp_path / "no")]) == 2
+    assert main(["build", str(path), "-o", str(out), "--source-dir", str(tmp_path)]) == 0
 
 
 def test_cli_prints_the_call_graph(tmp_path, capsys):

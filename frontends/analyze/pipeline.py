@@ -53,6 +53,7 @@ class Options:
     io_threshold: int = 50_000        # I/O faster than this is a page-cache hit
     slack: float = 0.05               # CPU share outside a steady-state loop that may be dropped
     gil: bool | None = None           # model the GIL (None: as the trace header says)
+    source_dir: str | None = None     # the program's files (None: the cwd the trace recorded)
 
 
 @dataclass
@@ -197,9 +198,22 @@ def _analyze(trace, options: Options | None) -> Analysis:
     # or rewritten as queue operations with tokens of their own)
     sites = {t[2] for t in tokens.tokens if t[0] != "sock"}
     traced = frozenset(_site_key(x) for x in sites if x)
-    return Analysis(trace, opt, objects, tokens, runners, links, Sources(h.program.get("cwd")),
+    return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
                     traced, _tick(timings, "rest"), joins)
+
+
+def _sources(header, opt: Options, sites: set, warnings: list) -> Sources:
+    """The program's source files, which model elements are named after."""
+    where = opt.source_dir or header.program.get("cwd")
+    if where and not os.path.isdir(where):
+        if opt.source_dir:
+            raise QPNError(f"--source-dir {opt.source_dir}: no such directory")
+        if any(x and x.rpartition(":")[0].endswith(".py") for x in sites):
+            warnings.append(f"the program's files are not at {where} (the working directory "
+                            f"the trace recorded): model elements are named after line numbers; "
+                            f"--source-dir DIR says where they are")
+    return Sources(where)
 
 
 def _tick(timings: dict, what: str) -> dict:
