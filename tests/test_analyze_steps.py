@@ -1,0 +1,63 @@
+"""thread_steps: which events become steps, and what their fragments cost.
+
+thread_steps inlines the common cases of classify() for speed; these known
+answers hold both to the same meaning.
+"""
+from frontends.analyze.objects import ObjectTable
+from frontends.analyze.steps import classify, thread_steps
+
+
+def ev(kind, ts, cpu, **kw):
+    return {"kind": kind, "tid": 1, "ts": ts, "cpu": cpu, **kw}
+
+
+EVENTS = [
+    ev("thread_start", 0, 0),
+    ev("object", 1, 1, obj=1, type="rlock"),
+    ev("object", 2, 2, obj=2, type="bsem", permits=2),
+    ev("object", 3, 3, obj=3, type="queue"),
+    ev("acquire", 100, 90, obj=1, site="p.py:10"),            # outer: a step
+    ev("acquire", 110, 95, obj=1, site="p.py:20"),            # re-entrant: folded
+    ev("release", 150, 130, obj=1, site="p.py:20"),           # inner: folded
+    ev("release", 200, 170, obj=1, site="p.py:10"),           # outer: a step
+    ev("acquire", 300, 260, obj=2, dur=40, cpu_dur=5, site="p.py:30"),
+    ev("release", 400, 320, obj=2, site="p.py:31"),
+    ev("acquire", 450, 360, obj=1, ok=False, site="p.py:40"),  # failed try: folded
+    ev("put", 500, 400, obj=3, item=7, site="p.py:50"),
+    ev("get", 600, 450, obj=3, item=7, site="p.py:51"),
+    ev("get", 650, 470, obj=3, ok=False, site="p.py:52"),      # timed out: folded
+    ev("io", 700, 500, op="read", fd=4, dur=30, cpu_dur=10, site="p.py:60"),
+    ev("io", 800, 560, op="send", fd=5, dur=5, site="p.py:61"),
+    ev("thread_end", 900, 600),
+]
+
+
+def test_steps_known_answers():
+    steps = thread_steps(EVENTS, ObjectTable(EVENTS))
+    got = [(s.action, s.site, s.cpu, s.wall) for s in steps]
+    assert got == [
+        ("lock", "p.py:10", 90, 100),
+        # the re-entrant pair's fragments and own time fold into the outer unlock
+        ("unlock", "p.py:10", 80, 100),
+        ("acquire", "p.py:30", 95, 100),          # a semaphore, its own CPU counted before
+        ("release", "p.py:31", 55, 60),           # fragment after the 40 ns wait
+        ("put", "p.py:50", 80, 100),              # with the failed try's fragment
+        ("take", "p.py:51", 50, 100),
+        ("io", "p.py:60", 20 + 30, 100),          # with the timed-out get's; not its own CPU
+        ("sock", "p.py:61", 50, 70),
+    ]
+    assert [s.item for s in steps if s.action in ("put", "take")] == [7, 7]
+    assert [s.fd for s in steps if s.action in ("io", "sock")] == [4, 5]
+    assert all(s.ts == s.ev["ts"] and s.end == s.ts + s.dur for s in steps)
+
+
+def test_inlined_cases_agree_with_classify():
+    objects = ObjectTable(EVENTS)
+    held: dict = {}
+    expected = []
+    for e in EVENTS:
+        what = classify(e, objects, held)
+        if what is not None:
+            expected.append((what[0], e["site"]))
+    steps = thread_steps(EVENTS, objects)
+    assert [(s.action, s.site) for s in steps] == expected
