@@ -96,8 +96,13 @@ class WorkQueue:
         dt = (now - self.last[lanes])[:, None]
         srv, share = self.served(lanes)
         cls = self.cls[lanes]
-        for k in range(self.K):
-            self.busy_area[lanes, k] += np.where((cls == k) & srv, share, 0.0).sum(axis=1) * dt[:, 0]
+        # busy time per (lane, class) in one bincount: a loop over the classes cost
+        # a numpy call per class per event (a GIL model has one class per fragment)
+        nl, K = len(lanes), self.K
+        idx = np.arange(nl)[:, None] * K + np.maximum(cls, 0)
+        w = np.where(srv, share, 0.0) * dt
+        self.busy_area[lanes] += np.bincount(idx.ravel(), weights=w.ravel(),
+                                             minlength=nl * K).reshape(nl, K)
         if self.disc == "rr":
             setup = self.setup[lanes]
             used = np.where(srv, np.minimum(setup, dt), 0.0)
