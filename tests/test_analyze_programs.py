@@ -133,9 +133,12 @@ def test_barrier_iterations_structure(barrier):
     body = res.text[res.text.index("pool worker"):]
     assert re.search(r"acquire (writers\w*)\s+release \1\s+(# .*\s+|cpu .*\s+)*await barrier\w*\s+\}",
                      body)
-    # one fragment per iteration: pure Python (GIL) then hashlib (no GIL)
+    # one fragment per iteration: pure Python (GIL) then hashlib (no GIL).  Timed alone,
+    # python_work(16000) takes ~0.68 ms and sha256 of 2 MiB ~1.15 ms: a GIL-free share
+    # of ~0.63, or ~0.47 when the machine runs Python at its slow speed (hashlib is not
+    # affected).  The estimate sees the GIL hand-overs after each barrier trip (handoff.py).
     (step,) = [s for s in info["steps"]["worker"] if s["mean"] > 100_000]
-    assert 0.15 <= step["gil_free"] <= 0.6, step
+    assert 0.35 <= step["gil_free"] <= 0.8, step
     measured = thread_cpu_ns(tr, tids_named(tr, "worker")) / (ITERATIONS * THREADS)
     assert step["mean"] == pytest.approx(measured, rel=0.15)
 

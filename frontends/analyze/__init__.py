@@ -9,6 +9,7 @@
 * :mod:`.structure` -- loops and branches from the step sequences (the call graph);
 * :mod:`.callgraph` -- the probabilistic call graph, for reading (``--pcg``);
 * :mod:`.gil` -- how much of each fragment ran without the GIL;
+* :mod:`.handoff` -- how long threads released by a barrier first held the GIL;
 * :mod:`.fit` -- distributions chosen by SCV;
 * :mod:`.model`, :mod:`.emit` -- the model text;
 * :mod:`.synth` -- synthetic traces for tests and benchmarks.

@@ -112,7 +112,8 @@ class _Sweep:
 
 
 def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
-                    interval: float = 5e6, fresh=None, iters: int = 12, min_cpu: int = 20_000,
+                    interval: float = 5e6, fresh=None, hold=None, iters: int = 12,
+                    min_cpu: int = 20_000,
                     evidence: float = EVIDENCE, trim: float = 0.1, low: float = LOW, high: float = HIGH,
                     clock: list | None = None) -> np.ndarray:
     """GIL-free share per fragment class.
@@ -123,7 +124,8 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
     GIL-bound CPU (operations' own CPU).  ``cores``: the machine's cores (the
     waiting they explain is not the GIL's); ``interval``: the switch interval
     (ns); ``fresh``: whether each execution began after a blocking call (it
-    got the GIL afresh).  If ``clock`` is a list, the final
+    got the GIL afresh); ``hold``: how long each execution first held the GIL,
+    where a hand-over shows it (NaN elsewhere; :mod:`.handoff`).  If ``clock`` is a list, the final
     GIL clock (:func:`gil_clock`) is appended to it.
     """
     a = np.asarray(a, dtype=float)
@@ -172,12 +174,14 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
     q = np.where(keep, q, 0.0)
     wait = np.bincount(kl, weights=np.where(keep, unexplained, 0.0), minlength=nclass)
     S = np.bincount(kl, weights=q * _same_class(a, b, c, kl, nclass), minlength=nclass)
+    handed = _handed_over(np.asarray(hold, dtype=float)[sel], c, kl, nclass) \
+        if hold is not None else np.zeros(nclass)
     for _ in range(iters):
         weight = np.where(k2 >= 0, 1.0 - f[np.maximum(k2, 0)], 1.0)
         o = others(weight * c2)
         cap = _capacity(o, w, c, kl, nclass)
         T = np.maximum(np.bincount(kl, weights=q * o, minlength=nclass) - (1 - f) * S, 0.0)
-        new = np.maximum(cap, _no_wait(S, T, wait, cpu_c, evidence))
+        new = np.maximum(np.maximum(cap, handed), _no_wait(S, T, wait, cpu_c, evidence))
         f = 0.5 * (f + new)
     f = np.where(f < low, 0.0, np.where(f > high, 1.0, f))
     if clock is not None:
@@ -220,6 +224,23 @@ def _capacity(o, w, c, kl, nclass: int) -> np.ndarray:
     num = np.bincount(kl, weights=w - o, minlength=nclass)
     den = np.bincount(kl, weights=c, minlength=nclass)
     return np.where(den > 0, np.clip(1.0 - num / np.maximum(den, 1e-300), 0.0, 1.0), 0.0)
+
+
+def _handed_over(hold, c, kl, nclass: int, least: int = 3) -> np.ndarray:
+    """1 - (GIL held at the start) / CPU, over the executions whose start a
+    hand-over shows (:mod:`.handoff`); 0 for classes with fewer than ``least``.
+
+    The GIL-bound CPU is taken to be the first stretch: code that returns from
+    a blocking call runs Python until it blocks again or calls C code that
+    releases the GIL.  A fragment that goes back to Python after the C code
+    has more GIL-bound CPU than this says.
+    """
+    known = ~np.isnan(hold)
+    n = np.bincount(kl[known], minlength=nclass)
+    h = np.bincount(kl[known], weights=hold[known], minlength=nclass)
+    cc = np.bincount(kl[known], weights=c[known], minlength=nclass)
+    with np.errstate(all="ignore"):
+        return np.where((n >= least) & (cc > 0), np.clip(1.0 - h / cc, 0.0, 1.0), 0.0)
 
 
 def _no_wait(S, T, wait, cpu_c, evidence: float) -> np.ndarray:

@@ -26,6 +26,7 @@ import numpy as np
 from qpn.errors import QPNError
 
 from .gil import busy, gil_free_shares
+from .handoff import first_holds
 from .joins import batch_joiners, find_joins
 from .naming import Sources, ident
 from .objects import ObjectTable
@@ -445,8 +446,9 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
             k = leaf_id.setdefault(id(lf), len(leaf_id))
             for s in lf.steps:
                 by_ev[id(s.ev)] = k
-    a, b, c, kl, fresh = [], [], [], [], []
+    a, b, c, kl, fresh, hold = [], [], [], [], [], []
     ea, eb, ec = [], [], []
+    held = first_holds(walks)
     for w in walks.values():
         blocked = True                 # a thread starts without the GIL
         for s in w:
@@ -456,6 +458,7 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
                 c.append(s.cpu)
                 kl.append(by_ev.get(id(s.ev), -1))
                 fresh.append(blocked)
+                hold.append(held.get(s, np.nan))
                 if s.own_cpu and s.dur:
                     ea.append(s.ts)
                     eb.append(s.end)
@@ -466,6 +469,7 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
                         np.array(kl, dtype=np.int64), len(leaf_id),
                         extra=(np.array(ea, float), np.array(eb, float), np.array(ec, float)),
                         cores=cores, interval=interval, fresh=np.array(fresh, bool),
+                        hold=np.array(hold, float),
                         clock=clock)
     out = {}
     for r in runners:
