@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 
 from qpn.cli import command
@@ -147,8 +146,6 @@ def cmd_build(args) -> int:
     import gc
     gc.disable()        # millions of acyclic objects; the process ends right after
     from .analyze import Options, build_file
-    if args.source_dir and not os.path.isdir(args.source_dir):
-        raise QPNError(f"qpn build: --source-dir {args.source_dir}: no such directory")
     if not 0 <= args.prune < 1:
         raise QPNError(f"qpn build: --prune must be a share between 0 and 1, got {args.prune}")
     opt = Options(prune=args.prune, demands=args.demands,

@@ -112,6 +112,7 @@ def find_joins(runners, joiners: dict) -> list[Join]:
         if not evs or not puts:
             continue
         last = max(s.ts for w in r.walks for s in w)
+        keys = {s.key for s in puts}
         mine = {lf.token[1] for lf in leaves(r.items) if lf.action == "take"}
         done = set()
         for e in evs:
@@ -120,7 +121,6 @@ def find_joins(runners, joiners: dict) -> list[Join]:
                 continue
             if any(lf.action == "put" and lf.token[1] in mine for lf in leaves(p.items)):
                 continue                     # the waiter collects results: they mark the work
-            keys = {s.key for s in puts}
             take = next((it for it in p.items if isinstance(it, Leaf) and it.action == "take"
                          and it.token[1] in keys), None)
             if take is None:

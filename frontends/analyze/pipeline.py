@@ -28,7 +28,7 @@ from qpn.errors import QPNError
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
 from .joins import batch_joiners, find_joins
-from .naming import Sources, ident
+from .naming import Sources, ident, split_site
 from .objects import ObjectTable
 from .phases import (SteadyLoop, drop_short_exits, end_cpu_clock, propagate_drops,
                      steady_loop, work_phase)
@@ -55,6 +55,11 @@ class Options:
     slack: float = 0.05               # CPU share outside a steady-state loop that may be dropped
     gil: bool | None = None           # model the GIL (None: as the trace header says)
     source_dir: str | None = None     # the program's files (None: the cwd the trace recorded)
+
+    def __post_init__(self):
+        # checked here, before a long trace is read for nothing
+        if self.source_dir and not os.path.isdir(self.source_dir):
+            raise QPNError(f"--source-dir {self.source_dir}: no such directory")
 
 
 @dataclass
@@ -198,7 +203,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     # every step's token is numbered; socket operations left the walks (folded
     # or rewritten as queue operations with tokens of their own)
     sites = {t[2] for t in tokens.tokens if t[0] != "sock"}
-    traced = frozenset(_site_key(x) for x in sites if x)
+    traced = frozenset((p, n or 0) for p, n in map(split_site, sites) if p)
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
                     traced, _tick(timings, "rest"), joins)
@@ -207,10 +212,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
 def _sources(header, opt: Options, sites: set, warnings: list) -> Sources:
     """The program's source files, which model elements are named after."""
     where = opt.source_dir or header.program.get("cwd")
-    if where and not os.path.isdir(where):
-        if opt.source_dir:
-            raise QPNError(f"--source-dir {opt.source_dir}: no such directory")
-        if any(x and x.rpartition(":")[0].endswith(".py") for x in sites):
+    if where and not os.path.isdir(where):          # only the recorded cwd can be missing
+        if any((split_site(x)[0] or "").endswith(".py") for x in sites):
             warnings.append(f"the program's files are not at {where} (the working directory "
                             f"the trace recorded): model elements are named after line numbers; "
                             f"--source-dir DIR says where they are")
@@ -280,11 +283,6 @@ def pair_items(walks: dict) -> list[tuple]:
         if q:
             pairs.append((q.pop(), g))
     return pairs
-
-
-def _site_key(site: str) -> tuple:
-    path, _, line = site.rpartition(":")
-    return (path, int(line)) if line.isdigit() else (site, 0)
 
 
 def _cpu(steps) -> float:
@@ -448,7 +446,7 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
                 by_ev[id(s.ev)] = k
     a, b, c, kl, fresh, hold = [], [], [], [], [], []
     ea, eb, ec = [], [], []
-    held = first_holds(walks)
+    holds = first_holds(walks)
     for w in walks.values():
         blocked = True                 # a thread starts without the GIL
         for s in w:
@@ -458,7 +456,7 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
                 c.append(s.cpu)
                 kl.append(by_ev.get(id(s.ev), -1))
                 fresh.append(blocked)
-                hold.append(held.get(s, np.nan))
+                hold.append(holds.get(s, np.nan))
                 if s.own_cpu and s.dur:
                     ea.append(s.ts)
                     eb.append(s.end)

@@ -100,17 +100,10 @@ def classify(ev: dict, objects: ObjectTable, held: dict) -> tuple | None:
         if ev.get("ok", True) is False:
             return None
         key = objects.key(ev["obj"], ev["ts"])
-        t = objects.type(key, "lock")
-        if kind_of(t) == "semaphore":
-            return ("acquire" if k == "acquire" else "release", key)
-        depth = held.get(key, 0)            # re-entrant (RLock) acquisitions fold
-        if k == "acquire":
-            held[key] = depth + 1
-            return ("lock", key) if depth == 0 else None
-        if depth <= 0:
-            return ("unlock", key)
-        held[key] = depth - 1
-        return ("unlock", key) if depth == 1 else None
+        if kind_of(objects.type(key, "lock")) == "semaphore":
+            return (k, key)
+        action = lock_action(k, key, held)
+        return None if action is None else (action, key)
     if k == "wait":
         on = ev.get("on")
         if on == "barrier":
@@ -132,6 +125,20 @@ def classify(ev: dict, objects: ObjectTable, held: dict) -> tuple | None:
             return None
         return ("io", op)
     return None
+
+
+def lock_action(kind: str, key, held: dict) -> str | None:
+    """``lock``/``unlock`` for an acquire/release of mutex ``key``, or None for a
+    re-entrant (RLock) one inside the outer pair, which folds; ``held`` counts
+    the thread's depth per mutex."""
+    depth = held.get(key, 0)
+    if kind == "acquire":
+        held[key] = depth + 1
+        return "lock" if depth == 0 else None
+    if depth <= 0:
+        return "unlock"
+    held[key] = depth - 1
+    return "unlock" if depth == 1 else None
 
 
 FOLDED_KINDS = frozenset({"thread_start", "thread_end", "object", "request"})
@@ -188,7 +195,7 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
         elif kind == "io":                   # as classify() does, inlined
             key = ev["op"]
             action = "sock" if key in SOCKET_OPS else None if get("ok", True) is False else "io"
-        elif kind == "acquire" or kind == "release":     # classify(), inlined
+        elif kind == "acquire" or kind == "release":     # classify(), with the type cached
             if get("ok", True) is False:
                 action = None
             else:
@@ -198,18 +205,7 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
                 sem = is_sem.get(key)
                 if sem is None:
                     sem = is_sem[key] = kind_of(objects.type(key, "lock")) == "semaphore"
-                if sem:
-                    action = kind
-                else:
-                    depth = held.get(key, 0)         # re-entrant (RLock) acquisitions fold
-                    if kind == "acquire":
-                        held[key] = depth + 1
-                        action = "lock" if depth == 0 else None
-                    elif depth <= 0:
-                        action = "unlock"
-                    else:
-                        held[key] = depth - 1
-                        action = "unlock" if depth == 1 else None
+                action = kind if sem else lock_action(kind, key, held)
         elif kind in folded or kind[:2] == "x_":
             action = None
         else:
