@@ -4,6 +4,7 @@ Runs are isolated as shared/guides/tracing-and-measuring.md says for a shared
 2-core host: each process tree in its own session with autogroup nice -19.
 """
 import os
+import statistics
 import subprocess
 import sys
 
@@ -29,27 +30,31 @@ print(" ".join(f"{x:.3f}" for x in out))
 """
 
 
-def trace_program(tmp_path_factory, name, *args, runs=1):
-    """Trace tests/programs/<name> ``runs`` times; returns the fastest Trace.
-
-    This VM runs pure-Python code at one of two speeds ~1.9x apart, switching
-    in spells of seconds to minutes (other tenants of the host), and other load
-    only ever slows a run down: the run whose threads used the least CPU is the
-    program's own speed, which :func:`fastest` takes from the measured runs too.
-    """
+def trace_runs(tmp_path_factory, name, *args, runs=1):
+    """Trace tests/programs/<name> ``runs`` times: [(Trace, CPU ns its threads used)]."""
     from frontends.pytrace import trace_command
     from frontends.trace import read_trace
-    best, best_cpu = None, None
+    out = []
     for i in range(runs):
-        out = tmp_path_factory.mktemp("analyze") / f"{name}.{i}.jsonl"
+        path = tmp_path_factory.mktemp("analyze") / f"{name}.{i}.jsonl"
         r = trace_command(ISOLATE + [sys.executable, os.path.join("tests", "programs", name),
-                                     *map(str, args)], str(out), cwd=ROOT)
+                                     *map(str, args)], str(path), cwd=ROOT)
         assert r.returncode == 0, r.warnings
-        tr = read_trace(out)
-        used = thread_cpu_ns(tr, list(tr.by_thread()))
-        if best is None or used < best_cpu:
-            best, best_cpu = tr, used
-    return best
+        tr = read_trace(path)
+        out.append((tr, thread_cpu_ns(tr, list(tr.by_thread()))))
+    return out
+
+
+def trace_program(tmp_path_factory, name, *args, runs=1):
+    """Trace tests/programs/<name> ``runs`` times; returns the Trace whose threads
+    used the least CPU (the structure tests want one clean trace; other load only
+    ever adds CPU time)."""
+    return min(trace_runs(tmp_path_factory, name, *args, runs=runs), key=lambda t: t[1])[0]
+
+
+def typical_trace(traces):
+    """The trace of median CPU time (the lower median) of [(Trace, CPU ns)]."""
+    return sorted(traces, key=lambda t: t[1])[(len(traces) - 1) // 2][0]
 
 
 def measure(name, reps, *args):
@@ -61,27 +66,46 @@ def measure(name, reps, *args):
     return [float(x) for x in p.stdout.split()]
 
 
-def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3, traces=2):
-    """[(trace, {config: wall times in ms})] of ``rounds`` rounds: each traces the
-    program ``traces`` times at ``traced``, keeps the fastest trace (see
-    :func:`trace_program`), and right after times main(*config) ``reps`` times
-    per config (one process each), of which the tests take the fastest too.
+def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3, traces=4):
+    """[(trace, {config: wall times in ms})] of ``rounds`` rounds.
 
-    This VM runs pure-Python code at two speeds ~1.9x apart, in spells of
-    seconds to minutes; a trace and measurements taken minutes apart can be off
-    by that.  A round is one experiment -- trace one configuration, predict
-    another -- whose trace and runs see the same machine.
+    A round is one experiment -- trace one configuration, predict another --
+    whose trace and runs see the same machine: it alternates ``traces`` times
+    between tracing the program at ``traced`` and timing main(*config) ``reps``
+    times per config (one process each), and keeps the trace of median CPU
+    time (:func:`typical_trace`).  The tests compare with the mean of the
+    round's runs (:func:`typical`).
+
+    Why typical values and not the fastest: each of this VM's two cores runs
+    pure-Python code at one of two speeds ~1.9x apart, switching in spells of
+    seconds to minutes, and the two cores do not always switch together (a
+    thread of a trace can run at 1.3x the CPU per iteration of its siblings
+    throughout).  A single-threaded run can sit on the fast core, so the
+    fastest of several runs is that core's speed, while a multi-threaded trace
+    runs on both and its demands are a mix: the fastest run and the cleanest
+    trace disagree by the slow core's share (the barrier program's 1-thread
+    prediction came out 13-15% high that way, over 24 alternations).  Typical
+    runs and a typical trace of the same minutes do not.
     """
     out = []
     for _ in range(rounds):
-        tr = trace_program(tmp_path_factory, name, *traced, runs=traces)
-        out.append((tr, {c: measure(name, reps, *c) for c in configs}))
+        trs, runs = [], {c: [] for c in configs}
+        for _ in range(traces):
+            trs += trace_runs(tmp_path_factory, name, *traced)
+            for c in configs:
+                runs[c] += measure(name, reps, *c)
+        out.append((typical_trace(trs), runs))
     return out
 
 
 def fastest(xs):
-    """The program's own speed from repeated runs: the fastest (see :func:`trace_program`)."""
+    """The fastest of repeated runs (other load only ever slows a run down)."""
     return min(xs)
+
+
+def typical(xs):
+    """The mean of repeated runs: what the machine gives on average (see :func:`paired_rounds`)."""
+    return statistics.fmean(xs)
 
 
 def simulate(text, *, time=0.3, replications=8, **params):

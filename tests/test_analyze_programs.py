@@ -3,9 +3,10 @@ against real runs at other configurations.
 
 The structure tests compare what the analyzer recovered from one trace of each
 program (module fixtures, small arguments) with what the programs do.  The
-prediction tests run 3 rounds of the experiment -- trace at one configuration
-(the faster of two traces), build, change a parameter, simulate, and time the untraced program at that
-configuration right after the trace -- and assert the median error.  The
+prediction tests run 3 rounds of the experiment -- trace at one configuration,
+build, change a parameter, simulate, and time the untraced program at that
+configuration, alternating traces and timed runs four times in a round (see
+analyze_support.paired_rounds) -- and assert the median error.  The
 machine is a shared 2-core VM: runs are isolated (own session, autogroup nice
 -19); the asserted bound is generous (see BOUND) while every error is printed.
 """
@@ -15,7 +16,7 @@ import statistics
 import pytest
 
 import qpn
-from analyze_support import fastest, paired_rounds, simulate, thread_cpu_ns, trace_program
+from analyze_support import paired_rounds, simulate, thread_cpu_ns, trace_program, typical
 from frontends.analyze import build
 
 #: asserted bound on the median over rounds of |measured - predicted| / measured.
@@ -208,7 +209,7 @@ def test_predict_pool_queue_lock(tmp_path_factory, capsys):
 
     predict_in_rounds(capsys, tmp_path_factory, "pool_queue_lock.py", (TASKS, WORKERS),
                       [(TASKS, 2), (TASKS, 1)], (2, 1), predict,
-                      lambda runs, w: fastest(runs[TASKS, w]))
+                      lambda runs, w: typical(runs[TASKS, w]))
 
 
 def test_predict_barrier_iterations(tmp_path_factory, capsys):
@@ -220,7 +221,7 @@ def test_predict_barrier_iterations(tmp_path_factory, capsys):
 
     predict_in_rounds(capsys, tmp_path_factory, "barrier_iterations.py", (ITERATIONS, THREADS),
                       [(ITERATIONS, 2), (ITERATIONS, 1)], (2, 1), predict,
-                      lambda runs, w: fastest(runs[ITERATIONS, w]))
+                      lambda runs, w: typical(runs[ITERATIONS, w]))
 
 
 def test_predict_file_server(tmp_path_factory, capsys):
@@ -232,9 +233,7 @@ def test_predict_file_server(tmp_path_factory, capsys):
                                                                             "client.begin")
 
     def measured(runs, w):
-        # the fastest runs: a difference of two times amplifies any disturbance
-        # from other processes, which only ever slows a run down
-        return 80 / (fastest(runs[120, w]) - fastest(runs[40, w])) * 1000
+        return 80 / (typical(runs[120, w]) - typical(runs[40, w])) * 1000
 
     predict_in_rounds(capsys, tmp_path_factory, "file_server.py", (REQUESTS, 2),
-                      [(40, 1), (120, 1)], (1,), predict, measured, reps=7)
+                      [(40, 1), (120, 1)], (1,), predict, measured)
