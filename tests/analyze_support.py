@@ -66,7 +66,7 @@ def measure(name, reps, *args):
     return [float(x) for x in p.stdout.split()]
 
 
-def paired_rounds(tmp_path_factory, name, traced, configs, rounds=3, reps=3, traces=4):
+def paired_rounds(tmp_path_factory, name, traced, configs, rounds=5, reps=3, traces=4):
     """[(trace, {config: wall times in ms})] of ``rounds`` rounds.
 
     A round is one experiment -- trace one configuration, predict another --

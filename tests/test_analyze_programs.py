@@ -3,7 +3,7 @@ against real runs at other configurations.
 
 The structure tests compare what the analyzer recovered from one trace of each
 program (module fixtures, small arguments) with what the programs do.  The
-prediction tests run 3 rounds of the experiment -- trace at one configuration,
+prediction tests run 5 rounds of the experiment -- trace at one configuration,
 build, change a parameter, simulate, and time the untraced program at that
 configuration, alternating traces and timed runs four times in a round (see
 analyze_support.paired_rounds) -- and assert the median error.  The
