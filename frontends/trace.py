@@ -74,6 +74,7 @@ class TraceHeader:
     start_ns: int | None = None
     epoch_ns: int | None = None
     version: int = VERSION
+    probe_ns: int | None = None       # the recorder's own CPU per event (subtracted by the analyzer)
     extra: dict = field(default_factory=dict)
 
     def has(self, capability: str) -> bool:
@@ -91,6 +92,8 @@ class TraceHeader:
             d["start_ns"] = self.start_ns
         if self.epoch_ns is not None:
             d["epoch_ns"] = self.epoch_ns
+        if self.probe_ns is not None:
+            d["probe_ns"] = self.probe_ns
         d.update(self.extra)
         return d
 
@@ -111,12 +114,15 @@ class TraceHeader:
             caps = {c: True for c in caps}
         if type(caps) is not dict or not all(type(v) is bool for v in caps.values()):
             raise ValueError("capabilities must be an object of name: true/false")
+        probe = d.get("probe_ns")
+        if probe is not None and (type(probe) is not int or probe < 0):
+            raise ValueError(f"probe_ns must be a non-negative integer (ns), got {probe!r}")
         known = {"kind", "format", "version", "source", "clock", "time_unit", "capabilities",
-                 "program", "runtime", "start_ns", "epoch_ns"}
+                 "program", "runtime", "start_ns", "epoch_ns", "probe_ns"}
         return cls(source=str(d.get("source", "unknown")), capabilities=dict(caps),
                    clock=str(d.get("clock", "monotonic")), program=d.get("program") or {},
                    runtime=d.get("runtime") or {}, start_ns=d.get("start_ns"),
-                   epoch_ns=d.get("epoch_ns"), version=version,
+                   epoch_ns=d.get("epoch_ns"), version=version, probe_ns=probe,
                    extra={k: v for k, v in d.items() if k not in known})
 
 

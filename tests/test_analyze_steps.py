@@ -61,3 +61,22 @@ def test_inlined_cases_agree_with_classify():
             expected.append((what[0], e["site"]))
     steps = thread_steps(EVENTS, objects)
     assert [(s.action, s.site) for s in steps] == expected
+
+
+def test_probe_cost_comes_off_each_fragment():
+    """probe_ns (the recorder's own CPU per event) comes off the CPU between each
+    two events, each difference kept at zero or more; folded events' shares
+    go with them, an operation's own CPU (cpu_dur) stays whole."""
+    steps = thread_steps(EVENTS, ObjectTable(EVENTS), probe_ns=10)
+    assert [(s.action, s.cpu) for s in steps] == [
+        ("lock", 0 + 0 + 0 + (87 - 10)),          # three object events 1 ns apart: 0 each
+        ("unlock", 0 + (35 - 10) + (40 - 10)),    # re-entrant acquire 5 ns after: 0
+        ("acquire", (90 - 10) + 5),               # its own CPU (cpu_dur 5) in full
+        ("release", 55 - 10),
+        ("put", (40 - 10) + (40 - 10)),           # with the failed try's fragment
+        ("take", 50 - 10),
+        ("io", (20 - 10) + (30 - 10)),            # with the timed-out get's
+        ("sock", 50 - 10),
+    ]
+    assert [s.cpu for s in thread_steps(EVENTS, ObjectTable(EVENTS), probe_ns=10**6)] == \
+        [0, 0, 5, 0, 0, 0, 0, 0]

@@ -147,6 +147,10 @@ def test_errors_deep_in_a_big_trace_have_exact_line_numbers():
     ({"kind": "header", "format": "qpn-trace", "version": 9}, "unsupported trace version 9"),
     ({"kind": "header", "format": "qpn-trace", "version": 1, "capabilities": {"gil": 1}},
      "capabilities must be"),
+    ({"kind": "header", "format": "qpn-trace", "version": 1, "probe_ns": -5},
+     "probe_ns must be a non-negative integer"),
+    ({"kind": "header", "format": "qpn-trace", "version": 1, "probe_ns": 1.5},
+     "probe_ns must be a non-negative integer"),
 ])
 def test_bad_headers(header, msg):
     src = text(GOOD[0], header=header) if header else text(GOOD[0], header=None)

@@ -212,3 +212,27 @@ def test_file_server_io_queue_and_requests(server_trace):
         assert names[begin["tid"]].startswith("client-") and begin["tid"] == end["tid"]
         assert begin["ts"] <= span["ts"] and end_ts(span) <= end["ts"]
         assert span["cpu_dur"] <= span["dur"] + 1_000_000
+
+
+def test_probe_cost_matches_the_wrappers(tmp_path_factory):
+    """probe_ns, timed at exit, accounts for what the lock wrappers add between
+    two events: with it taken off, the traced loop's CPU per iteration is much
+    closer to the same loop on an untraced lock, timed in the same rounds."""
+    import statistics
+    from frontends.analyze.objects import ObjectTable
+    from frontends.analyze.steps import thread_steps
+    trace = run(tmp_path_factory, "probe_cost.py", 20, 200)
+    probe = trace.header.probe_ns
+    assert probe is not None and 0 < probe < 20_000
+    (m,) = [e for e in trace.events if e["kind"] == "mark" and e["name"] == "untraced_ns"]
+    untraced = float(m["text"])
+    (evs,) = trace.by_thread().values()
+    objects = ObjectTable(e for e in trace.events if e["kind"] == "object")
+
+    def per_iteration(probe_ns):
+        steps = [s for s in thread_steps(evs, objects, probe_ns=probe_ns) if s.cpu is not None]
+        lock = statistics.median(s.cpu for s in steps if s.action == "lock")
+        return lock + statistics.median(s.cpu for s in steps if s.action == "unlock")
+    raw_excess = per_iteration(0) - untraced
+    assert raw_excess > 0.5 * untraced         # two events per ~1.7 us of work
+    assert abs(per_iteration(probe) - untraced) < 0.6 * raw_excess

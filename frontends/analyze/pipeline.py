@@ -141,8 +141,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'objects')
     tokens = Tokens()
     join_evs: dict = {tid: [] for tid in by}
+    probe = (h.probe_ns or 0) if has_cpu else 0
     walks = {tid: thread_steps(evs, objects, thread_cpu=has_cpu, tokens=tokens,
-                               joins=join_evs[tid]) for tid, evs in by.items()}
+                               joins=join_evs[tid], probe_ns=probe) for tid, evs in by.items()}
     _tick(timings, 'steps')
     links = link_sockets(walks)
     tokens.assign(links.rewritten)

@@ -146,12 +146,15 @@ IGNORED_KINDS = CONTAINERS | SKIPPED
 
 
 def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
-                 thread_cpu: bool = True, tokens=None, joins: list | None = None) -> list[Step]:
+                 thread_cpu: bool = True, tokens=None, joins: list | None = None,
+                 probe_ns: int = 0) -> list[Step]:
     """The steps of one thread (its events sorted by ``ts``).
 
     ``tokens`` (a :class:`~frontends.analyze.structure.Tokens`) numbers the
     steps' tokens as they are made.  The thread's joins of other threads
     (folded) are appended to ``joins`` if given (see :mod:`.joins`).
+    ``probe_ns``: the recorder's own CPU per event (the header's ``probe_ns``),
+    taken off the CPU between two events: the untraced program does not spend it.
     """
     out: list[Step] = []
     append = out.append
@@ -177,7 +180,7 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
         elif ts < prev_end:
             continue                         # nested in the previous span
         elif c is not None and prev_cpu is not None:
-            frag_cpu = c - prev_cpu
+            frag_cpu = c - prev_cpu - probe_ns
             if frag_cpu < 0:
                 frag_cpu = 0
         else:

@@ -172,6 +172,42 @@ def spill() -> None:
             _write(("E", chunk, rows))
 
 
+def probe_cost(batches: int = 5, n: int = 100) -> int:
+    """The recorder's own CPU time per event, in ns, as VEX calibrates its
+    instrumentation cost (seed 003, section 3.2.3): ``with lock:`` on a traced
+    lock (two events) against the same on a raw lock, timed on the thread's CPU
+    clock, the median of ``batches`` batches of ``n``.  The traced lock runs
+    the wrappers' own code with a scratch list for ``emit``, so nothing reaches
+    the trace.  At exit: the CPU's speed then, not during the run."""
+    import types
+    sync = sys.modules.get(__package__ + ".sync")
+    if sync is None:                 # threading never imported: no wrapper to time
+        return 0
+    scratch: list = []
+    g = dict(vars(sync), emit=scratch.append)
+    T = sync.TracedLock
+    cls = type("_Probe", (), {"__slots__": ("_l", "_t"),
+                              "__enter__": types.FunctionType(T.acquire.__code__, g, "acquire",
+                                                              T.acquire.__defaults__),
+                              "__exit__": types.FunctionType(T.__exit__.__code__, g, "__exit__")})
+    traced, raw = cls(), _thread.allocate_lock()
+    traced._l, traced._t = _thread.allocate_lock(), 0
+    out = []
+    for _ in range(batches):
+        c0 = cpu()
+        for _ in range(n):
+            with traced:
+                pass
+        c1 = cpu()
+        for _ in range(n):
+            with raw:
+                pass
+        c2 = cpu()
+        out.append(max(0, (c1 - c0) - (c2 - c1)) // (2 * n))
+        scratch.clear()
+    return sorted(out)[batches // 2]
+
+
 def finish(reason: str = "exit") -> None:
     """Record the main thread's end and write everything (idempotent)."""
     if _state["done"] or _state["child"]:
@@ -179,7 +215,7 @@ def finish(reason: str = "exit") -> None:
     _state["done"] = True
     emit(("thread_end", gettid(), mono(), cpu(), None))
     spill()
-    _write(("X", {"reason": reason, "end_ns": mono()}))
+    _write(("X", {"reason": reason, "end_ns": mono(), "probe_ns": probe_cost()}))
     fd, _state["fd"] = _state["fd"], None
     if fd is not None:
         os.close(fd)
