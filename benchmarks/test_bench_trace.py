@@ -23,7 +23,7 @@ from frontends.trace import read_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = ["pool_queue_lock.py", "barrier_iterations.py", "file_server.py"]
-REPEATS = 11
+REPEATS = 21
 TARGET = 1.15
 ISOLATE = ["setsid", "sh", "-c", 'echo -19 > /proc/self/autogroup 2>/dev/null; exec "$@"', "sh"]
 
