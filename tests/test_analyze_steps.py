@@ -80,3 +80,20 @@ def test_probe_cost_comes_off_each_fragment():
     ]
     assert [s.cpu for s in thread_steps(EVENTS, ObjectTable(EVENTS), probe_ns=10**6)] == \
         [0, 0, 5, 0, 0, 0, 0, 0]
+
+
+def test_per_thread_note_names_threads_that_differ():
+    """The model notes a fragment whose threads spent clearly different CPU
+    (means 1.2x apart, beyond chance), naming each thread's mean."""
+    from types import SimpleNamespace as NS
+    from frontends.analyze.blocks import per_thread_note
+    group = NS(tids=[11, 12], thread_names=["worker-0", "worker-1"])
+
+    def leaf(a, b):
+        return NS(steps=[NS(tid=11, cpu=x) for x in a] + [NS(tid=12, cpu=x) for x in b]
+                  + [NS(tid=12, cpu=None)])
+    note = per_thread_note(leaf([1000, 1010, 990, 1000], [1500, 1490, 1510]), group)
+    assert note.startswith("# per thread: worker-0 1 us, worker-1 1.5 us; the mean is used")
+    assert per_thread_note(leaf([1000, 1010, 990], [1100, 1090, 1110]), group) is None  # 1.1x
+    assert per_thread_note(leaf([200, 1000, 1800], [500, 2000, 3500]), group) is None  # chance
+    assert per_thread_note(leaf([1000, 1000], [2000, 2000]), group) is None   # too few

@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from .fit import fmt_time
+from .fit import fmt_time, uneven
 from .structure import Branch, Leaf, Loop
 
 
@@ -31,6 +31,24 @@ class Ctx:
     def pruned_share(self) -> float:
         total = self.cpu_total + self.io_total
         return self.pruned_time / total if total else 0.0
+
+
+def per_thread_note(lf: Leaf, group) -> str | None:
+    """A comment line when the threads of a pool spent clearly different CPU on
+    one fragment (means 1.2x apart or more, 3+ executions each): the model uses
+    the pool's mean, and the reason may be the program's (uneven work) or the
+    machine's (cores at different speeds while it was traced)."""
+    by: dict = {}
+    for s in lf.steps:
+        if s.cpu is not None:
+            by.setdefault(s.tid, []).append(s.cpu)
+    means = uneven(by)
+    if means is None:
+        return None
+    names = dict(zip(group.tids, group.thread_names))
+    parts = ", ".join(f"{names.get(t) or t} {fmt_time(m)}" for t, m in sorted(means.items()))
+    return (f"# per thread: {parts}; the mean is used (uneven work, or cores at different "
+            "speeds while traced)")
 
 
 def cpu_sum(lf: Leaf) -> float:

@@ -91,6 +91,34 @@ class Fit:
         return f"{self.n} samples, mean {fmt_time(self.mean)}, scv {_g(self.scv)}"
 
 
+def uneven(samples_by: dict, *, min_n: int = 3, ratio: float = 1.2,
+           p: float = 1e-3) -> dict | None:
+    """{key: mean} when the keys' samples (those with at least ``min_n``) have
+    means ``ratio`` or more apart, lowest to highest, and the two are different
+    beyond chance (Welch's t-test, p < ``p``); else None.
+
+    >>> uneven({"a": [1, 1.1, 0.9], "b": [2, 2.1, 1.9], "c": [9]})
+    {'a': 1.0, 'b': 2.0}
+    >>> uneven({"a": [1, 1, 1], "b": [1.1, 1.1, 1.1]}) is None
+    True
+    >>> uneven({"a": [0.2, 1, 1.8], "b": [0.5, 2, 3.5]}) is None     # could be chance
+    True
+    """
+    groups = {k: np.asarray(v, dtype=float) for k, v in samples_by.items() if len(v) >= min_n}
+    if len(groups) < 2:
+        return None
+    means = {k: float(v.mean()) for k, v in groups.items()}
+    lo = min(means, key=means.get)
+    hi = max(means, key=means.get)
+    if means[lo] <= 0 or means[hi] < ratio * means[lo]:
+        return None
+    a, b = groups[lo], groups[hi]
+    if a.var() == 0 and b.var() == 0:
+        return means
+    from scipy.stats import ttest_ind
+    return means if ttest_ind(a, b, equal_var=False).pvalue < p else None
+
+
 def moments(samples) -> tuple[int, float, float]:
     """(n, mean, scv) of a sample."""
     a = np.asarray(samples, dtype=float)

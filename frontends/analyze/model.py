@@ -30,6 +30,7 @@ from .blocks import indent as _indent
 from .blocks import io_sum as _io_sum
 from .blocks import lock_comment as _lock_comment
 from .blocks import walk_locks as _walk_locks
+from .blocks import per_thread_note
 from .structure import Leaf, Loop, leaves
 from .threads import stem
 
@@ -355,6 +356,9 @@ class Writer:
         ctx.steps.append({"name": name, "mean": f.mean, "scv": f.scv, "n": f.n,
                           "gil_free": share, "site": site, "prev": prev})
         out = [f"# {where}: {f.describe()}{note}"]
+        spread = per_thread_note(lf, ctx.runner.group)
+        if spread:
+            out.append(spread)
         if self.opt.demands == "empirical":
             parts = [(1 - share, "gil", name), (share, "host", name + "_nogil")]
             for frac, cpu, nm2 in parts:
