@@ -233,7 +233,8 @@ def test_predict_file_server(tmp_path_factory, capsys):
                                                                             "client.begin")
 
     def measured(runs, w):
+        # a difference of two means: 5 runs per process (20 per round) for its noise
         return 80 / (typical(runs[120, w]) - typical(runs[40, w])) * 1000
 
     predict_in_rounds(capsys, tmp_path_factory, "file_server.py", (REQUESTS, 2),
-                      [(40, 1), (120, 1)], (1,), predict, measured)
+                      [(40, 1), (120, 1)], (1,), predict, measured, reps=5)
