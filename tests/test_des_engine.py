@@ -146,3 +146,30 @@ def test_histogram_is_reported_and_matches_the_counts():
     below = n[hi <= 5.0].sum() / total           # P(R <= 5) = 1 - e^-1 for M/M/1 at rho 0.8
     # binomial standard error of a fraction over >= 1.5e5 customers (but correlated): 5x it
     assert abs(below - (1 - math.exp(-1))) < 0.02
+
+
+FEW = """net few
+software {
+    cpu host cores 1 ps
+    pool w size 1 {
+        loop 10 times { cpu det(3 ms) as work }
+    }
+}
+"""
+
+
+def test_few_firings_are_warned():
+    """A throughput counted from a handful of firings per replication is off by
+    up to one firing in every replication of a deterministic net, and its CI
+    does not show it: the result says so.  w.begin fires once per 30 ms (9 times
+    in 0.25 s: 36/s with a CI of 0, against 33.3/s), w.work.done ten times as often."""
+    net = qpn.parse(FEW)
+    short = qpn.solve(net, method="des", options=dict(time=0.25, replications=4, seed=1, quiet=True))
+    few = [w for w in short.warnings if "rests on" in w]
+    assert len(few) == 1 and few[0].startswith("throughput w.begin rests on ~")
+    n = int(few[0].split("~")[1].split()[0])
+    assert 2 <= n <= 0.25 / 0.03 + 1
+    assert short.get("throughput", "w.work.done") == pytest.approx(1 / 0.003, rel=0.02)
+    long = qpn.solve(net, method="des", options=dict(time=6.0, replications=4, seed=1, quiet=True))
+    assert not [w for w in long.warnings if "rests on" in w]
+    assert long.get("throughput", "w.begin") == pytest.approx(1 / 0.03, rel=0.02)
