@@ -27,36 +27,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, ROOT)
 
-from analyze_support import measure, simulate, trace_runs  # noqa: E402
+from analyze_support import (measure, predict_batch_ms, predict_requests_per_s,  # noqa: E402
+                             predict_rounds_ms, trace_runs)
 
 from frontends.analyze import build  # noqa: E402
 
 WINDOW = 4
 
 
-def _pool(res, w):          # a batch is 30 tasks (see test_predict_pool_queue_lock)
-    return 30000.0 / simulate(res.text, time=0.25, replications=4, workers=w).get(
-        "throughput", "worker.begin")
-
-
-def _barrier(res, w):
-    b = next(n for n, o in res.info["objects"].items() if o["kind"] == "barrier")
-    return 8000.0 / simulate(res.text, time=0.3, replications=8, workers=w).get(
-        "throughput", f"{b}.trip")
-
-
-def _file(res, w):
-    return simulate(res.text, time=0.15, replications=8, workers=w).get("throughput",
-                                                                        "client.begin")
-
-
 # program: (file, traced args, timed configs, predicted labels, predict, measured value)
 STUDIES = {
-    "pool": ("pool_queue_lock.py", (30, 3), [(30, 2), (30, 1)], (2, 1), _pool,
+    "pool": ("pool_queue_lock.py", (30, 3), [(30, 2), (30, 1)], (2, 1),
+             lambda res, w: predict_batch_ms(res, w, 30),
              lambda runs, w, agg: agg(runs[f"30,{w}"])),
-    "barrier": ("barrier_iterations.py", (8, 3), [(8, 2), (8, 1)], (2, 1), _barrier,
+    "barrier": ("barrier_iterations.py", (8, 3), [(8, 2), (8, 1)], (2, 1),
+                lambda res, w: predict_rounds_ms(res, w, 8),
                 lambda runs, w, agg: agg(runs[f"8,{w}"])),
-    "file": ("file_server.py", (40, 2), [(40, 1), (120, 1)], (1,), _file,
+    "file": ("file_server.py", (40, 2), [(40, 1), (120, 1)], (1,), predict_requests_per_s,
              lambda runs, w, agg: 80000.0 / (agg(runs["120,1"]) - agg(runs["40,1"]))),
 }
 

@@ -16,7 +16,8 @@ import statistics
 import pytest
 
 import qpn
-from analyze_support import paired_rounds, simulate, thread_cpu_ns, trace_program, typical
+from analyze_support import (paired_rounds, predict_batch_ms, predict_requests_per_s,
+                             predict_rounds_ms, thread_cpu_ns, trace_program, typical)
 from frontends.analyze import build
 
 #: asserted bound on the median over rounds of |measured - predicted| / measured.
@@ -202,32 +203,18 @@ def predict_in_rounds(capsys, tmp_path_factory, name, traced, configs, targets, 
 
 
 def test_predict_pool_queue_lock(tmp_path_factory, capsys):
-    """Built at 3 workers; predicted at 2 and 1: the batch's run time (ms).
-
-    One batch is TASKS worker iterations, so TASKS / throughput(worker.begin) is
-    its run time, as 1 / throughput(main.begin) is, from TASKS times as many
-    events.  Counting the ~12 batches of a 0.25 s replication instead read 21.8
-    ms where 2 s gave 19.4 ms: the model is nearly deterministic, every
-    replication counts the same whole number of batches, and the CI (0.4%)
-    does not show it."""
-    def predict(res, w):
-        r = simulate(res.text, time=0.25, replications=4, workers=w)
-        return TASKS * 1000.0 / r.get("throughput", "worker.begin")
-
+    """Built at 3 workers; predicted at 2 and 1: the batch's run time (ms)."""
     predict_in_rounds(capsys, tmp_path_factory, "pool_queue_lock.py", (TASKS, WORKERS),
-                      [(TASKS, 2), (TASKS, 1)], (2, 1), predict,
+                      [(TASKS, 2), (TASKS, 1)], (2, 1),
+                      lambda res, w: predict_batch_ms(res, w, TASKS),
                       lambda runs, w: typical(runs[TASKS, w]))
 
 
 def test_predict_barrier_iterations(tmp_path_factory, capsys):
     """Built at 3 threads; predicted at 2 and 1 (barrier parties follow): run time (ms)."""
-    def predict(res, w):
-        name = next(n for n, o in res.info["objects"].items() if o["kind"] == "barrier")
-        r = simulate(res.text, time=0.3, replications=8, workers=w)
-        return ITERATIONS * 1000.0 / r.get("throughput", f"{name}.trip")
-
     predict_in_rounds(capsys, tmp_path_factory, "barrier_iterations.py", (ITERATIONS, THREADS),
-                      [(ITERATIONS, 2), (ITERATIONS, 1)], (2, 1), predict,
+                      [(ITERATIONS, 2), (ITERATIONS, 1)], (2, 1),
+                      lambda res, w: predict_rounds_ms(res, w, ITERATIONS),
                       lambda runs, w: typical(runs[ITERATIONS, w]))
 
 
@@ -235,13 +222,9 @@ def test_predict_file_server(tmp_path_factory, capsys):
     """Built at 2 workers; predicted at 1: requests per second.  The measured
     throughput is marginal, (120 - 40) requests / (T(120) - T(40)), which takes
     out the program's fixed start-up and shut-down time."""
-    def predict(res, w):
-        return simulate(res.text, time=0.15, replications=8, workers=w).get("throughput",
-                                                                            "client.begin")
-
     def measured(runs, w):
         # a difference of two means: 5 runs per process (20 per round) for its noise
         return 80 / (typical(runs[120, w]) - typical(runs[40, w])) * 1000
 
     predict_in_rounds(capsys, tmp_path_factory, "file_server.py", (REQUESTS, 2),
-                      [(40, 1), (120, 1)], (1,), predict, measured, reps=5)
+                      [(40, 1), (120, 1)], (1,), predict_requests_per_s, measured, reps=5)

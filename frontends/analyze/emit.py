@@ -148,7 +148,7 @@ def _header(an, w) -> list[str]:
     out.append(f"# Fragments below {100 * an.options.prune:g}% of a runner's CPU and I/O time "
                "are pruned; CPU demands are " + ("measured samples." if an.options.demands
                                                  == "empirical" else "fitted by their SCV."))
-    if h.probe_ns and h.has("thread_cpu"):
-        out.append(f"# The tracer's own CPU, {fmt_time(h.probe_ns)} per event (probe_ns, timed "
+    if an.probe_ns:
+        out.append(f"# The tracer's own CPU, {fmt_time(an.probe_ns)} per event (probe_ns, timed "
                    "at the traced program's exit), is taken off the demands.")
     return out

@@ -139,7 +139,6 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
     else:
         a2, b2, c2, k2 = a, b, c, klass
     f = np.zeros(nclass)
-    n = len(a)
     sel = (c >= min_cpu) & (klass >= 0) & (b > a)
     if nclass == 0 or not sel.any():
         if clock is not None:

@@ -203,6 +203,6 @@ def waiter_lines(w, j: Join) -> list[str]:
     w.info.setdefault("joins", []).append({
         "waiter": j.waiter.name, "pool": j.pool.name, "queue": q, "semaphore": sem,
         "count": expr, "items": j.items, "site": j.site})
-    return [f"# join" + (f" at {j.site}" if j.site else "") + f": wait until the "
+    return ["# join" + (f" at {j.site}" if j.site else "") + f": wait until the "
             f"'{j.pool.name}' threads have done the items put into '{q}' "
             f"({j.items} in the traced run)", f"acquire {count}{sem}"]

@@ -101,6 +101,7 @@ class Analysis:
     traced_sites: frozenset = frozenset()
     timings: dict = field(default_factory=dict)     # seconds per stage
     joins: list = field(default_factory=list)       # joins.Join: batches that wait for a pool
+    probe_ns: int = 0                 # the tracer's own CPU per event, taken off the fragments
 
 
 @contextlib.contextmanager
@@ -207,7 +208,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     traced = frozenset((p, n or 0) for p, n in map(split_site, sites) if p)
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
-                    traced, _tick(timings, "rest"), joins)
+                    traced, _tick(timings, "rest"), joins, probe)
 
 
 def _sources(header, opt: Options, sites: set, warnings: list) -> Sources:

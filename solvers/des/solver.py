@@ -8,13 +8,12 @@
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from qpn.colors import color_label
-from qpn.errors import QPNError, SolverError
+from qpn.errors import QPNError
 
 from ..measures import derive
 from ..result import Result
@@ -346,7 +345,7 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
     elif o["warmup"] == "mser" and np.median(first[lanes]) >= nb // 2 - 1 and nb >= 16:
         res.warnings.append("the warm-up detected is half of the run or more: the estimates may still "
                             "carry the start state (simulate longer)")
-    res.warnings += _few_firings(engine, lanes, first, rows)
+    res.warnings += _few_firings(rows, res.info["simulated_time"] - res.info["warmup_time"])
     res.info["kernel"] = getattr(engine, "kernel", type(engine).__name__)
     res.info["processes"] = getattr(engine, "processes", 1)
     if runinfo.partial:
@@ -361,26 +360,20 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
 FEW_FIRINGS = 50
 
 
-def _few_firings(engine: Engine, lanes: np.ndarray, first: np.ndarray, rows: list) -> list[str]:
+def _few_firings(rows: list, window: float) -> list[str]:
     """Warnings for throughputs counted from few firings per replication.
 
     A count over a window is off by up to one firing.  In a nearly
     deterministic net every replication is off alike, so the CI stays narrow
     around a biased value (45.81 +/- 0.17 where long runs give 51.6).  Warned
-    when the median count is below FEW_FIRINGS and one firing is more than
-    twice the CI's relative half-width."""
-    time_, area, fires, busy, _ = engine.stats.totals(first)
-    lt = np.maximum(time_[lanes], 1e-300)
-    counts = derive(engine.c, area[lanes] / lt[:, None], fires[lanes],
-                    [b[lanes] / lt[:, None] for b in busy])
-    half = {(m, e): (v, h) for m, e, col, v, h in rows if m == "throughput" and col == ""}
+    when the count, throughput x the measured ``window`` (s), is below
+    FEW_FIRINGS and one firing is more than twice the CI's relative half-width."""
     out = []
-    for m, e, col, n in counts:
-        if m != "throughput" or col != "" or (m, e) not in half:
+    for m, e, col, v, h in rows:
+        if m != "throughput" or col != "" or not v > 0:
             continue
-        n = float(np.median(n))
-        v, h = half[(m, e)]
-        if 0 < n < FEW_FIRINGS and v > 0 and 1.0 / n > 2 * (h if np.isfinite(h) else 0) / v:
+        n = v * window
+        if 0 < n < FEW_FIRINGS and 1.0 / n > 2 * (h if np.isfinite(h) else 0) / v:
             out.append(f"throughput {e} rests on ~{n:.0f} firings per replication: the count can "
                        f"be off by one ({100 / n:.0f}%), more than its CI shows; simulate longer, "
                        f"or use a transition that fires more often")
