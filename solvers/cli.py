@@ -19,7 +19,7 @@ KERNELS = ("auto", "qn", "lindley", "general")
 DES_FLAGS = {"seed": "seed", "replications": "replications", "time": "time", "events": "events",
              "rtol": "rtol", "atol": "atol", "level": "level", "crn": "crn", "scheduler": "scheduler",
              "warmup": "warmup", "wall": "wall", "kernel": "kernel", "histograms": "histograms",
-             "workers": "workers"}
+             "workers": "workers", "floor": "floor"}
 
 
 def _option_value(v: str):
@@ -136,7 +136,9 @@ def _solve_sweep(args, net, options: dict, measures) -> int:
         sw.to_json(args.json)
     if args.csv:
         sw.to_csv(args.csv)
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return _status([p.result for p in sw.points], args)
 
 
 @command("solve", "solve a model: auto, mva, ctmc, symbolic or des; --sweep for parameter sweeps")
@@ -177,6 +179,24 @@ def cmd_solve(args) -> int:
         res.to_json(args.json)
     if args.csv:
         res.to_csv(args.csv)
+    return _status([res], args)
+
+
+#: exit status of a simulation that stopped before reaching its precision target
+IMPRECISE_STATUS = 3
+
+
+def _status(results: list, args) -> int:
+    """130 when interrupted, IMPRECISE_STATUS when a precision target was missed (unless
+    --allow-imprecise), else 0; says why on stderr."""
+    if any(r.partial for r in results):
+        print("error: interrupted: the results above are partial", file=sys.stderr)
+        return 130
+    missed = [r for r in results if r.imprecise]
+    if missed and not getattr(args, "allow_imprecise", False):
+        print(f"error: precision not reached ({missed[0].imprecise}); the estimates above are less "
+              "precise than asked (--allow-imprecise accepts them)", file=sys.stderr)
+        return IMPRECISE_STATUS
     return 0
 
 
@@ -271,7 +291,12 @@ def _(p):
                    help="events per replication instead of --time")
     g.add_argument("--rtol", metavar="X", type=_typed(float, "a number", _positive, "> 0"),
                    help="sequential stopping: run until the CI half-widths of throughputs and token "
-                        "counts are within X times their means (default 0.01)")
+                        "counts are within X times their means, or X times --floor of the largest "
+                        "value of the same measure, whichever is larger (default 0.01)")
+    g.add_argument("--floor", metavar="F", type=_typed(float, "a number", lambda v: 0 <= v <= 1,
+                                                       "between 0 and 1"),
+                   help="precision floor as a fraction of the largest value of the same measure "
+                        "(default 0.05; 0: every estimate to --rtol of its own value)")
     g.add_argument("--atol", metavar="X", type=_typed(float, "a number", _positive, "> 0"),
                    help="sequential stopping on absolute half-widths below X (instead of --rtol)")
     g.add_argument("--level", metavar="L", type=_typed(float, "a number", lambda v: 0 < v < 1,
@@ -285,7 +310,10 @@ def _(p):
     g.add_argument("--warmup", metavar="mser|T", type=_warmup,
                    help="warm-up to discard: mser (default, detected), none, or a time in seconds")
     g.add_argument("--wall", metavar="SECONDS", type=_typed(_seconds, "a time", _positive, "> 0"),
-                   help="wall-clock cap of a sequential run (default 60 s)")
+                   help="wall-clock cap of a sequential run (default 60 s); a run it stops has not "
+                        "reached its precision: the table, the JSON and the exit status (3) say so")
+    g.add_argument("--allow-imprecise", action="store_true",
+                   help="exit 0 even when the simulation stopped before reaching its precision")
     g.add_argument("--kernel", choices=KERNELS,
                    help="simulation kernel (default auto: the fastest that fits the net)")
     g.add_argument("--workers", metavar="N", type=int,

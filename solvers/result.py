@@ -37,6 +37,7 @@ class Measure:
     color: str = ""          # '' = all colors together (or plain tokens)
     value: float = math.nan
     ci: float | None = None  # half-width of the confidence interval
+    n: int | None = None     # observations behind a simulated estimate (firings, visits)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -57,6 +58,7 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     level: float | None = None                             # CI level, e.g. 0.95
     partial: bool = False
+    imprecise: str | None = None                           # why a precision target was missed
     wall_time: float | None = None
     info: dict[str, Any] = field(default_factory=dict)     # solver details (states, residual ...)
 
@@ -86,8 +88,8 @@ class Result:
         return self.cell(measure, element, color).ci
 
     def add(self, measure: str, element: str, value: float, color: str = "",
-            ci: float | None = None) -> None:
-        self.rows.append(Measure(measure, element, color, float(value), ci))
+            ci: float | None = None, n: int | None = None) -> None:
+        self.rows.append(Measure(measure, element, color, float(value), ci, n))
 
     def measures(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -100,12 +102,16 @@ class Result:
         """Aligned text table (one line per cell)."""
         want = set(measures) if measures else None
         rows = [r for r in self.rows if want is None or r.measure in want]
-        head = ["measure", "element", "color", "value"] + (["+/-"] if any(r.ci is not None for r in rows) else [])
+        with_ci = any(r.ci is not None for r in rows)
+        with_n = any(r.n is not None for r in rows)
+        head = ["measure", "element", "color", "value"] + (["+/-"] if with_ci else []) + (["n"] if with_n else [])
         body = []
         for r in rows:
             line = [r.measure, r.element, r.color, _g(r.value, digits)]
-            if len(head) == 5:
+            if with_ci:
                 line.append("" if r.ci is None else _g(r.ci, 3))
+            if with_n:
+                line.append("" if r.n is None else f"{r.n:,}")
             body.append(line)
         widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
         out = []
@@ -114,6 +120,8 @@ class Result:
             title += f", {int(round(self.level * 100))}% confidence intervals"
         if self.partial:
             title += " (PARTIAL: stopped early)"
+        if self.imprecise:
+            title += f" -- PRECISION NOT REACHED ({self.imprecise})"
         out.append(title)
         fmt_line = lambda cells: "  ".join(  # noqa: E731
             c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
@@ -124,7 +132,8 @@ class Result:
 
     def to_dict(self) -> dict:
         return {"method": self.method, "model": self.model, "params": self.params,
-                "level": self.level, "partial": self.partial, "wall_time": self.wall_time,
+                "level": self.level, "partial": self.partial, "imprecise": self.imprecise,
+                "precision_reached": self.imprecise is None, "wall_time": self.wall_time,
                 "explanation": self.explanation, "warnings": self.warnings,
                 "info": _jsonable(self.info),
                 "measures": [dict(asdict(r), unit=r.unit) for r in self.rows]}
@@ -139,10 +148,11 @@ class Result:
     def to_csv(self, path: str | None = None) -> str:
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["measure", "element", "color", "value", "ci_halfwidth", "unit"])
+        with_n = any(r.n is not None for r in self.rows)        # simulations only
+        w.writerow(["measure", "element", "color", "value", "ci_halfwidth", "unit"] + (["observations"] if with_n else []))
         for r in self.rows:
             w.writerow([r.measure, r.element, r.color, repr(r.value),
-                        "" if r.ci is None else repr(r.ci), r.unit])
+                        "" if r.ci is None else repr(r.ci), r.unit] + (["" if r.n is None else r.n] if with_n else []))
         text = buf.getvalue()
         if path is not None:
             from qpn.fileio import write_atomic

@@ -77,7 +77,7 @@ def narrowing(monkeypatch):
 
 def test_central_server_same_numbers_with_and_without_narrowing(narrowing):
     net = qpn.load("models/central_server.qpn")
-    opts = dict(time=20.0, replications=600, seed=3, quiet=True, workers=1, histograms=True)
+    opts = dict(time=20.0, replications=600, seed=3, quiet=True, workers=1, histograms=True, kernel="qn")
     narrowed = qpn.solve(net, method="des", options=opts)
     assert narrowing.log and narrowing.log[0] <= 300      # it did narrow (to at most half)
     narrowing.off()

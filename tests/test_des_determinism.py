@@ -20,17 +20,16 @@ import pytest
 import qpn
 from des_support import MODELS, assert_all_cover
 from qpn.compile import compile_net
-from qpn.errors import QPNError
 from solvers.des.solver import _simulate_compiled, options_of, simulate
 
 CASES = [
     # (id, model, swept parameter and values, kernel, horizon)
     ("lindley", "mm1.qpn", ("lambda", [0.5, 0.6, 0.7]), "auto", 3000),
-    ("qn", "central_server.qpn", ("n_a", [2, 4, 8]), "auto", 30),
+    ("qn", "central_server.qpn", ("n_a", [2, 4, 8]), "qn", 30),
     ("general", "mutex.qpn", ("threads", [3, 4, 5]), "auto", 30),
     ("general-rr", "rr_cpu.qpn", ("slice", [0.005, 0.01, 0.02]), "auto", 2),
 ]
-KERNELS = {"lindley": "LindleyKernel", "qn": "QNKernel", "general": "Engine", "general-rr": "Engine"}
+KERNELS = {"lindley": "LindleyKernel", "qn": "QNKernel", "general": "EventEngine", "general-rr": "EventEngine"}
 R = 3
 
 
@@ -102,37 +101,33 @@ def test_common_random_numbers_point_alone(case):
 def test_number_of_worker_processes_does_not_change_the_bits():
     net = qpn.load(f"{MODELS}/mutex.qpn")
     o = {"time": 30, "replications": 4, "seed": 5, "quiet": True}
-    try:
-        one = qpn.solve(net, method="des", options=dict(o, workers=1))
-        two = qpn.solve(net, method="des", options=dict(o, workers=2))
-    except QPNError as exc:          # the option is newer than this simulator
-        if "unknown simulation option" in str(exc):
-            pytest.skip(str(exc))
-        raise
+    one = qpn.solve(net, method="des", options=dict(o, workers=1))
+    two = qpn.solve(net, method="des", options=dict(o, workers=2))
     assert_identical(one, two, "1 vs 2 worker processes")
 
 
 # ------------------------------------------------------------ Ctrl-C: partial
-@pytest.mark.parametrize("kernel,cls,module", [("general", "Engine", "solvers.des.engine"),
-                                               ("qn", "QNKernel", "solvers.des.qnkernel")])
-def test_interrupt_returns_the_statistics_so_far_marked_partial(monkeypatch, kernel, cls, module):
-    # Ctrl-C during a run (simulated: the engine's step raises KeyboardInterrupt
-    # after 4000 steps) stops cleanly and returns the statistics so far,
+@pytest.mark.parametrize("kernel,cls,module,method,calls", [
+    ("general", "EventEngine", "solvers.des.events", "advance", 40),
+    ("qn", "QNKernel", "solvers.des.qnkernel", "step", 4000)])
+def test_interrupt_returns_the_statistics_so_far_marked_partial(monkeypatch, kernel, cls, module, method, calls):
+    # Ctrl-C during a run (simulated: the engine's step, or chunk of steps, raises
+    # KeyboardInterrupt after some calls) stops cleanly and returns the statistics so far,
     # marked partial; they are estimates over the simulated part and must still
     # cover the exact answer (the closed tandem, exact MVA).
     import importlib
     mod = importlib.import_module(module)
     klass = getattr(mod, cls)
-    orig = klass.step
-    calls = {"n": 0}
+    orig = getattr(klass, method)
+    seen = {"n": 0}
 
     def step(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 4000:
+        seen["n"] += 1
+        if seen["n"] > calls:
             raise KeyboardInterrupt
         return orig(self, *args, **kwargs)
 
-    monkeypatch.setattr(klass, "step", step)
+    monkeypatch.setattr(klass, method, step)
     net = qpn.load(f"{MODELS}/tandem.qpn")
     res = qpn.solve(net, method="des", options={"time": 1e6, "replications": 50, "seed": 1, "quiet": True,
                                                 "kernel": kernel, "workers": 1})

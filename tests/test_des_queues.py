@@ -54,7 +54,7 @@ MM1_KERNELS = [
     # (kernel option, kernel class expected, replications, horizon per replication)
     ("auto", "LindleyKernel", R, 20_000),
     ("qn", "QNKernel", RS, 8000),
-    ("general", "Engine", 100, 3000),
+    ("general", "EventEngine", 100, 3000),
 ]
 
 
@@ -75,7 +75,7 @@ def erlang_c_response(lam: float, c: int, S: float) -> float:
     return S + wait_prob * S / (c - a)
 
 
-@pytest.mark.parametrize("kernel,cls", [("auto", "QNKernel"), ("general", "Engine")])
+@pytest.mark.parametrize("kernel,cls", [("qn", "QNKernel"), ("general", "EventEngine")])
 def test_mmc_erlang_c(kernel, cls):
     # models/mmc.qpn: lambda = 3, c = 4, S = 1 s: rho = 0.75, P(wait) = 0.509, W = 1.5094 s
     lam, c, S = 3.0, 4, 1.0
@@ -119,7 +119,7 @@ def test_mg1_pollaczek_khinchine(service, lam, mean, scv, max_rel):
 def test_md1_on_the_general_engine():
     # the same M/D/1 (W = 3 s, tokens 2.4) through the per-token work queue
     res = des(open_queue("fcfs", "det(1 s)", 0.8), {"time": 2000, "replications": RS, "kernel": "general"})
-    assert res.info["kernel"] == "Engine"
+    assert res.info["kernel"] == "EventEngine"
     check_open_queue(res, 0.8, 0.8, pk_response(0.8, 1.0, 0.0), max_rel=0.07)
 
 
@@ -140,7 +140,7 @@ def test_mg1_processor_sharing_is_insensitive(service, max_rel):
     # M/G/1-PS: the mean response S/(1 - rho) depends on the service mean only.
     # lambda = 0.6, S = 1 s: response 2.5 s, tokens 1.5.
     res = des(open_queue("ps", service, 0.6), {"time": 2000, "replications": RS})
-    assert res.info["kernel"] == "Engine"
+    assert res.info["kernel"] == "EventEngine"
     check_open_queue(res, 0.6, 0.6, 1.0 / (1 - 0.6), max_rel=max_rel)
 
 
@@ -148,12 +148,12 @@ def test_mm1_round_robin_equals_mm1():
     # With exponential service any quantum leaves the queue-length process of
     # M/M/1 unchanged (memoryless work), so RR gives response S/(1-rho) too.
     res = des(open_queue("rr quantum 500 ms", "exp(1 s)", 0.6), {"time": 2000, "replications": RS})
-    assert res.info["kernel"] == "Engine"
+    assert res.info["kernel"] == "EventEngine"
     check_open_queue(res, 0.6, 0.6, 2.5)
 
 
 # --------------------------------------------- closed product-form networks
-@pytest.mark.parametrize("kernel,cls", [("auto", "QNKernel"), ("general", "Engine")])
+@pytest.mark.parametrize("kernel,cls", [("qn", "QNKernel"), ("general", "EventEngine")])
 def test_closed_tandem_against_exact_mva(kernel, cls):
     net = qpn.load(f"{MODELS}/tandem.qpn")
     exact = qpn.solve(net, method="mva")
@@ -167,7 +167,7 @@ def test_closed_tandem_against_exact_mva(kernel, cls):
     assert total == pytest.approx(5.0, rel=1e-9)
 
 
-@pytest.mark.parametrize("kernel,cls", [("auto", "QNKernel"), ("general", "Engine")])
+@pytest.mark.parametrize("kernel,cls", [("qn", "QNKernel"), ("general", "EventEngine")])
 def test_central_server_two_classes_against_exact_mva(kernel, cls):
     net = qpn.load(f"{MODELS}/central_server.qpn")
     exact = qpn.solve(net, method="mva")

@@ -49,7 +49,7 @@ def test_des_covers_ctmc(name, path, params, T):
     exact = qpn.solve(net, method="ctmc", **params)
     assert "cutoff" not in exact.info          # a bounded net: the CTMC is exact
     res = des(net, {"time": T, "replications": REPS}, **params)
-    assert res.info["kernel"] == "Engine"
+    assert res.info["kernel"] == "EventEngine"
     n = assert_all_cover(res, exact, ("throughput", "tokens", "utilization"), what=name)
     assert n >= 5
 

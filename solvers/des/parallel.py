@@ -61,27 +61,24 @@ def default_workers(o: dict, lanes: int) -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-def _in_shared(a: int, b: int):
-    """Point a shard's bucket arrays (lanes a..b) at the shared ones: the bulk of the
-    statistics is written in place, never copied or pickled."""
-    def prepare(engine) -> None:
-        st = engine.stats
-        for name in BIG:
-            setattr(st, name, _SHARED[name][..., a:b])
-        st.bk_busy = [arr[..., a:b] for arr in _SHARED["bk_busy"]]
-    return prepare
+def _to_shared(engine, a: int, b: int) -> None:
+    """Copy a shard's bucket arrays (lanes a..b) into the shared ones: the bulk of the
+    statistics goes back through shared memory, never pickled."""
+    st = engine.stats
+    for name in BIG:
+        _SHARED[name][..., a:b] = getattr(st, name)
+        setattr(st, name, None)
+    for shared, mine in zip(_SHARED["bk_busy"], st.bk_busy):
+        shared[..., a:b] = mine
+    st.bk_busy = None
 
 
 def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: dict, show: bool):
     from .solver import _run_group
     a, b = int(lanes[0]), int(lanes[-1]) + 1          # shards are contiguous
-    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes,
-                                 prepare=_in_shared(a, b))
-    st = engine.stats
-    for name in BIG:                 # already in shared memory: not pickled back
-        setattr(st, name, None)
-    st.bk_busy = None
-    return (st, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
+    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes)
+    _to_shared(engine, a, b)
+    return (engine.stats, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
 
 
 def _allocate(points: list, R: int, keys: np.ndarray, o: dict, L: int) -> dict:
@@ -128,7 +125,7 @@ def merge(parts: list, c, units) -> MergedRun:
 
 def run_sharded(points: list, R: int, keys: np.ndarray, o: dict, workers: int):
     """Run the lanes of ``points`` x ``R`` in ``workers`` processes; merged engine and run info."""
-    from .engine import residence_units
+    from .flat import residence_units
     L = len(points) * R
     # sequential stopping decides per point: keep a point's lanes together then
     unit = R if (o["time"] is None and o["events"] is None) else 1

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import Engine
 
 
 @dataclass
@@ -36,7 +35,7 @@ def _progress(frac: float, t0: float, out, last_len: list) -> None:
     last_len[0] = len(msg)
 
 
-def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=None,
+def run(engine, *, t_end: float | None, events: int | None, sequential=None,
         wall_cap: float = 60.0, quiet: bool = False, out=sys.stderr,
         first_check: int = 20_000, check_growth: float = 1.5) -> RunInfo:
     """Drive ``engine`` to the end; ``sequential`` is a callable returning True to stop.
@@ -98,3 +97,72 @@ def run(engine: Engine, *, t_end: float | None, events: int | None, sequential=N
         out.write("\r" + " " * shown[0] + "\r")
         out.flush()
     return RunInfo(steps, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))
+
+
+def chunk_steps(lanes: int) -> int:
+    """Steps per lane between two returns to Python: about 2^17 events per round over
+    all lanes, at least 1024 per lane (a call costs microseconds); a power of two, so
+    chunk ends fall on the same step counts in every run."""
+    c = 1 << 17
+    while c > 1024 and c * lanes > (1 << 17):
+        c //= 2
+    return c
+
+
+def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=None,
+                wall_cap: float = 60.0, quiet: bool = False, out=sys.stderr,
+                first_check: int = 20_000, check_growth: float = 1.5) -> RunInfo:
+    """Drive an engine that advances lanes in chunks (:class:`.events.EventEngine`).
+
+    Every lane still running advances to the same step count: the next chunk
+    end, sequential check or histogram epoch, whichever comes first.  These
+    step counts depend on the number of lanes only, so a seed reproduces a run
+    exactly; a run stopped by the wall-clock cap stopped at a step count
+    (``RunInfo.steps``) that ``events=`` reproduces."""
+    T = math.inf if t_end is None else float(t_end)
+    N = np.iinfo(np.int64).max if events is None else int(events)
+    grid = chunk_steps(int(engine.alive.sum()) or 1)
+    t0 = time.perf_counter()
+    last_report = t0
+    next_check = max(int(first_check), 1) if sequential is not None else None
+    shown = [0]
+    partial = False
+    stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
+    capped = sequential is not None or (t_end is None and events is None)
+    try:
+        while engine.alive.any():
+            g = engine.gstep
+            goal = min((g // grid + 1) * grid, engine.epoch_end, N)
+            if next_check is not None:
+                goal = min(goal, next_check)
+            engine.advance(goal, T)
+            if engine.gstep >= engine.epoch_end:
+                engine.close_epoch()
+            if engine.gstep >= N:
+                break
+            if next_check is not None and engine.gstep >= next_check:
+                next_check = max(next_check + 1, int(next_check * check_growth))
+                if sequential():
+                    stopped = "precision"
+                    break
+            now = time.perf_counter()
+            if capped and now - t0 > wall_cap:
+                stopped = "wall-clock cap"
+                break
+            if now - last_report > 0.5 and not quiet and now - t0 > 1.0:
+                if t_end is not None:
+                    frac = float(np.mean(np.minimum(engine.t / T, 1.0)))
+                elif events is not None:
+                    frac = float(np.mean(np.minimum(engine.steps / N, 1.0)))
+                else:
+                    frac = min((now - t0) / wall_cap, 0.999)
+                _progress(max(frac, 1e-6), t0, out, shown)
+                last_report = now
+    except KeyboardInterrupt:
+        partial = True
+        stopped = "interrupted"
+    engine.flush()
+    if shown[0] and not quiet:
+        out.write("\r" + " " * shown[0] + "\r")
+        out.flush()
+    return RunInfo(engine.gstep, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))

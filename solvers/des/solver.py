@@ -17,14 +17,15 @@ from qpn.errors import QPNError
 
 from ..measures import derive
 from ..result import Result
-from .engine import Engine
+from .flat import residence_units
 from .lanes import build_lanes, signature
 from .parallel import default_workers, run_sharded
-from .run import run
+from .precision import describe_miss, few_observations, imprecise, observations
+from .run import run, run_chunked
 from .stats import bin_edges, percentile_from_hist, student_t
 
 DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95, warmup="mser", kernel="auto",
-                rtol=0.01, atol=None, watch=("throughput", "tokens"), wall=60.0, crn=False,
+                rtol=0.01, atol=None, floor=0.05, watch=("throughput", "tokens"), wall=60.0, crn=False,
                 quiet=False, histograms=True, series=False, min_events=20_000, buckets=64,
                 workers="auto")
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
@@ -67,7 +68,7 @@ def _per_bucket(st, lane: int, first: int):
     return tokens, rates, busy
 
 
-def analyze(engine: Engine, lanes: np.ndarray, o: dict, first: np.ndarray,
+def analyze(engine, lanes: np.ndarray, o: dict, first: np.ndarray,
             distribution: bool = True) -> tuple[list, dict]:
     """Rows (measure, element, color, mean, half-width) for one point's lanes."""
     c = engine.c
@@ -153,18 +154,14 @@ def lane_keys(npoints: int, R: int, crn: bool, point_offset: int = 0) -> np.ndar
 
 
 def replications(compiled: list, o: dict, npoints: int | None = None) -> int:
-    """Replications per point: 10 for the customer-by-customer kernel; for the
-    step kernels enough lanes (>= 256 in all) that numpy work outweighs the
-    per-step interpreter cost."""
+    """Replications per point: 10 by default (each point stops by its own precision
+    rule, so more replications only add warm-up periods to simulate)."""
     if o["replications"] != "auto":
         R = int(o["replications"])
         if R < 1:
             raise QPNError("replications must be at least 1")
         return R
-    from .lindley import lindley_plan
-    if o["kernel"] in ("auto", "lindley") and not isinstance(lindley_plan(build_lanes(compiled[:1], 1)), list):
-        return 10
-    return max(10, -(-256 // (npoints or len(compiled))))
+    return 10
 
 
 def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bool,
@@ -195,45 +192,65 @@ def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bo
     return sw
 
 
-def make_engine(net, keys, o: dict):
-    """The fast queueing-network kernel when the net is one, else the general engine."""
-    from .engine import residence_units
-    from .qnkernel import QNKernel
+#: lanes from which the lane-vectorized queueing-network kernel beats the event engine on
+#: a net it applies to (benchmarks/test_bench_general.py measures the crossing: on
+#: models/bench/closed3.qpn 3.5 M vs 3.5 M events/s at 1024 lanes, 6.4 M vs 3.4 M at 4096)
+QN_MIN_LANES = 2048
+
+
+def choose_kernel(net, o: dict) -> tuple[str, object, str]:
+    """(kernel name, plan, why): the Lindley kernel for a G/G/1 queue, the queueing-network
+    kernel for a plain queueing network with many lanes, else the event engine."""
+    from .lindley import lindley_plan
     from .qnplan import qn_plan
-    from .lindley import LindleyKernel, lindley_plan
-    units, unit = residence_units(net.c)
     kernel = o.get("kernel", "auto")
     if kernel in ("auto", "lindley"):
         lp = lindley_plan(net)
         if not isinstance(lp, list):
-            return LindleyKernel(net, lp, keys, o["seed"], units, unit, histograms=bool(o["histograms"]),
-                                 buckets=int(o["buckets"]))
-    plan = qn_plan(net, unit) if kernel in ("auto", "qn", "lindley") else ["general engine requested"]
-    if not isinstance(plan, list):
-        return QNKernel(net, plan, keys, o["seed"], units, unit, histograms=bool(o["histograms"]),
-                        buckets=int(o["buckets"]))
-    engine = Engine(net, keys, o["seed"], histograms=bool(o["histograms"]), buckets=int(o["buckets"]))
-    engine.notes.insert(0, "general event engine: " + "; ".join(plan[:3]))
+            return "lindley", lp, "a single-server FCFS queue fed by renewal sources: customers by recursion"
+    if kernel in ("auto", "qn"):
+        plan = qn_plan(net, residence_units(net.c)[1])
+        if not isinstance(plan, list) and (kernel == "qn" or net.L >= QN_MIN_LANES):
+            return "qn", plan, (f"a queueing network with {net.L} lanes (>= {QN_MIN_LANES}): "
+                                "every lane advanced together")
+        why = ("; ".join(plan[:2]) if isinstance(plan, list)
+               else f"a queueing network, but {net.L} lanes (< {QN_MIN_LANES}): one lane at a time is faster")
+        return "general", None, f"compiled event loop, one lane at a time ({why})"
+    return "general", None, "compiled event loop, one lane at a time (requested)"
+
+
+def make_engine(net, keys, o: dict):
+    """The engine for ``net``'s lanes (see :func:`choose_kernel`); its ``why`` says why."""
+    from .lindley import LindleyKernel
+    from .qnkernel import QNKernel
+    from .events import EventEngine
+    units, unit = residence_units(net.c)
+    name, plan, why = choose_kernel(net, o)
+    h, b = bool(o["histograms"]), int(o["buckets"])
+    if name == "lindley":
+        engine = LindleyKernel(net, plan, keys, o["seed"], units, unit, histograms=h, buckets=b)
+    elif name == "qn":
+        engine = QNKernel(net, plan, keys, o["seed"], units, unit, histograms=h, buckets=b)
+    else:
+        engine = EventEngine(net, keys, o["seed"], histograms=h, buckets=b)
+    engine.why = why
     return engine
 
 
-def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarray | None = None,
-               prepare=None):
-    """Build the lanes (all, or a shard) and run them; the engine and the run info.
-    ``prepare(engine)`` runs before the first step (a shard places its buckets)."""
+def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarray | None = None):
+    """Build the lanes (all, or a shard) and run them; the engine and the run info."""
     net = build_lanes(points, R, lanes)
     engine = make_engine(net, keys, o)
-    if prepare is not None:
-        prepare(engine)
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)
     engine.start()
     sequential = None
     if o["time"] is None and o["events"] is None:
         sequential = _sequential_rule(engine, o)
-    runinfo = run(engine, t_end=o["time"], events=o["events"], sequential=sequential,
-                  first_check=int(o["min_events"]),
-                  wall_cap=float(o["wall"]), quiet=bool(o["quiet"]))
+    drive = run_chunked if hasattr(engine, "advance") else run
+    runinfo = drive(engine, t_end=o["time"], events=o["events"], sequential=sequential,
+                    first_check=int(o["min_events"]),
+                    wall_cap=float(o["wall"]), quiet=bool(o["quiet"]))
     return engine, runinfo
 
 
@@ -263,7 +280,7 @@ def _run_lindley(engine, o: dict):
             engine.simulate(float(horizon[p]), None, lanes=np.arange(p * R, (p + 1) * R))
 
 
-def _warmup(engine: Engine, o: dict) -> np.ndarray:
+def _warmup(engine, o: dict) -> np.ndarray:
     st = engine.stats
     w = o["warmup"]
     if w == "mser":
@@ -274,7 +291,7 @@ def _warmup(engine: Engine, o: dict) -> np.ndarray:
     return np.minimum(np.argmax(cum >= float(w), axis=0) + 1, np.maximum(st.nb_l - 2, 0)).astype(np.int64)
 
 
-def _sequential_rule(engine: Engine, o: dict):
+def _sequential_rule(engine, o: dict):
     """A check that stops each point whose watched measures are all precise enough.
 
     Called at step counts that depend on nothing but the schedule, it stops a
@@ -282,22 +299,13 @@ def _sequential_rule(engine: Engine, o: dict):
     a point's result does not depend on the other points of the run.  Returns
     True when every point is done; ``check.done`` flags the points."""
     R = int(o["replications"])
-    watch = set(o["watch"])
     done = np.zeros(engine.L // R, dtype=bool)
 
     def precise(lanes: np.ndarray, first: np.ndarray) -> bool:
         if engine.steps[lanes].min() < int(o["min_events"]) or engine.stats.nb_l[lanes].min() < 8:
             return False
         rows, _ = analyze(engine, lanes, o, first, distribution=False)
-        for m, _e, _c, v, h in rows:
-            if m not in watch or not np.isfinite(v) or v == 0:
-                continue
-            if not np.isfinite(h):
-                return False
-            tol = o["atol"] if o["atol"] is not None else float(o["rtol"]) * abs(v)
-            if h > tol:
-                return False
-        return True
+        return not imprecise(rows, o)
 
     def check() -> bool:
         first = _warmup(engine, o)
@@ -312,12 +320,14 @@ def _sequential_rule(engine: Engine, o: dict):
     return check
 
 
-def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, compiled) -> Result:
+def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, compiled) -> Result:
     rows, extra = analyze(engine, lanes, o, first)
     res = Result(method="des", model=compiled.net.name, level=float(o["level"]), partial=runinfo.partial)
-    for m, e, col, v, h in rows:
-        res.add(m, e, v, color=col, ci=None if h is None or not np.isfinite(h) else h)
     st = engine.stats
+    _time, _area, fires, _busy, resid = st.totals(first)
+    counts = observations(compiled, fires[lanes].sum(axis=0))
+    for m, e, col, v, h in rows:
+        res.add(m, e, v, color=col, ci=None if h is None or not np.isfinite(h) else h, n=counts.get((m, e, col)))
     sim_time = float(engine.t[lanes].mean())
     res.info.update(replications=len(lanes), events=int(engine.steps[lanes].sum()),
                     simulated_time=sim_time, stopped_by=runinfo.stopped_by, wall=runinfo.wall,
@@ -329,8 +339,12 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
     res.explanation.append(f"simulation: {len(lanes)} replication(s), {res.info['events']:,} events, "
                            f"stopped by {runinfo.stopped_by}; warm-up by "
                            f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
+    if getattr(engine, "why", None):
+        res.explanation.append(f"kernel {getattr(engine, 'kernel', type(engine).__name__)}: {engine.why}")
     for note in engine.notes:
         res.warnings.append(f"slower path: {note}")
+    _precision(res, rows, o, runinfo, engine, lanes)
+    res.warnings += few_observations(compiled, engine.units, resid[lanes].sum(axis=0))
     c = compiled
     pre = c.pre.tocsr()                       # (modes, slots)
     is_open = any(m.kind == "timed" and pre[j].nnz == 0 for j, m in enumerate(c.modes))
@@ -353,6 +367,35 @@ def _result(engine: Engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarr
     if o["series"]:
         res.info["series"] = _series(engine, lanes)
     return res
+
+
+def _precision(res: Result, rows: list, o: dict, runinfo, engine, lanes: np.ndarray) -> None:
+    """Whether the run reached its precision target; says so loudly when not."""
+    sequential = o["time"] is None and o["events"] is None
+    missed = imprecise(rows, o)
+    target = (f"half-width <= {o['atol']:g}" if o["atol"] is not None else
+              f"half-width <= {float(o['rtol']):g} x max(|value|, {float(o['floor']):g} x the largest "
+              f"value of its measure) for {', '.join(o['watch'])}")
+    info = {"target": target, "requested": sequential, "missed": len(missed)}
+    dead = getattr(engine, "deadlocks", lambda: None)()
+    if dead is not None and np.isfinite(dead[lanes]).any():
+        d = dead[lanes][np.isfinite(dead[lanes])]
+        msg = (f"the net deadlocks: {len(d)} of {len(lanes)} replication(s) reached a marking where "
+               f"nothing can fire (first at t = {d.min():.6g} s); the estimates describe that dead marking")
+        res.warnings.append(msg)
+        info["deadlock"] = float(d.min())
+        res.imprecise = "the net deadlocks"
+    elif sequential and missed and runinfo.stopped_by != "precision":
+        why = {"wall-clock cap": "stopped by the wall-clock cap", "interrupted": "interrupted"}.get(
+            runinfo.stopped_by, f"stopped by {runinfo.stopped_by}")
+        res.imprecise = f"{why} at {runinfo.steps:,} events per replication"
+        res.warnings.append(f"precision not reached ({why}): {len(missed)} estimate(s) miss the target "
+                            f"({target}): {describe_miss(missed)}.  Rerun with --events {runinfo.steps} "
+                            "and the same seed to reproduce this run, or raise --wall")
+    elif not sequential and missed:
+        info["note"] = f"fixed horizon: {len(missed)} estimate(s) would miss the default target"
+    info["reached"] = res.imprecise is None if sequential else None
+    res.info["precision"] = info
 
 
 #: a throughput counted from fewer firings than this per replication may be off by
@@ -387,7 +430,7 @@ def _warmup_time(st, lanes: np.ndarray, first: np.ndarray) -> float:
     return float(np.median(np.where(cut, st.bk_time[:n][:, lanes], 0.0).sum(axis=0)))
 
 
-def _series(engine: Engine, lanes: np.ndarray) -> dict:
+def _series(engine, lanes: np.ndarray) -> dict:
     """Mean tokens per place per bucket (averaged over lanes), with bucket end times."""
     st = engine.stats
     nb = int(st.nb_l[lanes].min())

@@ -1,0 +1,237 @@
+"""The event engine: the full net semantics, one lane at a time, compiled.
+
+Each lane (a replication, or a sweep point's replication) runs its own
+event loop (:mod:`.jit.loop`) over the flat net (:mod:`.flat`), so the cost
+of an event does not depend on how many lanes run; lanes advance in chunks of
+steps, all to the same step counts, so that statistics buckets, histogram
+epochs and the sequential stopping checks fall on step counts that depend on
+nothing but the schedule: a seed reproduces a run exactly, whatever the
+machine's speed, whichever lanes run beside it.
+
+The statistics are those of :class:`.stats.Stats` (buckets per lane,
+lane-last arrays), written in place by the loop; the analysis is shared with
+the other kernels.
+
+>>> import qpn
+>>> from solvers.des.lanes import build_lanes
+>>> c = qpn.compile_net(qpn.load("models/mutex.qpn"))
+>>> e = EventEngine(build_lanes([c], 2), [0, 1], seed=1)
+>>> e.start(); e.advance(1000, float("inf"))
+>>> e.steps.tolist()
+[1000, 1000]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from qpn.errors import SolverError
+
+from .flat import build_net_arrays, build_params, residence_units
+from .jit import loop
+from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP,
+                         Sizes, pack, pack_floats, pow2, region, rows)
+from .lanes import LaneNet
+from .stats import EPOCH_GROWTH, Stats
+
+STORE_REGIONS = {"rc", "wcls", "wseq", "wflag", "wrseq", "wsrv", "rt", "wt0", "wwork", "wqleft", "wsetup",
+                 "cclk", "cstart"}
+
+
+def lane_generators(seed, keys) -> list[np.random.Generator]:
+    """Lane i's Generator: ``SeedSequence(seed)``'s child with spawn key ``keys[i]``."""
+    entropy = np.random.SeedSequence(seed).entropy
+    return [np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(int(k),))))
+            for k in np.asarray(keys)]
+
+
+def next_epoch(start: int) -> int:
+    """Step count at which the histogram epoch opened at ``start`` closes: epochs grow
+    geometrically (a warm-up cut found later drops at most a fraction of the samples
+    after it) and last at least 1024 steps (each epoch end is a return to Python)."""
+    return int(-(-max(EPOCH_GROWTH * start + 64, start + 1024) // 64) * 64)
+
+
+class EventEngine:
+    """Lanes of one net; ``start()``, then ``advance(target_steps, t_end)`` as often as needed."""
+
+    kernel = "EventEngine"
+    processes = 1
+
+    def __init__(self, net: LaneNet, keys, seed, *, histograms: bool = True, buckets: int = 64,
+                 width: int = 32):
+        c = net.c
+        self.net, self.c, self.L = net, c, net.L
+        L = self.L
+        self.units, self.unit = residence_units(c)
+        self.flat = build_net_arrays(net)
+        self.params = build_params(net, self.flat)
+        self.nf = pack_floats(self.flat, self.params)
+        self.gens = lane_generators(seed, keys)
+        ring, work = self._initial_room()
+        self.sizes = Sizes(self.flat, self.params, ring, work, np.full(self.flat.nmulti, 8, dtype=np.int64))
+        self.ni = pack(self.flat, self.params, self.sizes)
+        _, self.where = self.sizes.layout()
+        self.si, self.sf = rows(self.where, L)
+        p = self.params
+        for name, value in (("m0", p.m0), ("cap_limit", p.cap_limit), ("inh_thr", p.inh_thr),
+                            ("smp_off", p.smp_off[:, :len(p.smp_kind)]), ("smp_n", p.smp_n[:, :len(p.smp_kind)]),
+                            ("point", p.point[:, None])):
+            region(self.si, self.where, name)[:] = value.reshape(L, -1)[:, :self.where[name][1]]
+        Q = self.flat.nqueues
+        for name, value in (("weight", p.weight), ("tservers", p.tservers), ("qservers", p.qservers[:, :Q]),
+                            ("quantum", p.quantum[:, :Q]), ("switch", p.switch[:, :Q]),
+                            ("mu", p.mu[:, :self.where["mu"][1]]),
+                            ("smp_par", p.smp_par[:, :len(p.smp_kind)].reshape(L, -1))):
+            region(self.sf, self.where, name)[:] = value
+        for name in ("ev", "cclk", "cstart"):
+            region(self.sf, self.where, name)[:] = np.inf
+        region(self.sf, self.where, "dead")[:] = np.nan
+        self.hist = bool(histograms)
+        qk = [len(q.classes) for q in c.queues]
+        self.stats = st = Stats(L, c.nslots, len(c.modes), qk, len(self.units), buckets=buckets,
+                                width=width, histograms=histograms, point=net.point, npoints=net.npoints)
+        K = int(sum(qk))
+        self.bk_busy = np.zeros((buckets, max(K, 1), L))
+        offs = np.cumsum([0] + qk)
+        st.bk_busy = [self.bk_busy[:, offs[i]:offs[i + 1]] for i in range(len(qk))]
+        self.hist_arr = st.hist if st.hist is not None else np.zeros((1, 1, 1), dtype=np.int64)
+        self.alive = np.ones(L, dtype=bool)
+        self.finished = np.zeros(L, dtype=bool)       # reached the horizon, or deadlocked
+        self.flushed = False
+        self.notes: list[str] = []
+        self.gstep = 0                                # steps of the lanes still running
+        self.epoch_end = next_epoch(0)
+
+    @property
+    def t(self) -> np.ndarray:
+        return region(self.sf, self.where, "t")[:, 0]
+
+    @property
+    def steps(self) -> np.ndarray:
+        return region(self.si, self.where, "steps")[:, 0]
+
+    def _initial_room(self):
+        """Store sizes that hold the initial marking of every lane."""
+        a, m0 = self.flat, self.params.m0
+        ring = np.zeros(a.nrings, dtype=np.int64)
+        work = np.zeros(a.nwork, dtype=np.int64)
+        top = m0.max(axis=0) if len(m0) else np.zeros(a.nslots, dtype=np.int64)
+        for s in range(a.nslots):
+            if a.slot_ring[s] >= 0:
+                ring[a.slot_ring[s]] = top[s]
+        for q in range(a.nqueues):
+            k0, k1 = a.q_kptr[q], a.q_kptr[q + 1]
+            slots = a.cls_qslot[k0:k1]
+            total = int(m0[:, slots].sum(axis=1).max()) if len(m0) else 0
+            if a.q_kind[q] == 3:
+                work[a.q_store[q]] = total
+            elif a.q_kind[q] == 2:
+                ring[a.q_store[q]] = total
+            else:
+                for k in range(k1 - k0):
+                    ring[a.q_store[q] + k] = top[slots[k]]
+        return (np.array([pow2(int(n)) for n in ring], dtype=np.int64),
+                np.array([pow2(int(n)) for n in work], dtype=np.int64))
+
+    def _grow(self, kind: int, which: int, need: int) -> None:
+        """Enlarge one store; every lane's rows are laid out anew."""
+        old = self.sizes.stores
+        ring, work, multi = old["r_cap"].copy(), old["w_cap"].copy(), old["c_cap"].copy()
+        if kind == GROW_RING:
+            ring[which] = pow2(max(need, 2 * int(ring[which])))
+        elif kind == GROW_WORK:
+            work[which] = pow2(max(need, 2 * int(work[which])))
+        else:
+            multi[which] = pow2(max(need, 2 * int(multi[which])))
+        sizes = Sizes(self.flat, self.params, ring, work, multi)
+        _, where = sizes.layout()
+        L = self.L
+        si, sf = rows(where, L)
+        for old_rows, new, names in ((self.si, si, ROW_INT), (self.sf, sf, ROW_FLOAT)):
+            for name in names:
+                if name not in STORE_REGIONS:
+                    region(new, where, name)[:] = region(old_rows, self.where, name)
+        region(sf, where, "cclk")[:] = np.inf
+        region(sf, where, "cstart")[:] = np.inf
+        lanes = np.arange(L)[:, None]
+        heads = region(self.si, self.where, "rh")
+        for x in range(len(ring)):                     # rings: unrolled to start at their heads
+            oc, oo, no = int(old["r_cap"][x]), int(old["r_off"][x]), int(sizes.stores["r_off"][x])
+            src = oo + (heads[:, x][:, None] + np.arange(oc)[None, :]) % oc
+            for name, old_rows, new in (("rt", self.sf, sf), ("rc", self.si, si)):
+                region(new, where, name)[:, no:no + oc] = region(old_rows, self.where, name)[lanes, src]
+        region(si, where, "rh")[:] = 0
+        for caps, offs, names in (("w_cap", "w_off", ("wt0", "wwork", "wqleft", "wsetup", "wcls", "wseq",
+                                                        "wflag", "wrseq", "wsrv")),
+                                  ("c_cap", "c_off", ("cclk", "cstart"))):
+            for x in range(len(old[caps])):
+                oc, oo, no = int(old[caps][x]), int(old[offs][x]), int(sizes.stores[offs][x])
+                for name in names:
+                    old_rows, new = (self.sf, sf) if name in ROW_FLOAT else (self.si, si)
+                    region(new, where, name)[:, no:no + oc] = region(old_rows, self.where, name)[:, oo:oo + oc]
+        self.ni = pack(self.flat, self.params, sizes)
+        self.sizes, self.where, self.si, self.sf = sizes, where, si, sf
+
+    # ------------------------------------------------------------------ run
+    def _run(self, lane: int, target: int, t_end: float) -> int:
+        """run_lane until it stops for a reason other than a full store."""
+        st = self.stats
+        while True:
+            code = loop.run_lane(self.ni, self.nf, self.si[lane], self.sf[lane], self.hist_arr, self.gens[lane], lane, target, t_end, self.hist,
+                                 st.bk_time, st.bk_area, st.bk_fires, self.bk_busy, st.bk_res, st.nb_l,
+                                 st.width_l)
+            if code in (OK, DONE, DEADLOCK):
+                return code
+            info = region(self.si, self.where, "info")[lane]
+            if code in (GROW_RING, GROW_WORK, GROW_MULTI):
+                self._grow(code, int(info[0]), int(info[1]))
+            elif code == TRAP:
+                names = sorted({m.transition for m in self.c.modes if m.kind == "immediate"})
+                raise SolverError("timeless trap: immediate transitions keep firing without time "
+                                  f"passing ({', '.join(names)})", construct="timeless trap")
+            else:
+                raise SolverError(f"event engine: unknown status {code}")
+
+    def start(self) -> None:
+        """Place the initial tokens and settle every lane at time 0."""
+        for lane in range(self.L):
+            loop.start_lane(self.ni, self.nf, self.si[lane], self.sf[lane], self.gens[lane])
+            self._run(lane, 0, np.inf)
+
+    def advance(self, target: int, t_end: float) -> None:
+        """Run every live lane to ``target`` steps (or past ``t_end``)."""
+        for lane in np.flatnonzero(self.alive):
+            code = self._run(int(lane), int(target), float(t_end))
+            if code != OK:
+                self.alive[lane] = False
+                self.finished[lane] = True
+        self.gstep = int(target)
+
+    def close_epoch(self) -> None:
+        """Start a new histogram epoch at the live lanes' step count."""
+        st = self.stats
+        if st.hist is not None:
+            st.epochs.append(st.hist.astype(np.int32))
+            st.epoch_start.append(self.gstep)
+            st.hist[:] = 0
+        self.epoch_end = next_epoch(self.gstep)
+
+    def flush(self, regular: bool = False) -> None:
+        """Close every lane's partial bucket (once, at the end of the run)."""
+        if self.flushed:
+            return
+        self.flushed = True
+        st = self.stats
+        t_start = region(self.sf, self.where, "t_start")[:, 0]
+        t, steps = self.t, self.steps
+        for lane in range(self.L):
+            if t[lane] > t_start[lane] or steps[lane] % st.width_l[lane]:
+                loop.flush(self.ni, self.nf, self.si[lane], self.sf[lane], lane,
+                           st.bk_time, st.bk_area, st.bk_fires, self.bk_busy, st.bk_res, st.nb_l, st.width_l)
+
+    def deadlocks(self) -> np.ndarray:
+        """Lanes that reached a marking where nothing can ever fire, and when."""
+        return region(self.sf, self.where, "dead")[:, 0]
+
+
+__all__ = ["EventEngine", "lane_generators", "next_epoch"]

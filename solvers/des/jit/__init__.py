@@ -1,0 +1,51 @@
+"""The compiled event loop of :mod:`solvers.des.events` (numba).
+
+The jitted functions are split by concern (drawing, token stores and
+marking, queues, the loop).  numba's on-disk cache notices a change of the
+file a function is defined in, not of the files whose functions it inlines,
+so the cache lives in a directory named by a hash of all of this package's
+sources: any change compiles afresh, an unchanged install loads in a
+fraction of a second.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+
+import numba
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SOURCES = ("options.py", "layout.py", "draw.py", "store.py", "queues.py", "loop.py")
+
+
+def _cache_dir() -> str:
+    h = hashlib.sha256(numba.__version__.encode())
+    for name in _SOURCES:
+        with open(os.path.join(_HERE, name), "rb") as f:
+            h.update(f.read())
+    tag = "numba-" + h.hexdigest()[:16]
+    for base in (os.path.join(_HERE, "__pycache__"),
+                 os.path.join(os.path.expanduser("~"), ".cache", "qpn"),
+                 os.path.join(tempfile.gettempdir(), "qpn-cache")):
+        path = os.path.join(base, tag)
+        try:
+            os.makedirs(path, exist_ok=True)
+            probe = os.path.join(path, ".write-test")
+            with open(probe, "w"):
+                pass
+            os.remove(probe)
+            return path
+        except OSError:
+            continue
+    return ""
+
+
+_saved = numba.config.CACHE_DIR
+numba.config.CACHE_DIR = _cache_dir()      # read when each function enables its cache
+try:
+    from . import loop  # noqa: E402,F401
+finally:
+    numba.config.CACHE_DIR = _saved
+
+CACHE_DIR = _cache_dir()

@@ -1,0 +1,487 @@
+"""Queues of queueing places (numba): arrivals and each queue's next event.
+
+Two representations (chosen per queue by :func:`solvers.des.flat.queue_kind`):
+
+* **rates** — exponential IS, PS and FCFS without FIFO departure.  Service is
+  memoryless, so the next completion is redrawn whenever the content changes
+  (total rate from the counts); the completing class is drawn in proportion
+  to its rate and the token uniformly within its class (IS, PS: a ring used
+  as a bag of entry times per class) or by position among the first s (FCFS:
+  one ring in arrival order).  O(classes) per event.
+* **work** — every other discipline and distribution: a compact table of
+  tokens with class, entry time, remaining work, arrival order and flags;
+  between two events of the queue the served set and shares are constant, so
+  work is advanced lazily.  Disciplines: IS, PS, FCFS, LCFS-PR, PRIO
+  (preemptive-resume or not), RANDOM, RR with a quantum and a context-switch
+  cost; FIFO departure holds finished tokens until every earlier token of
+  their place has finished.  O(tokens in the queue) per event.
+
+Busy-server time is accumulated per class (``busy``) before every change.
+"""
+from __future__ import annotations
+
+import math
+
+from ..flat import D_FCFS, D_IS, D_LCFS, D_PRIO_NP, D_PRIO_P, D_PS, D_RANDOM, D_RR, Q_RATE_FCFS, Q_RATE_PS, Q_WORK
+from .draw import draw
+from .layout import (CLS_DSLOT, CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_RING, GROW_WORK, L_W_CAP,
+                     L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_MU, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_DISC,
+                     Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SF_WQLEFT,
+                     SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_RC, SI_RN, SI_WCLS, SI_WFLAG,
+                     SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
+from .options import kernel
+from .store import change, put_tokens, ring_free, ring_pos, ring_push, ring_take_any, ring_take_ordered
+
+SERVING, DONE = 1, 2
+INF = math.inf
+
+
+@kernel(inline="always")
+def deliver(ni, si, sf, kg: int, t0: float, now: float) -> None:
+    """A token of class ``kg`` leaves the queue for its depository, keeping its entry time."""
+    change(ni, si, sf, ni[ni[CLS_QSLOT] + kg], -1, now)
+    put_tokens(ni, si, sf, ni[ni[CLS_DSLOT] + kg], 1, now, t0)
+
+
+# ------------------------------------------------------------ room checks
+@kernel
+def room_for_arrivals(ni, si, kg: int, cnt: int) -> int:
+    """OK, or the store to grow (index in info[0], size in info[1]) before ``cnt``
+    tokens of class kg arrive."""
+    q = ni[ni[SLOT_QUEUE] + ni[ni[CLS_QSLOT] + kg]]
+    kind = ni[ni[Q_KIND] + q]
+    info = ni[SI_INFO]
+    if kind == Q_WORK:
+        w = ni[ni[Q_STORE] + q]
+        n = si[ni[SI_WN] + w]
+        if ni[ni[L_W_CAP] + w] - n < cnt:
+            si[info] = w
+            si[info + 1] = n + cnt
+            return GROW_WORK
+        return OK
+    r = ni[ni[Q_STORE] + q]
+    if kind != Q_RATE_FCFS:
+        r += kg - ni[ni[Q_KPTR] + q]
+    if ring_free(ni, si, r) < cnt:
+        si[info] = r
+        si[info + 1] = si[ni[SI_RN] + r] + cnt
+        return GROW_RING
+    return OK
+
+
+@kernel
+def room_for_event(ni, si, q: int) -> int:
+    """Room in the depositories for what the queue's next event may release."""
+    need = 1
+    if ni[ni[Q_KIND] + q] == Q_WORK and ni[ni[Q_FIFO] + q]:
+        need = si[ni[SI_WN] + ni[ni[Q_STORE] + q]]
+    p = ni[Q_DRING_PTR] + q
+    for i in range(ni[p], ni[p + 1]):
+        r = ni[ni[Q_DRING] + i]
+        if ring_free(ni, si, r) < need:
+            info = ni[SI_INFO]
+            si[info] = r
+            si[info + 1] = si[ni[SI_RN] + r] + need
+            return GROW_RING
+    return OK
+
+
+# ------------------------------------------------------------------ rates
+@kernel
+def _rate_account(ni, si, sf, q: int, now: float) -> None:
+    last = ni[SF_Q_LAST] + q
+    dt = now - sf[last]
+    sf[last] = now
+    if dt <= 0.0:
+        return
+    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    base = ni[ni[Q_STORE] + q]
+    s = sf[ni[PF_QSERVERS] + q]
+    busy = ni[SF_BUSY]
+    rn = ni[SI_RN]
+    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
+        n = si[rn + base]
+        rc = ni[SI_RC]
+        for i in range(n):
+            if i >= s:
+                break
+            sf[busy + si[rc + ring_pos(ni, si, base, i)]] += dt
+        return
+    share = 1.0
+    if ni[ni[Q_KIND] + q] == Q_RATE_PS:
+        n = 0
+        for k in range(k0, k1):
+            n += si[rn + base + k - k0]
+        if n > s:
+            share = s / n
+    for k in range(k0, k1):
+        sf[busy + k] += si[rn + base + k - k0] * share * dt
+
+
+@kernel
+def _rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
+    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    base = ni[ni[Q_STORE] + q]
+    s = sf[ni[PF_QSERVERS] + q]
+    mu = ni[PF_MU]
+    rn = ni[SI_RN]
+    R = 0.0
+    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
+        rc = ni[SI_RC]
+        for i in range(si[rn + base]):
+            if i >= s:
+                break
+            R += sf[mu + si[rc + ring_pos(ni, si, base, i)]]
+    else:
+        n = 0
+        for k in range(k0, k1):
+            c = si[rn + base + k - k0]
+            n += c
+            R += c * sf[mu + k]
+        if ni[ni[Q_KIND] + q] == Q_RATE_PS and n > s:
+            R *= s / n
+    sf[ni[SF_EV] + ni[N_TIMED] + q] = now + g.standard_exponential() / R if R > 0.0 else INF
+
+
+@kernel
+def _rate_event(ni, si, sf, q: int, now: float, g) -> None:
+    _rate_account(ni, si, sf, q, now)
+    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    base = ni[ni[Q_STORE] + q]
+    mu = ni[PF_MU]
+    rn = ni[SI_RN]
+    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
+        n = si[rn + base]
+        s = sf[ni[PF_QSERVERS] + q]
+        ns = n if n < s else int(s)
+        i = 0
+        if ns > 1:                    # which of the tokens in service completes: by rate
+            rc = ni[SI_RC]
+            R = 0.0
+            for x in range(ns):
+                R += sf[mu + si[rc + ring_pos(ni, si, base, x)]]
+            u = g.random() * R
+            acc = 0.0
+            i = ns - 1
+            for x in range(ns):
+                acc += sf[mu + si[rc + ring_pos(ni, si, base, x)]]
+                if u < acc:
+                    i = x
+                    break
+        t0, kg = ring_take_ordered(ni, si, sf, base, i)
+    else:
+        kg = k0
+        if k1 - k0 > 1:               # the class, in proportion to its rate
+            R = 0.0
+            for k in range(k0, k1):
+                R += si[rn + base + k - k0] * sf[mu + k]
+            u = g.random() * R
+            acc = 0.0
+            for k in range(k0, k1):
+                c = si[rn + base + k - k0]
+                if c == 0:
+                    continue
+                kg = k
+                acc += c * sf[mu + k]
+                if u < acc:
+                    break
+        r = base + kg - k0
+        n = si[rn + r]
+        i = min(int(g.random() * n), n - 1)     # every token of the class equally likely
+        t0 = ring_take_any(ni, si, sf, r, i)
+    deliver(ni, si, sf, kg, t0, now)
+    _rate_reschedule(ni, si, sf, q, now, g)
+
+
+# ------------------------------------------------------------------- work
+@kernel
+def _better(nf, ni, si, disc: int, a: int, b: int) -> bool:
+    """Token a goes before token b (positions in the work arena)."""
+    if disc == D_FCFS:
+        return si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b]
+    if disc == D_LCFS:
+        return si[ni[SI_WSEQ] + a] > si[ni[SI_WSEQ] + b]
+    if disc == D_RR:
+        return si[ni[SI_WRSEQ] + a] < si[ni[SI_WRSEQ] + b]
+    cp = ni[NF_CLS_PRIO]
+    pa = nf[cp + si[ni[SI_WCLS] + a]]
+    pb = nf[cp + si[ni[SI_WCLS] + b]]
+    return pa > pb or (pa == pb and si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b])
+
+
+@kernel
+def _served(ni, nf, si, sf, q: int) -> float:
+    """Mark the tokens in service (wsrv); returns their share of a server."""
+    w = ni[ni[Q_STORE] + q]
+    off = ni[ni[L_W_OFF] + w]
+    n = si[ni[SI_WN] + w]
+    disc = ni[ni[Q_DISC] + q]
+    s = sf[ni[PF_QSERVERS] + q]
+    flag, srv = ni[SI_WFLAG] + off, ni[SI_WSRV] + off
+    nact = 0
+    for i in range(n):
+        si[srv + i] = 0
+        if si[flag + i] & DONE == 0:
+            nact += 1
+    if nact == 0:
+        return 1.0
+    if disc == D_PRIO_NP or disc == D_RANDOM:
+        for i in range(n):
+            if si[flag + i] & (DONE | SERVING) == SERVING:
+                si[srv + i] = 1
+        return 1.0
+    if disc == D_IS or disc == D_PS or nact <= s:
+        for i in range(n):
+            if si[flag + i] & DONE == 0:
+                si[srv + i] = 1
+        if disc == D_PS and nact > s:
+            return s / nact
+        return 1.0
+    for _ in range(int(s)):              # the s first by the discipline's order
+        best = -1
+        for i in range(n):
+            if si[flag + i] & DONE == 0 and si[srv + i] == 0:
+                if best < 0 or _better(nf, ni, si, disc, off + i, off + best):
+                    best = i
+        si[srv + best] = 1
+    return 1.0
+
+
+@kernel
+def _advance(ni, nf, si, sf, q: int, now: float) -> None:
+    """Progress the work of the tokens in service up to ``now``; busy time per class."""
+    last = ni[SF_Q_LAST] + q
+    dt = now - sf[last]
+    sf[last] = now
+    if dt <= 0.0:
+        return
+    w = ni[ni[Q_STORE] + q]
+    off = ni[ni[L_W_OFF] + w]
+    n = si[ni[SI_WN] + w]
+    share = _served(ni, nf, si, sf, q)
+    rr = ni[ni[Q_DISC] + q] == D_RR
+    srv, cls, busy = ni[SI_WSRV] + off, ni[SI_WCLS] + off, ni[SF_BUSY]
+    work, setup, qleft = ni[SF_WWORK] + off, ni[SF_WSETUP] + off, ni[SF_WQLEFT] + off
+    for i in range(n):
+        if si[srv + i] == 0:
+            continue
+        sf[busy + si[cls + i]] += share * dt
+        if rr:
+            used = min(sf[setup + i], dt)
+            run = dt - used
+            sf[setup + i] -= used
+            sf[work + i] -= run
+            sf[qleft + i] -= run
+        else:
+            sf[work + i] -= share * dt
+
+
+@kernel
+def _until(ni, sf, i: int, share: float, rr: bool) -> float:
+    """Time to the token's next event at its current share (i: position in the arena)."""
+    if rr:
+        return sf[ni[SF_WSETUP] + i] + min(max(sf[ni[SF_WWORK] + i], 0.0), max(sf[ni[SF_WQLEFT] + i], 0.0))
+    return max(sf[ni[SF_WWORK] + i], 0.0) / share
+
+
+@kernel
+def _work_reschedule(ni, nf, si, sf, q: int, now: float) -> None:
+    w = ni[ni[Q_STORE] + q]
+    off = ni[ni[L_W_OFF] + w]
+    n = si[ni[SI_WN] + w]
+    share = _served(ni, nf, si, sf, q)
+    rr = ni[ni[Q_DISC] + q] == D_RR
+    srv = ni[SI_WSRV] + off
+    best = INF
+    for i in range(n):
+        if si[srv + i]:
+            u = _until(ni, sf, off + i, share, rr)
+            if u < best:
+                best = u
+    sf[ni[SF_EV] + ni[N_TIMED] + q] = now + best
+
+
+@kernel
+def _start(ni, nf, si, sf, q: int, g) -> None:
+    """Non-preemptive disciplines: give free servers to waiting tokens."""
+    disc = ni[ni[Q_DISC] + q]
+    if disc != D_PRIO_NP and disc != D_RANDOM:
+        return
+    w = ni[ni[Q_STORE] + q]
+    off = ni[ni[L_W_OFF] + w]
+    n = si[ni[SI_WN] + w]
+    s = sf[ni[PF_QSERVERS] + q]
+    flag = ni[SI_WFLAG] + off
+    while True:
+        serving = 0
+        waiting = 0
+        for i in range(n):
+            f = si[flag + i]
+            if f & DONE == 0:
+                if f & SERVING:
+                    serving += 1
+                else:
+                    waiting += 1
+        if serving >= s or waiting == 0:
+            return
+        pick = -1
+        if disc == D_RANDOM:
+            x = min(int(g.random() * waiting), waiting - 1)
+            for i in range(n):
+                if si[flag + i] & (DONE | SERVING) == 0:
+                    if x == 0:
+                        pick = i
+                        break
+                    x -= 1
+        else:
+            for i in range(n):
+                if si[flag + i] & (DONE | SERVING) == 0:
+                    if pick < 0 or _better(nf, ni, si, D_PRIO_P, off + i, off + pick):
+                        pick = i
+        si[flag + pick] |= SERVING
+
+
+@kernel
+def _remove(ni, si, sf, w: int, i: int) -> None:
+    """Remove the token at position i of table w (the table's last token fills the gap)."""
+    off = ni[ni[L_W_OFF] + w]
+    last = si[ni[SI_WN] + w] - 1
+    if i != last:
+        for f in (SF_WT0, SF_WWORK, SF_WQLEFT, SF_WSETUP):
+            sf[ni[f] + off + i] = sf[ni[f] + off + last]
+        for f in (SI_WCLS, SI_WSEQ, SI_WFLAG, SI_WRSEQ):
+            si[ni[f] + off + i] = si[ni[f] + off + last]
+    si[ni[SI_WN] + w] -= 1
+
+
+@kernel
+def _release(ni, si, sf, w: int, now: float) -> None:
+    """FIFO departure: finished tokens leave once no earlier token of their place is pending."""
+    off = ni[ni[L_W_OFF] + w]
+    flag, cls, seq = ni[SI_WFLAG] + off, ni[SI_WCLS] + off, ni[SI_WSEQ] + off
+    place = ni[CLS_PLACE]
+    while True:
+        n = si[ni[SI_WN] + w]
+        best = -1
+        for i in range(n):
+            if si[flag + i] & DONE == 0:
+                continue
+            pl = ni[place + si[cls + i]]
+            ok = True
+            for k in range(n):
+                if si[flag + k] & DONE == 0 and ni[place + si[cls + k]] == pl and si[seq + k] < si[seq + i]:
+                    ok = False
+                    break
+            if ok and (best < 0 or si[seq + i] < si[seq + best]):
+                best = i
+        if best < 0:
+            return
+        kg = si[cls + best]
+        t0 = sf[ni[SF_WT0] + off + best]
+        _remove(ni, si, sf, w, best)
+        deliver(ni, si, sf, kg, t0, now)
+
+
+@kernel
+def _work_event(ni, nf, si, sf, q: int, now: float, g) -> None:
+    _advance(ni, nf, si, sf, q, now)
+    w = ni[ni[Q_STORE] + q]
+    off = ni[ni[L_W_OFF] + w]
+    n = si[ni[SI_WN] + w]
+    share = _served(ni, nf, si, sf, q)
+    rr = ni[ni[Q_DISC] + q] == D_RR
+    srv, rseq = ni[SI_WSRV] + off, ni[SI_WRSEQ] + off
+    j = -1
+    best = INF
+    for i in range(n):
+        if si[srv + i]:
+            u = _until(ni, sf, off + i, share, rr)
+            if u < best:
+                best = u
+                j = i
+    if j < 0:
+        sf[ni[SF_EV] + ni[N_TIMED] + q] = INF
+        return
+    eps = 1e-12 * max(1.0, abs(now))
+    if rr:
+        # quanta ending at the same instant go in ready order (as a scheduler would)
+        for i in range(n):
+            if si[srv + i] and _until(ni, sf, off + i, share, rr) <= best + eps and si[rseq + i] < si[rseq + j]:
+                j = i
+    if rr and sf[ni[SF_WWORK] + off + j] > eps:
+        # quantum over: to the back of the ready queue; a switch only if another token waits
+        c = ni[SI_Q_COUNTER] + q
+        si[rseq + j] = si[c]
+        si[c] += 1
+        sf[ni[SF_WQLEFT] + off + j] = sf[ni[PF_QUANTUM] + q]
+        nact = 0
+        for i in range(n):
+            if si[ni[SI_WFLAG] + off + i] & DONE == 0:
+                nact += 1
+        sf[ni[SF_WSETUP] + off + j] = sf[ni[PF_SWITCH] + q] if nact > sf[ni[PF_QSERVERS] + q] else 0.0
+    else:
+        kg = si[ni[SI_WCLS] + off + j]
+        if ni[ni[CLS_FIFO] + kg]:
+            si[ni[SI_WFLAG] + off + j] |= DONE
+            _release(ni, si, sf, w, now)
+        else:
+            t0 = sf[ni[SF_WT0] + off + j]
+            _remove(ni, si, sf, w, j)
+            deliver(ni, si, sf, kg, t0, now)
+    _start(ni, nf, si, sf, q, g)
+    _work_reschedule(ni, nf, si, sf, q, now)
+
+
+# --------------------------------------------------------------- dispatch
+@kernel
+def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g) -> None:
+    """A token of class ``kg`` (entered its place at ``t0``) joins its queue (room checked)."""
+    q = ni[ni[SLOT_QUEUE] + ni[ni[CLS_QSLOT] + kg]]
+    kind = ni[ni[Q_KIND] + q]
+    if kind != Q_WORK:
+        _rate_account(ni, si, sf, q, now)
+        r = ni[ni[Q_STORE] + q]
+        if kind != Q_RATE_FCFS:
+            r += kg - ni[ni[Q_KPTR] + q]
+        ring_push(ni, si, sf, r, t0, kg)
+        _rate_reschedule(ni, si, sf, q, now, g)
+        return
+    _advance(ni, nf, si, sf, q, now)
+    w = ni[ni[Q_STORE] + q]
+    i = ni[ni[L_W_OFF] + w] + si[ni[SI_WN] + w]
+    si[ni[SI_WN] + w] += 1
+    c = ni[SI_Q_COUNTER] + q
+    si[ni[SI_WCLS] + i] = kg
+    si[ni[SI_WSEQ] + i] = si[c]
+    si[ni[SI_WRSEQ] + i] = si[c]
+    si[ni[SI_WFLAG] + i] = 0
+    si[c] += 1
+    sf[ni[SF_WT0] + i] = t0
+    sf[ni[SF_WWORK] + i] = draw(ni, nf, si, sf, ni[ni[CLS_SAMPLER] + kg], g)
+    if ni[ni[Q_DISC] + q] == D_RR:
+        # a token that starts running at once pays the context switch too
+        sf[ni[SF_WSETUP] + i] = sf[ni[PF_SWITCH] + q]
+        sf[ni[SF_WQLEFT] + i] = sf[ni[PF_QUANTUM] + q]
+    else:
+        sf[ni[SF_WSETUP] + i] = 0.0
+        sf[ni[SF_WQLEFT] + i] = 0.0
+    _start(ni, nf, si, sf, q, g)
+    _work_reschedule(ni, nf, si, sf, q, now)
+
+
+@kernel
+def queue_event(ni, nf, si, sf, q: int, now: float, g) -> None:
+    """The queue's next event (a completion, or a quantum's end); room checked."""
+    if ni[ni[Q_KIND] + q] == Q_WORK:
+        _work_event(ni, nf, si, sf, q, now, g)
+    else:
+        _rate_event(ni, si, sf, q, now, g)
+
+
+@kernel
+def queue_account(ni, nf, si, sf, q: int, now: float) -> None:
+    """Busy time up to ``now`` (before statistics are read)."""
+    if ni[ni[Q_KIND] + q] == Q_WORK:
+        _advance(ni, nf, si, sf, q, now)
+    else:
+        _rate_account(ni, si, sf, q, now)

@@ -1,0 +1,171 @@
+"""Token stores and marking changes (numba).
+
+A marking change integrates the slot's token-time, updates the inhibitor and
+capacity group sums, and marks the modes whose enabling it may change (the
+net's ``simm``/``stim`` lists): the loop re-checks only those.  Tokens of
+ordinary places and depositories keep the time they entered the place in a
+ring per slot (FIFO order); a token taken out records its residence time.
+
+A ring ``r`` is a power-of-two region of the lane's ``rt`` (entry times) and
+``rc`` (classes) with a head and a size.
+"""
+from __future__ import annotations
+
+import math
+
+from ..stats import LOG_MIN, NB_PER_DECADE, NBINS
+from .layout import (L_R_CAP, L_R_OFF, PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT,
+                     SI_CAP_SUM, SI_IMM_DIRTY, SI_IMM_MARK, SI_IMM_ND, SI_INH_SUM, SI_M, SI_RC, SI_RH, SI_RN,
+                     SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SIMM_IDX, SIMM_PTR, SINH_IDX, SINH_PTR, SLOT_RING,
+                     SLOT_UNIT, STIM_IDX, STIM_PTR)
+from .options import kernel
+
+
+# ----------------------------------------------------------------- rings
+@kernel(inline="always")
+def ring_size(ni, si, r: int) -> int:
+    return si[ni[SI_RN] + r]
+
+
+@kernel(inline="always")
+def ring_free(ni, si, r: int) -> int:
+    return ni[ni[L_R_CAP] + r] - si[ni[SI_RN] + r]
+
+
+@kernel(inline="always")
+def ring_pos(ni, si, r: int, i: int) -> int:
+    """Index in rt/rc (relative to the arena) of the i-th element of ring r (0 = head)."""
+    return ni[ni[L_R_OFF] + r] + ((si[ni[SI_RH] + r] + i) & (ni[ni[L_R_CAP] + r] - 1))
+
+
+@kernel(inline="always")
+def ring_push(ni, si, sf, r: int, t: float, c: int) -> None:
+    p = ring_pos(ni, si, r, si[ni[SI_RN] + r])
+    sf[ni[SF_RT] + p] = t
+    si[ni[SI_RC] + p] = c
+    si[ni[SI_RN] + r] += 1
+
+
+@kernel(inline="always")
+def ring_pop(ni, si, sf, r: int) -> float:
+    p = ring_pos(ni, si, r, 0)
+    h = ni[SI_RH] + r
+    si[h] = (si[h] + 1) & (ni[ni[L_R_CAP] + r] - 1)
+    si[ni[SI_RN] + r] -= 1
+    return sf[ni[SF_RT] + p]
+
+
+@kernel
+def ring_take_any(ni, si, sf, r: int, i: int) -> float:
+    """Remove element i of a bag (order not kept: the last element fills the gap)."""
+    rt, rc = ni[SF_RT], ni[SI_RC]
+    p = ring_pos(ni, si, r, i)
+    q = ring_pos(ni, si, r, si[ni[SI_RN] + r] - 1)
+    t = sf[rt + p]
+    sf[rt + p] = sf[rt + q]
+    si[rc + p] = si[rc + q]
+    si[ni[SI_RN] + r] -= 1
+    return t
+
+
+@kernel
+def ring_take_ordered(ni, si, sf, r: int, i: int):
+    """Remove element i of a FIFO, keeping the order: (entry time, class)."""
+    rt, rc = ni[SF_RT], ni[SI_RC]
+    p = ring_pos(ni, si, r, i)
+    t = sf[rt + p]
+    c = si[rc + p]
+    for k in range(i, 0, -1):                  # the elements ahead move one step back
+        dst = ring_pos(ni, si, r, k)
+        src = ring_pos(ni, si, r, k - 1)
+        sf[rt + dst] = sf[rt + src]
+        si[rc + dst] = si[rc + src]
+    h = ni[SI_RH] + r
+    si[h] = (si[h] + 1) & (ni[ni[L_R_CAP] + r] - 1)
+    si[ni[SI_RN] + r] -= 1
+    return t, c
+
+
+# ------------------------------------------------------------ statistics
+@kernel(inline="always")
+def bin_of(x: float) -> int:
+    """Residence histogram bin (as :func:`solvers.des.stats.bin_of`)."""
+    if x <= 1e-300:
+        return 0
+    b = int(math.floor((math.log10(x) - LOG_MIN) * NB_PER_DECADE)) + 1
+    if b < 0:
+        return 0
+    if b > NBINS - 1:
+        return NBINS - 1
+    return b
+
+
+@kernel(inline="always")
+def record(ni, si, sf, hist, unit: int, x: float, with_hist: bool) -> None:
+    r = ni[SF_RES] + 3 * unit
+    sf[r] += 1.0
+    sf[r + 1] += x
+    sf[r + 2] += x * x
+    if with_hist:
+        hist[unit, si[ni[PI_POINT]], bin_of(x)] += 1
+
+
+# --------------------------------------------------------------- marking
+@kernel(inline="always")
+def mark_timed(ni, si, j: int) -> None:
+    m = ni[SI_TIM_MARK] + j
+    if si[m] == 0:
+        si[m] = 1
+        n = ni[SI_TIM_ND]
+        si[ni[SI_TIM_DIRTY] + si[n]] = j
+        si[n] += 1
+
+
+@kernel(inline="always")
+def change(ni, si, sf, s: int, d: int, now: float) -> None:
+    """Add ``d`` tokens to slot ``s`` at ``now``; mark the modes to re-check."""
+    m = ni[SI_M] + s
+    a = ni[SF_AREA] + s
+    last = ni[SF_LAST] + s
+    sf[a] += si[m] * (now - sf[last])
+    sf[last] = now
+    si[m] += d
+    p = ni[SINH_PTR] + s
+    g = ni[SI_INH_SUM]
+    for i in range(ni[p], ni[p + 1]):
+        si[g + ni[ni[SINH_IDX] + i]] += d
+    p = ni[SCAP_PTR] + s
+    g = ni[SI_CAP_SUM]
+    for i in range(ni[p], ni[p + 1]):
+        si[g + ni[ni[SCAP_IDX] + i]] += d
+    p = ni[SIMM_PTR] + s
+    mark, dirty, nd = ni[SI_IMM_MARK], ni[SI_IMM_DIRTY], ni[SI_IMM_ND]
+    for i in range(ni[p], ni[p + 1]):
+        j = ni[ni[SIMM_IDX] + i]
+        if si[mark + j] == 0:
+            si[mark + j] = 1
+            si[dirty + si[nd]] = j
+            si[nd] += 1
+    p = ni[STIM_PTR] + s
+    for i in range(ni[p], ni[p + 1]):
+        mark_timed(ni, si, ni[ni[STIM_IDX] + i])
+
+
+@kernel(inline="always")
+def take_tokens(ni, si, sf, hist, s: int, cnt: int, now: float, with_hist: bool) -> None:
+    """Take ``cnt`` tokens (oldest first) from token slot ``s``; record their residence."""
+    r = ni[ni[SLOT_RING] + s]
+    u = ni[ni[SLOT_UNIT] + s]
+    for _ in range(cnt):
+        t0 = ring_pop(ni, si, sf, r)
+        record(ni, si, sf, hist, u, now - t0, with_hist)
+    change(ni, si, sf, s, -cnt, now)
+
+
+@kernel(inline="always")
+def put_tokens(ni, si, sf, s: int, cnt: int, now: float, t0: float) -> None:
+    """Put ``cnt`` tokens that entered the place at ``t0`` into token slot ``s``."""
+    r = ni[ni[SLOT_RING] + s]
+    for _ in range(cnt):
+        ring_push(ni, si, sf, r, t0, 0)
+    change(ni, si, sf, s, cnt, now)
