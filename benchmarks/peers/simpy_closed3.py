@@ -38,10 +38,12 @@ def run(completions: int, n: int = 20, seed: int = 1):
     for _ in range(n):
         env.process(job(env))
     t0 = time.perf_counter()
+    c0 = time.process_time()
     env.run()
+    cpu = time.process_time() - c0
     seconds = time.perf_counter() - t0
-    return {"completions": count[0], "seconds": seconds, "throughput": count[0] / 3 / env.now,
-            "response_s1": count[2] / max(count[1], 1)}
+    return {"completions": count[0], "seconds": seconds, "cpu": cpu, "cpu_process": time.process_time(),
+            "throughput": count[0] / 3 / env.now, "response_s1": count[2] / max(count[1], 1)}
 
 
 if __name__ == "__main__":

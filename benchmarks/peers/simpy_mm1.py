@@ -31,8 +31,11 @@ def run(customers: int, seed: int = 1):
 
     env.process(source(env))
     t0 = time.perf_counter()
+    c0 = time.process_time()
     env.run()
-    return {"customers": total[1], "seconds": time.perf_counter() - t0,
+    cpu = time.process_time() - c0
+    return {"customers": total[1], "seconds": time.perf_counter() - t0, "cpu": cpu,
+            "cpu_process": time.process_time(),
             "mean_response": total[0] / max(total[1], 1)}
 
 

@@ -65,7 +65,7 @@ def degree(ni, si, j: int) -> int:
     return d
 
 
-@kernel
+@kernel(inline="always")
 def room_for_mode(ni, si, j: int) -> int:
     p = ni[OUT_PTR] + j
     for i in range(ni[p], ni[p + 1]):
@@ -106,7 +106,7 @@ def fire(ni, nf, si, sf, hist, j: int, now: float, g, with_hist: bool) -> None:
 
 
 # ------------------------------------------------------------- settling
-@kernel
+@kernel(inline="always")
 def _refresh_immediate(ni, si) -> None:
     """Re-check the dirty immediate modes; keep the list of enabled ones."""
     nd = ni[SI_IMM_ND]
@@ -131,7 +131,7 @@ def _refresh_immediate(ni, si) -> None:
     si[nd] = 0
 
 
-@kernel
+@kernel(inline="always")
 def _choose_immediate(ni, nf, si, sf, g) -> int:
     n = si[ni[SI_EN_N]]
     lst = ni[SI_EN_LIST]

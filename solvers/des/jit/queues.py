@@ -44,7 +44,7 @@ def deliver(ni, si, sf, kg: int, t0: float, now: float) -> None:
 
 
 # ------------------------------------------------------------ room checks
-@kernel
+@kernel(inline="always")
 def room_for_arrivals(ni, si, kg: int, cnt: int) -> int:
     """OK, or the store to grow (index in info[0], size in info[1]) before ``cnt``
     tokens of class kg arrive."""
@@ -69,7 +69,7 @@ def room_for_arrivals(ni, si, kg: int, cnt: int) -> int:
     return OK
 
 
-@kernel
+@kernel(inline="always")
 def room_for_event(ni, si, q: int) -> int:
     """Room in the depositories for what the queue's next event may release."""
     need = 1
@@ -87,7 +87,7 @@ def room_for_event(ni, si, q: int) -> int:
 
 
 # ------------------------------------------------------------------ rates
-@kernel
+@kernel(inline="always")
 def _rate_account(ni, si, sf, q: int, now: float) -> None:
     last = ni[SF_Q_LAST] + q
     dt = now - sf[last]
@@ -118,7 +118,7 @@ def _rate_account(ni, si, sf, q: int, now: float) -> None:
         sf[busy + k] += si[rn + base + k - k0] * share * dt
 
 
-@kernel
+@kernel(inline="always")
 def _rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
     k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
     base = ni[ni[Q_STORE] + q]
