@@ -43,7 +43,7 @@ if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 2_000_000
     count = "--count" in sys.argv
     doc = run_ldes(build(), n, respt_samples=count)
-    out = {"completions": n, "seconds": doc["seconds"], "wall": doc["wall"], "engine": doc["engine"],
+    out = {"completions": n, "seconds": doc["seconds"], "cpu": doc["cpu"], "wall": doc["wall"], "engine": doc["engine"],
            "events": doc.get("totalSimulatedEvents"), "throughput": [metric(doc, "TN", 0, k) for k in (0, 1)],
            "cpu_response": [metric(doc, "RN", 1, k) for k in (0, 1)]}
     if count:

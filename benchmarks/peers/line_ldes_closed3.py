@@ -32,7 +32,7 @@ if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3_000_000
     count = "--count" in sys.argv
     doc = run_ldes(build(), n, respt_samples=count)
-    out = {"completions": n, "seconds": doc["seconds"], "wall": doc["wall"], "engine": doc["engine"],
+    out = {"completions": n, "seconds": doc["seconds"], "cpu": doc["cpu"], "wall": doc["wall"], "engine": doc["engine"],
            "events": doc.get("totalSimulatedEvents"), "throughput": metric(doc, "TN", 0),
            "response_s1": metric(doc, "RN", 1), "response_s2": metric(doc, "RN", 2),
            "tokens": [metric(doc, "QN", i) for i in range(3)]}

@@ -27,7 +27,7 @@ if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 2_000_000
     count = "--count" in sys.argv
     doc = run_ldes(build(), n, respt_samples=count)
-    out = {"customers": n, "seconds": doc["seconds"], "wall": doc["wall"], "engine": doc["engine"],
+    out = {"customers": n, "seconds": doc["seconds"], "cpu": doc["cpu"], "wall": doc["wall"], "engine": doc["engine"],
            "events": doc.get("totalSimulatedEvents"), "mean_response": metric(doc, "RN", 1),
            "throughput": metric(doc, "TN", 1), "utilization": metric(doc, "UN", 1)}
     if count:

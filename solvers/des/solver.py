@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -241,6 +242,11 @@ def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarra
     """Build the lanes (all, or a shard) and run them; the engine and the run info."""
     net = build_lanes(points, R, lanes)
     engine = make_engine(net, keys, o)
+    if not o["quiet"] and getattr(engine, "kernel", "") == "EventEngine":
+        from .jit import compiled_before
+        if not compiled_before():
+            print("compiling the event engine (once after installing or upgrading qpn: about 30 s; "
+                  "cached afterwards)", file=sys.stderr, flush=True)
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)
     engine.start()

@@ -30,6 +30,8 @@ def _cache_dir() -> str:
                  os.path.join(tempfile.gettempdir(), "qpn-cache")):
         path = os.path.join(base, tag)
         try:
+            if not os.path.isdir(path):
+                _forget_older(base)
             os.makedirs(path, exist_ok=True)
             probe = os.path.join(path, ".write-test")
             with open(probe, "w"):
@@ -41,11 +43,42 @@ def _cache_dir() -> str:
     return ""
 
 
+def _forget_older(base: str) -> None:
+    """Remove the caches of earlier versions of the sources (best effort)."""
+    import shutil
+    try:
+        for name in os.listdir(base):
+            if name.startswith("numba-"):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    except OSError:
+        pass
+
+
 _saved = numba.config.CACHE_DIR
-numba.config.CACHE_DIR = _cache_dir()      # read when each function enables its cache
+numba.config.CACHE_DIR = _cache_dir()
+
+
+def compiled_before() -> bool:
+    """Whether the event loop is in the on-disk cache (else the next run compiles it, ~30 s)."""
+    if not CACHE_DIR or not loop.CACHE:
+        return False
+    for _root, _dirs, files in os.walk(CACHE_DIR):
+        if any(f.startswith("loop.run_lane-") and f.endswith(".nbi") for f in files):
+            return True
+    return False      # read when each function enables its cache
 try:
     from . import loop  # noqa: E402,F401
 finally:
     numba.config.CACHE_DIR = _saved
 
 CACHE_DIR = _cache_dir()
+
+
+def compiled_before() -> bool:
+    """Whether the event loop is in the on-disk cache (else the next run compiles it, ~30 s)."""
+    if not CACHE_DIR or not loop.CACHE:
+        return False
+    for _root, _dirs, files in os.walk(CACHE_DIR):
+        if any(f.startswith("loop.run_lane-") and f.endswith(".nbi") for f in files):
+            return True
+    return False

@@ -29,7 +29,7 @@ from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, GROW_RING, IN_CNT, 
                      SI_IMM_DIRTY, SI_IMM_EN, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_PHASE,
                      SI_RN, SI_STEPS, SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SLOT_CLASS, SLOT_QUEUE, SLOT_RING,
                      TIMED_MODES, TRAP, N_UNITS, N_CLASSES)
-from .options import kernel
+from .options import CACHE, kernel  # noqa: F401  (CACHE: read by the package)
 from .queues import queue_account, queue_arrive, queue_event, room_for_arrivals, room_for_event
 from .store import change, mark_timed, put_tokens, ring_free, take_tokens
 

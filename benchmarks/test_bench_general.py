@@ -1,0 +1,205 @@
+"""General nets on the event engine against SimPy and LINE's LDES, one clock for all.
+
+    python -m pytest benchmarks/test_bench_general.py --benchmark-only -s
+
+Every figure is a rate per CPU second (user + system) of a whole run, the same
+clock on both sides (see clocks.py):
+
+* **cold** — a fresh process does the whole job: for qpn the interpreter, the
+  imports, loading the compiled event loop from numba's disk cache, the model,
+  the run and the analysis; for SimPy its whole script; for LDES its engine
+  process (start-up and JSON I/O included);
+* **warm** — the same job again in a process that has done it once: qpn's
+  ``qpn.solve`` call (worker processes included), SimPy's ``env.run()``.
+
+qpn runs with its defaults (histograms on); simulation lengths are fixed
+(``time``) so both sides simulate the same span.  Models and their peers:
+
+* ``models/mutex.qpn`` (5 threads, one mutex) — benchmarks/peers/simpy_mutex.py;
+  unit: lock cycles (throughput of ``release`` x simulated time);
+* ``models/sw_server.qpn`` (pool, bounded request queue, mutex, RR CPU with a
+  quantum and a switch cost, FCFS disk) — benchmarks/peers/simpy_sw_server.py;
+  unit: requests replied;
+* ``models/bench/closed3.qpn`` (a closed queueing network) — LDES, LINE's fastest
+  simulator (its native C++ engine), benchmarks/peers/line_ldes_closed3.py;
+  unit: service completions at all stations (LDES's samples).
+
+Targets of the simulation issue (one replication): mutex and sw_server >= 1x
+SimPy (goal 3x), closed network >= 0.25x LDES; with 1,000 lanes >= 10x SimPy.
+The assertions take the measured ratio warm and cold against the target
+(QPN_BENCH_FLOOR scales them on a loaded machine, 1 by default here).  Every
+run also checks that the answers agree: qpn's CI against the exact CTMC/MVA
+value, SimPy's and LDES's estimates printed beside.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+import qpn
+from clocks import cold, qpn_cold, warm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PEERS = os.path.join(HERE, "peers")
+MUTEX = os.path.join(ROOT, "models", "mutex.qpn")
+SERVER = os.path.join(ROOT, "models", "sw_server.qpn")
+CLOSED3 = os.path.join(ROOT, "models", "bench", "closed3.qpn")
+FLOOR = float(os.environ.get("QPN_BENCH_FLOOR", 1.0))
+FIGURES: list[str] = []
+
+
+def _load() -> str:
+    return "load average %.2f %.2f %.2f" % os.getloadavg()
+
+
+def _say(line: str) -> None:
+    FIGURES.append(line)
+    print("\n" + line)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary():
+    # compile (or load) the event loop once, so no run below pays for compiling
+    qpn.solve(qpn.load(MUTEX), method="des", options={"events": 1000, "replications": 1, "quiet": True})
+    yield
+    print("\n\n==== general-net simulation figures (CPU time, both sides) ====")
+    for line in FIGURES:
+        print(line)
+
+
+def _have(module: str) -> bool:
+    """Installed (peers run in their own processes: LINE does not import beside qpn's packages)."""
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+def _qpn(path: str, options: dict, unit: str):
+    """qpn cold and warm: (result, units, cold CPU, warm CPU, warm wall)."""
+    o = dict(options, quiet=True)
+    doc, cold_cpu, _ = qpn_cold(path, o, "{'units': %s, 'kernel': res.info['kernel']}" % unit)
+    net = qpn.load(path)
+    qpn.solve(net, method="des", options=o)                 # warm-up in this process
+    res, warm_cpu, warm_wall = warm(lambda: qpn.solve(net, method="des", options=o))
+    return res, doc["units"], cold_cpu, warm_cpu, warm_wall
+
+
+def _simpy(script: str, horizon: float):
+    """SimPy cold (whole script) and warm (env.run()): (doc, cold CPU, warm CPU)."""
+    doc, cold_cpu, _ = cold([sys.executable, os.path.join(PEERS, script), str(horizon)])
+    return doc, cold_cpu, doc["cpu"]
+
+
+def _ratio_line(name, units_q, cold_q, warm_q, units_p, cold_p, warm_p, peer: str) -> tuple[str, float, float]:
+    rc = (units_q / cold_q) / (units_p / cold_p)
+    rw = (units_q / warm_q) / (units_p / warm_p)
+    line = (f"{name}: qpn {units_q / warm_q / 1e3:,.0f} k/CPU-s warm, {units_q / cold_q / 1e3:,.0f} k cold; "
+            f"{peer} {units_p / warm_p / 1e3:,.0f} k warm, {units_p / cold_p / 1e3:,.0f} k cold -> "
+            f"qpn/{peer} {rw:.1f}x warm, {rc:.1f}x cold")
+    return line, rw, rc
+
+
+# --------------------------------------------------------- one replication
+MUTEX_T = 200_000.0                # ~715,000 lock cycles
+
+
+@pytest.mark.skipif(not _have("simpy"), reason="SimPy not installed (pip install qpn[bench])")
+def test_mutex_one_replication_vs_simpy(benchmark):
+    """One replication of the mutex net: >= 1x SimPy (goal 3x), warm and cold."""
+    def run():
+        return _qpn(MUTEX, {"time": MUTEX_T, "replications": 1}, "res.get('throughput', 'release') * %r" % MUTEX_T)
+    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
+    doc, cp, wp = _simpy("simpy_mutex.py", MUTEX_T)
+    exact = qpn.solve(qpn.load(MUTEX), method="ctmc").get("throughput", "release")
+    x, h = res.get("throughput", "release"), res.ci("throughput", "release")
+    line, rw, rc = _ratio_line("mutex, 1 replication (lock cycles)", units, cq, wq, doc["cycles"], cp, wp, "SimPy")
+    line += (f"; throughput qpn {x:.4f} +- {h:.4f}, SimPy {doc['throughput']:.4f}, CTMC {exact:.4f}; "
+             f"kernel {res.info['kernel']}  [{_load()}]")
+    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq,
+                                simpy_cpu_warm=wp, simpy_cpu_cold=cp, cycles=units, load=os.getloadavg())
+    _say(line)
+    assert abs(x - exact) <= 3 * h
+    assert rw >= 1.0 * FLOOR and rc >= 1.0 * FLOOR
+
+
+SERVER_T = 5_000.0                 # ~200,000 requests
+
+
+@pytest.mark.skipif(not _have("simpy"), reason="SimPy not installed (pip install qpn[bench])")
+def test_sw_server_one_replication_vs_simpy(benchmark):
+    """Pool + bounded queue + mutex + RR CPU + disk, one replication: >= 1x SimPy (goal 3x)."""
+    def run():
+        return _qpn(SERVER, {"time": SERVER_T, "replications": 1},
+                    "res.get('throughput', 'replies.leave') * %r" % SERVER_T)
+    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
+    doc, cp, wp = _simpy("simpy_sw_server.py", SERVER_T)
+    r, h = res.get("residence", "response.running"), res.ci("residence", "response.running")
+    line, rw, rc = _ratio_line("sw_server, 1 replication (requests)", units, cq, wq, doc["replies"], cp, wp, "SimPy")
+    line += (f"; response qpn {r * 1e3:.3f} +- {h * 1e3:.3f} ms, SimPy {doc['response'] * 1e3:.3f} ms; "
+             f"kernel {res.info['kernel']}  [{_load()}]")
+    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq,
+                                simpy_cpu_warm=wp, simpy_cpu_cold=cp, requests=units, load=os.getloadavg())
+    _say(line)
+    # the same model: SimPy's single estimate within qpn's interval widened by SimPy's own noise
+    assert abs(r - doc["response"]) <= 4 * h
+    assert rw >= 1.0 * FLOOR and rc >= 1.0 * FLOOR
+
+
+CLOSED_T = 200_000.0               # ~3 M completions (N = 20, X = 5/s at each of 3 stations)
+
+
+@pytest.mark.skipif(not _have("line_solver"), reason="LINE not installed (pip install qpn[bench])")
+def test_closed_network_one_replication_vs_ldes(benchmark):
+    """One replication of a closed network: >= 0.25x LDES (its native engine), CPU time."""
+    units_expr = "sum(res.get('throughput', t) for t in ('t0', 't1', 't2')) * %r" % CLOSED_T
+
+    def run():
+        return _qpn(CLOSED3, {"time": CLOSED_T, "replications": 1}, units_expr)
+    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
+    ldes, _, _ = cold([sys.executable, os.path.join(PEERS, "line_ldes_closed3.py"), str(int(units))])
+    lc = ldes["cpu"]
+    rc = (units / cq) / (ldes["completions"] / lc)
+    rw = (units / wq) / (ldes["completions"] / lc)
+    mva = qpn.solve(qpn.load(CLOSED3), method="mva").get("throughput", "t0")
+    x, h = res.get("throughput", "t0"), res.ci("throughput", "t0")
+    line = (f"closed3, 1 replication (completions): qpn {units / wq / 1e6:.2f} M/CPU-s warm, "
+            f"{units / cq / 1e6:.2f} M cold; LDES {ldes['completions'] / lc / 1e6:.2f} M/CPU-s (its engine "
+            f"process; {ldes['completions'] / ldes['seconds'] / 1e6:.2f} M/s by its own run time) -> "
+            f"qpn/LDES {rw:.2f}x (qpn warm), {rc:.2f}x (qpn cold); X qpn {x:.4f} +- {h:.4f}, "
+            f"LDES {ldes['throughput']:.4f}, MVA {mva:.4f}; kernel {res.info['kernel']}  [{_load()}]")
+    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq, ldes_cpu=lc,
+                                completions=units, load=os.getloadavg())
+    _say(line)
+    assert abs(x - mva) <= 3 * h
+    assert rw >= 0.25 * FLOOR
+
+
+# ------------------------------------------------------------ 1,000 lanes
+LANES = 1000
+
+
+@pytest.mark.skipif(not _have("simpy"), reason="SimPy not installed (pip install qpn[bench])")
+@pytest.mark.parametrize("model,peer,T,unit,simpy_T", [
+    ("mutex", "simpy_mutex.py", 2_000.0, "res.get('throughput', 'release') * %r * %d", MUTEX_T),
+    ("sw_server", "simpy_sw_server.py", 100.0, "res.get('throughput', 'replies.leave') * %r * %d", SERVER_T),
+], ids=["mutex", "sw_server"])
+@pytest.mark.parametrize("workers", [1, 2], ids=["1proc", "2proc"])
+def test_thousand_lanes_vs_simpy(benchmark, model, peer, T, unit, simpy_T, workers):
+    """1,000 replications: >= 10x SimPy's rate (SimPy runs replications one after another,
+    so its rate per CPU second is that of one run); CPU time of all processes."""
+    path = MUTEX if model == "mutex" else SERVER
+
+    def run():
+        return _qpn(path, {"time": T, "replications": LANES, "workers": workers}, unit % (T, LANES))
+    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
+    doc, cp, wp = _simpy(peer, simpy_T)
+    punits = doc["cycles"] if model == "mutex" else doc["replies"]
+    line, rw, rc = _ratio_line(f"{model}, {LANES} lanes x {T:g} s, {res.info.get('processes', 1)} process(es)",
+                               units, cq, wq, punits, cp, wp, "SimPy")
+    line += f"; wall {wall:.2f} s warm; kernel {res.info['kernel']}  [{_load()}]"
+    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq, wall=wall,
+                                processes=res.info.get("processes", 1), load=os.getloadavg())
+    _say(line)
+    assert rw >= 10.0 * FLOOR
