@@ -19,7 +19,7 @@ KERNELS = ("auto", "qn", "lindley", "general")
 DES_FLAGS = {"seed": "seed", "replications": "replications", "time": "time", "events": "events",
              "rtol": "rtol", "atol": "atol", "level": "level", "crn": "crn", "scheduler": "scheduler",
              "warmup": "warmup", "wall": "wall", "kernel": "kernel", "histograms": "histograms",
-             "workers": "workers", "floor": "floor"}
+             "workers": "workers", "threads": "threads", "floor": "floor"}
 
 
 def _option_value(v: str):
@@ -319,5 +319,8 @@ def _(p):
     g.add_argument("--workers", metavar="N", type=int,
                    help="local processes sharing the lanes (default: every core for long fixed-length "
                         "runs with >= 1024 lanes, else 1); the numbers do not depend on it")
+    g.add_argument("--threads", metavar="N", type=_typed(int, "a whole number", lambda v: v >= 1, ">= 1"),
+                   help="threads sharing the lanes of the event engine (default: every core; 1 in "
+                        "each --workers process); the numbers do not depend on it")
     g.add_argument("--histograms", action=argparse.BooleanOptionalAction, default=None,
                    help="residence-time histograms for percentiles (default on)")

@@ -106,6 +106,26 @@ def test_number_of_worker_processes_does_not_change_the_bits():
     assert_identical(one, two, "1 vs 2 worker processes")
 
 
+@pytest.mark.parametrize("model,params,options", [
+    # the stopping rule decides at checks (its step counts depend on the statistics)
+    ("rr_cpu.qpn", {}, {}),
+    # queues grow past their first store size in several lanes of the same round
+    ("mm1.qpn", {"lambda": 0.95}, {"time": 2000, "kernel": "general"}),
+])
+def test_number_of_threads_does_not_change_the_bits(model, params, options):
+    # lanes shared among threads: each lane writes its own rows and statistics columns,
+    # each thread its own residence histogram (summed at every epoch), so every value,
+    # half-width and percentile is the same bits with 1 thread or 3
+    net = qpn.load(f"{MODELS}/{model}")
+    o = dict({"replications": 7, "seed": 3, "quiet": True, "workers": 1}, **options)
+    one = qpn.solve(net, method="des", options=dict(o, threads=1), **params)
+    three = qpn.solve(net, method="des", options=dict(o, threads=3), **params)
+    assert one.info["kernel"] == three.info["kernel"] == "EventEngine"
+    assert one.info["events"] == three.info["events"]
+    assert any(r.measure == "residence_p90" for r in one.rows)
+    assert_identical(one, three, "1 vs 3 threads")
+
+
 # ------------------------------------------------------------ Ctrl-C: partial
 @pytest.mark.parametrize("kernel,cls,module,method,calls", [
     ("general", "EventEngine", "solvers.des.events", "advance", 40),

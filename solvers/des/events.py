@@ -2,7 +2,11 @@
 
 Each lane (a replication, or a sweep point's replication) runs its own
 event loop (:mod:`.jit.loop`) over the flat net (:mod:`.flat`), so the cost
-of an event does not depend on how many lanes run; lanes advance in chunks of
+of an event does not depend on how many lanes run.  The loop releases the
+GIL, so the lanes are shared among threads (every core by default): a lane
+writes only its own rows and statistics columns, and each thread counts
+residence times in a histogram of its own, added up at every epoch; the
+numbers do not depend on the number of threads.  Lanes advance in chunks of
 steps, all to the same step counts, so that statistics buckets, histogram
 epochs and the sequential stopping checks fall on step counts that depend on
 nothing but the schedule: a seed reproduces a run exactly, whatever the
@@ -21,6 +25,9 @@ the other kernels.
 [1000, 1000]
 """
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -58,7 +65,7 @@ class EventEngine:
     processes = 1
 
     def __init__(self, net: LaneNet, keys, seed, *, histograms: bool = True, buckets: int = 64,
-                 width: int = 32):
+                 width: int = 32, threads: int | None = None):
         c = net.c
         self.net, self.c, self.L = net, c, net.L
         L = self.L
@@ -95,6 +102,10 @@ class EventEngine:
         offs = np.cumsum([0] + qk)
         st.bk_busy = [self.bk_busy[:, offs[i]:offs[i + 1]] for i in range(len(qk))]
         self.hist_arr = st.hist if st.hist is not None else np.zeros((1, 1, 1), dtype=np.int64)
+        self.threads = max(1, min(int(threads or default_threads()), L))
+        # thread 0 counts into the statistics' histogram, the others into their own
+        self.hists = [self.hist_arr] + [np.zeros_like(self.hist_arr) for _ in range(self.threads - 1)]
+        self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self.alive = np.ones(L, dtype=bool)
         self.finished = np.zeros(L, dtype=bool)       # reached the horizon, or deadlocked
         self.flushed = False
@@ -137,6 +148,9 @@ class EventEngine:
         """Enlarge one store; every lane's rows are laid out anew."""
         old = self.sizes.stores
         ring, work, multi = old["r_cap"].copy(), old["w_cap"].copy(), old["c_cap"].copy()
+        cap = {GROW_RING: ring, GROW_WORK: work}.get(kind, multi)
+        if need <= cap[which]:          # grown already for another lane of the same round
+            return
         if kind == GROW_RING:
             ring[which] = pow2(max(need, 2 * int(ring[which])))
         elif kind == GROW_WORK:
@@ -173,24 +187,37 @@ class EventEngine:
         self.sizes, self.where, self.si, self.sf = sizes, where, si, sf
 
     # ------------------------------------------------------------------ run
+    def _step(self, lane: int, target: int, t_end: float, hist: np.ndarray) -> int:
+        """One call of the compiled loop for ``lane`` (releases the GIL)."""
+        st = self.stats
+        return loop.run_lane(self.ni, self.nf, self.si[lane], self.sf[lane], hist, self.gens[lane], lane,
+                             target, t_end, self.hist, st.bk_time, st.bk_area, st.bk_fires, self.bk_busy,
+                             st.bk_res, st.nb_l, st.width_l)
+
+    def _resolve(self, lane: int, code: int) -> None:
+        """Act on a status other than OK, DONE, DEADLOCK: grow the store the lane needs."""
+        info = region(self.si, self.where, "info")[lane]
+        if code in (GROW_RING, GROW_WORK, GROW_MULTI):
+            self._grow(code, int(info[0]), int(info[1]))
+        elif code == TRAP:
+            names = sorted({m.transition for m in self.c.modes if m.kind == "immediate"})
+            raise SolverError("timeless trap: immediate transitions keep firing without time "
+                              f"passing ({', '.join(names)})", construct="timeless trap")
+        else:
+            raise SolverError(f"event engine: unknown status {code}")
+
     def _run(self, lane: int, target: int, t_end: float) -> int:
         """run_lane until it stops for a reason other than a full store."""
-        st = self.stats
         while True:
-            code = loop.run_lane(self.ni, self.nf, self.si[lane], self.sf[lane], self.hist_arr, self.gens[lane], lane, target, t_end, self.hist,
-                                 st.bk_time, st.bk_area, st.bk_fires, self.bk_busy, st.bk_res, st.nb_l,
-                                 st.width_l)
+            code = self._step(lane, target, t_end, self.hist_arr)
             if code in (OK, DONE, DEADLOCK):
                 return code
-            info = region(self.si, self.where, "info")[lane]
-            if code in (GROW_RING, GROW_WORK, GROW_MULTI):
-                self._grow(code, int(info[0]), int(info[1]))
-            elif code == TRAP:
-                names = sorted({m.transition for m in self.c.modes if m.kind == "immediate"})
-                raise SolverError("timeless trap: immediate transitions keep firing without time "
-                                  f"passing ({', '.join(names)})", construct="timeless trap")
-            else:
-                raise SolverError(f"event engine: unknown status {code}")
+            self._resolve(lane, code)
+
+    def _run_part(self, lanes: np.ndarray, target: int, t_end: float, hist: np.ndarray) -> list:
+        """A thread's share of the lanes, each run until it stops; (lane, status) pairs.  A lane
+        that needs a bigger store waits: growing lays out every lane's rows anew."""
+        return [(lane, self._step(int(lane), target, t_end, hist)) for lane in lanes]
 
     def start(self) -> None:
         """Place the initial tokens and settle every lane at time 0."""
@@ -200,17 +227,46 @@ class EventEngine:
 
     def advance(self, target: int, t_end: float) -> None:
         """Run every live lane to ``target`` steps (or past ``t_end``)."""
-        for lane in np.flatnonzero(self.alive):
-            code = self._run(int(lane), int(target), float(t_end))
+        live = np.flatnonzero(self.alive)
+        if self.pool is None or len(live) < 2:
+            codes = [(lane, self._run(int(lane), int(target), float(t_end))) for lane in live]
+        else:
+            codes = self._advance_threads(live, int(target), float(t_end))
+        for lane, code in codes:
             if code != OK:
                 self.alive[lane] = False
                 self.finished[lane] = True
         self.gstep = int(target)
 
+    def _advance_threads(self, live: np.ndarray, target: int, t_end: float) -> list:
+        """``advance`` with the lanes shared among the threads, store growth in between."""
+        out, todo = [], live
+        while len(todo):
+            parts = [p for p in np.array_split(todo, min(self.threads, len(todo))) if len(p)]
+            # every thread finishes before any store grows (growing moves every lane's rows)
+            done = list(self.pool.map(self._run_part, parts, [target] * len(parts), [t_end] * len(parts),
+                                      self.hists[:len(parts)]))
+            waiting = []
+            for lane, code in (x for part in done for x in part):
+                if code in (OK, DONE, DEADLOCK):
+                    out.append((lane, code))
+                else:
+                    self._resolve(int(lane), code)
+                    waiting.append(lane)
+            todo = np.array(waiting, dtype=np.int64)
+        return out
+
+    def _gather_hist(self) -> None:
+        """Add the other threads' residence counts to the statistics' histogram."""
+        for h in self.hists[1:]:
+            self.hist_arr += h
+            h[:] = 0
+
     def close_epoch(self) -> None:
         """Start a new histogram epoch at the live lanes' step count."""
         st = self.stats
         if st.hist is not None:
+            self._gather_hist()
             st.epochs.append(st.hist.astype(np.int32))
             st.epoch_start.append(self.gstep)
             st.hist[:] = 0
@@ -221,6 +277,11 @@ class EventEngine:
         if self.flushed:
             return
         self.flushed = True
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+        if self.stats.hist is not None:
+            self._gather_hist()
         st = self.stats
         t_start = region(self.sf, self.where, "t_start")[:, 0]
         t, steps = self.t, self.steps
@@ -234,4 +295,9 @@ class EventEngine:
         return region(self.sf, self.where, "dead")[:, 0]
 
 
-__all__ = ["EventEngine", "lane_generators", "next_epoch"]
+def default_threads() -> int:
+    """Threads for the lanes: every core this process may run on (at most 8)."""
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+__all__ = ["EventEngine", "default_threads", "lane_generators", "next_epoch"]

@@ -76,7 +76,9 @@ def _to_shared(engine, a: int, b: int) -> None:
 def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: dict, show: bool):
     from .solver import _run_group
     a, b = int(lanes[0]), int(lanes[-1]) + 1          # shards are contiguous
-    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show), lanes=lanes)
+    # one thread per process: the processes already take every core
+    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show, threads=1),
+                                 lanes=lanes)
     _to_shared(engine, a, b)
     return (engine.stats, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
 

@@ -40,8 +40,9 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
         first_check: int = 20_000, check_growth: float = 1.5) -> RunInfo:
     """Drive ``engine`` to the end; ``sequential`` is a callable returning True to stop.
 
-    Sequential checks happen at fixed step counts (``first_check``, then each
-    ``check_growth`` times the last), never at wall-clock moments, so that a
+    Sequential checks happen at step counts (``first_check``, then each the
+    last times ``sequential.growth``, else ``check_growth``), which depend on the
+    statistics only, never at wall-clock moments, so that a
     seed reproduces the run exactly; only the wall-clock cap is not reproducible."""
     L = engine.L
     T = np.full(L, math.inf if t_end is None else float(t_end))
@@ -80,10 +81,10 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
                 _progress(max(frac, 1e-6), t0, out, shown)
                 last_report = now
             if sequential is not None and steps >= next_check:
-                next_check = max(next_check + 1, int(next_check * check_growth))
                 if sequential():
                     stopped = "precision"
                     break
+                next_check = max(next_check + 1, int(steps * getattr(sequential, "growth", check_growth)))
             if now - t0 > wall_cap and (sequential is not None or (t_end is None and events is None)):
                 stopped = "wall-clock cap"
                 break
@@ -141,10 +142,11 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
             if engine.gstep >= N:
                 break
             if next_check is not None and engine.gstep >= next_check:
-                next_check = max(next_check + 1, int(next_check * check_growth))
                 if sequential():
                     stopped = "precision"
                     break
+                growth = getattr(sequential, "growth", check_growth)
+                next_check = max(next_check + 1, int(engine.gstep * growth))
             now = time.perf_counter()
             if capped and now - t0 > wall_cap:
                 stopped = "wall-clock cap"

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -28,8 +29,10 @@ from .stats import bin_edges, percentile_from_hist, student_t
 DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95, warmup="mser", kernel="auto",
                 rtol=0.01, atol=None, floor=0.05, watch=("throughput", "tokens"), wall=60.0, crn=False,
                 quiet=False, histograms=True, series=False, min_events=20_000, buckets=64,
-                workers="auto")
+                workers="auto", threads="auto")
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
+#: steps before the next sequential check, as a multiple of the steps so far (see _sequential_rule)
+GROWTH_MIN, GROWTH_MAX, GROWTH_DEFAULT = 1.25, 4.0, 1.5
 
 
 def options_of(options: dict | None) -> dict:
@@ -233,7 +236,9 @@ def make_engine(net, keys, o: dict):
     elif name == "qn":
         engine = QNKernel(net, plan, keys, o["seed"], units, unit, histograms=h, buckets=b)
     else:
-        engine = EventEngine(net, keys, o["seed"], histograms=h, buckets=b)
+        threads = o.get("threads", "auto")
+        engine = EventEngine(net, keys, o["seed"], histograms=h, buckets=b,
+                             threads=None if threads in (None, "auto") else int(threads))
     engine.why = why
     return engine
 
@@ -303,26 +308,40 @@ def _sequential_rule(engine, o: dict):
     Called at step counts that depend on nothing but the schedule, it stops a
     point's lanes (the engine's ``alive``) as soon as that point is precise, so
     a point's result does not depend on the other points of the run.  Returns
-    True when every point is done; ``check.done`` flags the points."""
+    True when every point is done; ``check.done`` flags the points and
+    ``check.growth`` says how much longer the run should go before the next
+    check: half-widths shrink as 1/sqrt(steps), so the worst miss ratio r asks
+    for r^2 times the steps, kept within [GROWTH_MIN, GROWTH_MAX] (early
+    half-widths rest on few buckets).  The growth is computed from the
+    statistics alone, so a seed still reproduces the run."""
     R = int(o["replications"])
     done = np.zeros(engine.L // R, dtype=bool)
 
-    def precise(lanes: np.ndarray, first: np.ndarray) -> bool:
+    def worst(lanes: np.ndarray, first: np.ndarray) -> float:
+        """The largest half-width / target ratio of a point (inf: no estimate yet)."""
         if engine.steps[lanes].min() < int(o["min_events"]) or engine.stats.nb_l[lanes].min() < 8:
-            return False
+            return math.inf
         rows, _ = analyze(engine, lanes, o, first, distribution=False)
-        return not imprecise(rows, o)
+        miss = imprecise(rows, o)
+        return max((m[4] / m[5] if m[4] is not None and np.isfinite(m[4]) else math.inf for m in miss),
+                   default=0.0)
 
     def check() -> bool:
         first = _warmup(engine, o)
+        ratio = 0.0
         for p in np.flatnonzero(~done):
             lanes = np.arange(p * R, (p + 1) * R)
-            if precise(lanes, first):
+            r = worst(lanes, first)
+            if r <= 1.0:
                 done[p] = True
                 if hasattr(engine, "alive"):
                     engine.alive[lanes] = False
+            ratio = max(ratio, r)
+        check.growth = (GROWTH_DEFAULT if not math.isfinite(ratio)
+                        else min(max(ratio * ratio, GROWTH_MIN), GROWTH_MAX))
         return bool(done.all())
     check.done = done
+    check.growth = GROWTH_DEFAULT
     return check
 
 

@@ -54,24 +54,13 @@ def _forget_older(base: str) -> None:
         pass
 
 
+CACHE_DIR = _cache_dir()
 _saved = numba.config.CACHE_DIR
-numba.config.CACHE_DIR = _cache_dir()
-
-
-def compiled_before() -> bool:
-    """Whether the event loop is in the on-disk cache (else the next run compiles it, ~30 s)."""
-    if not CACHE_DIR or not loop.CACHE:
-        return False
-    for _root, _dirs, files in os.walk(CACHE_DIR):
-        if any(f.startswith("loop.run_lane-") and f.endswith(".nbi") for f in files):
-            return True
-    return False      # read when each function enables its cache
+numba.config.CACHE_DIR = CACHE_DIR      # read when each function enables its cache
 try:
     from . import loop  # noqa: E402,F401
 finally:
     numba.config.CACHE_DIR = _saved
-
-CACHE_DIR = _cache_dir()
 
 
 def compiled_before() -> bool:

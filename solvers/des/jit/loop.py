@@ -338,7 +338,7 @@ def flush(ni, nf, si, sf, lane: int, bk_time, bk_area, bk_fires, bk_busy, bk_res
 
 
 # ------------------------------------------------------------------ run
-@kernel
+@kernel(nogil=True)
 def start_lane(ni, nf, si, sf, g) -> None:
     """Initial tokens at time 0 (queued ones start service); settling and clocks follow
     in the first run_lane call.  The stores must hold the initial marking."""
@@ -376,7 +376,7 @@ def _finish_event(ni, nf, si, sf, hist, g, with_hist: bool) -> int:
     return OK
 
 
-@kernel
+@kernel(nogil=True)
 def run_lane(ni, nf, si, sf, hist, g, lane: int, target: int, t_end: float, with_hist: bool,
              bk_time, bk_area, bk_fires, bk_busy, bk_res, nb_l, width_l) -> int:
     """Advance one lane (its rows pi, pf, si, sf) until it has made ``target`` steps or
