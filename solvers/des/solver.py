@@ -373,7 +373,10 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
     c = compiled
     pre = c.pre.tocsr()                       # (modes, slots)
     is_open = any(m.kind == "timed" and pre[j].nnz == 0 for j, m in enumerate(c.modes))
-    saturated = sorted({e for m, e, _c, v, _h in rows if m == "utilization" and _c == "" and v > 0.995})
+    # an infinite-server station's "utilization" is its mean number busy: it never saturates
+    finite = {q.name for q in c.queues if not math.isinf(q.servers)}
+    saturated = sorted({e for m, e, _c, v, _h in rows
+                        if m == "utilization" and _c == "" and e in finite and v > 0.995})
     if saturated and is_open:
         res.warnings.append(f"{', '.join(saturated)} saturated (utilization ~1) in an open net: it may be "
                             f"unstable, and its estimates then grow with the simulated time")
@@ -401,7 +404,9 @@ def _precision(res: Result, rows: list, o: dict, runinfo, engine, lanes: np.ndar
     target = (f"half-width <= {o['atol']:g}" if o["atol"] is not None else
               f"half-width <= {float(o['rtol']):g} x max(|value|, {float(o['floor']):g} x the largest "
               f"value of its measure) for {', '.join(o['watch'])}")
-    info = {"target": target, "requested": sequential, "missed": len(missed)}
+    # the step count the run stopped at: --events reproduces a run the wall-clock cap stopped
+    info = {"target": target, "requested": sequential, "missed": len(missed),
+            "events_per_replication": int(runinfo.steps)}
     dead = getattr(engine, "deadlocks", lambda: None)()
     if dead is not None and np.isfinite(dead[lanes]).any():
         d = dead[lanes][np.isfinite(dead[lanes])]
