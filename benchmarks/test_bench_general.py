@@ -185,21 +185,25 @@ LANES = 1000
     ("mutex", "simpy_mutex.py", 2_000.0, "res.get('throughput', 'release') * %r * %d", MUTEX_T),
     ("sw_server", "simpy_sw_server.py", 100.0, "res.get('throughput', 'replies.leave') * %r * %d", SERVER_T),
 ], ids=["mutex", "sw_server"])
-@pytest.mark.parametrize("workers", [1, 2], ids=["1proc", "2proc"])
-def test_thousand_lanes_vs_simpy(benchmark, model, peer, T, unit, simpy_T, workers):
+@pytest.mark.parametrize("workers,threads", [(1, 1), (1, 2), (2, 1)],
+                         ids=["1proc-1thread", "1proc-2threads", "2proc"])
+def test_thousand_lanes_vs_simpy(benchmark, model, peer, T, unit, simpy_T, workers, threads):
     """1,000 replications: >= 10x SimPy's rate (SimPy runs replications one after another,
-    so its rate per CPU second is that of one run); CPU time of all processes."""
+    so its rate per CPU second is that of one run); CPU time of all processes and threads."""
     path = MUTEX if model == "mutex" else SERVER
 
     def run():
-        return _qpn(path, {"time": T, "replications": LANES, "workers": workers}, unit % (T, LANES))
+        return _qpn(path, {"time": T, "replications": LANES, "workers": workers, "threads": threads},
+                    unit % (T, LANES))
     res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
     doc, cp, wp = _simpy(peer, simpy_T)
     punits = doc["cycles"] if model == "mutex" else doc["replies"]
-    line, rw, rc = _ratio_line(f"{model}, {LANES} lanes x {T:g} s, {res.info.get('processes', 1)} process(es)",
+    line, rw, rc = _ratio_line(f"{model}, {LANES} lanes x {T:g} s, {res.info.get('processes', 1)} process(es) "
+                               f"x {res.info.get('threads', 1)} thread(s)",
                                units, cq, wq, punits, cp, wp, "SimPy")
     line += f"; wall {wall:.2f} s warm; kernel {res.info['kernel']}  [{_load()}]"
     benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq, wall=wall,
-                                processes=res.info.get("processes", 1), load=os.getloadavg())
+                                processes=res.info.get("processes", 1), threads=res.info.get("threads", 1),
+                                load=os.getloadavg())
     _say(line)
     assert rw >= 10.0 * FLOOR

@@ -223,4 +223,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m qpn.cli`: run the module the plugins register their commands with,
+    # not this __main__ copy of it
+    from qpn.cli import main as _main
+    sys.exit(_main())

@@ -32,7 +32,8 @@ DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95,
                 workers="auto", threads="auto")
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 #: steps before the next sequential check, as a multiple of the steps so far (see _sequential_rule)
-GROWTH_MIN, GROWTH_MAX, GROWTH_DEFAULT = 1.25, 4.0, 1.5
+#: (measured on 10 models x 2 seeds: total events 197 M with these, 226 M with at most 4x and aim 1)
+GROWTH_MIN, GROWTH_MAX, GROWTH_DEFAULT, GROWTH_AIM = 1.25, 2.0, 1.5, 0.8
 
 
 def options_of(options: dict | None) -> dict:
@@ -311,8 +312,9 @@ def _sequential_rule(engine, o: dict):
     True when every point is done; ``check.done`` flags the points and
     ``check.growth`` says how much longer the run should go before the next
     check: half-widths shrink as 1/sqrt(steps), so the worst miss ratio r asks
-    for r^2 times the steps, kept within [GROWTH_MIN, GROWTH_MAX] (early
-    half-widths rest on few buckets).  The growth is computed from the
+    for r^2 times the steps.  The worst of many noisy ratios overstates r, so
+    the growth aims at GROWTH_AIM r^2, kept within [GROWTH_MIN, GROWTH_MAX]
+    (early half-widths rest on few buckets).  It is computed from the
     statistics alone, so a seed still reproduces the run."""
     R = int(o["replications"])
     done = np.zeros(engine.L // R, dtype=bool)
@@ -338,7 +340,7 @@ def _sequential_rule(engine, o: dict):
                     engine.alive[lanes] = False
             ratio = max(ratio, r)
         check.growth = (GROWTH_DEFAULT if not math.isfinite(ratio)
-                        else min(max(ratio * ratio, GROWTH_MIN), GROWTH_MAX))
+                        else min(max(GROWTH_AIM * ratio * ratio, GROWTH_MIN), GROWTH_MAX))
         return bool(done.all())
     check.done = done
     check.growth = GROWTH_DEFAULT
@@ -365,7 +367,11 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
                            f"stopped by {runinfo.stopped_by}; warm-up by "
                            f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
     if getattr(engine, "why", None):
-        res.explanation.append(f"kernel {getattr(engine, 'kernel', type(engine).__name__)}: {engine.why}")
+        procs, threads = getattr(engine, "processes", 1), getattr(engine, "threads", 1)
+        where = ", ".join(x for x in (f"{procs} processes" if procs > 1 else "",
+                                      f"{threads} threads" if threads > 1 else "") if x)
+        res.explanation.append(f"kernel {getattr(engine, 'kernel', type(engine).__name__)}"
+                               f"{f' ({where})' if where else ''}: {engine.why}")
     for note in engine.notes:
         res.warnings.append(f"slower path: {note}")
     _precision(res, rows, o, runinfo, engine, lanes)
@@ -390,6 +396,7 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
     res.warnings += _few_firings(rows, res.info["simulated_time"] - res.info["warmup_time"])
     res.info["kernel"] = getattr(engine, "kernel", type(engine).__name__)
     res.info["processes"] = getattr(engine, "processes", 1)
+    res.info["threads"] = getattr(engine, "threads", 1)
     if runinfo.partial:
         res.warnings.append("interrupted: statistics so far (partial)")
     if o["series"]:
