@@ -101,7 +101,8 @@ def few_observations(c, units: dict, res: np.ndarray) -> list[str]:
         eff = s1 * s1 / s2
         if eff < FEW_EFFECTIVE:
             name = c.places[p].name
-            out.append(f"residence {name} rests on ~{eff:.0f} effective observations ({int(n):,} visits, "
+            out.append(f"residence {name} (mean {s1 / n:.3g} s) rests on ~{eff:.0f} effective observations "
+                       f"({int(n):,} visits, "
                        f"a few long ones carrying the mean): its confidence interval (and that of tokens "
                        f"{name}) may be too narrow; simulate longer")
     return out
