@@ -26,8 +26,6 @@ import math
 
 import numpy as np
 
-from qpn.colors import color_label
-
 from ..measures import class_labels, derive
 
 #: effective observations below which a residence estimate is flagged

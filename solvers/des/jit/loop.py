@@ -20,18 +20,18 @@ import math
 
 from ..flat import C_EXP, C_SINGLE
 from .draw import draw
-from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, GROW_RING, IN_CNT, IN_PTR, IN_SLOT, L_C_CAP,
+from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, IN_CNT, IN_PTR, IN_SLOT, L_C_CAP,
                      L_C_OFF, MCAP_ADD, MCAP_GRP, MCAP_PTR, MINH_GRP, MINH_PTR, MODE_COL, MODE_MULTI,
                      MODE_SAMPLER, N_MODES, N_QUEUES, N_SLOTS, N_TIMED, NF_PRIO, OK, OUT_CNT, OUT_PTR,
                      OUT_SLOT, PF_SMP_PAR, PF_TSERVERS, PF_WEIGHT, PI_CAP_LIMIT, PI_INH_THR, PI_M0, SF_AREA,
                      SF_BUSY, SF_BUSY_PREV, SF_CCLK, SF_CSTART, SF_DEAD, SF_EFF, SF_EV, SF_FIRES, SF_LAST,
                      SF_RES, SF_T, SF_T_START, SI_CAP_SUM, SI_CN, SI_EN_LIST, SI_EN_N, SI_EN_POS, SI_FIRED,
                      SI_IMM_DIRTY, SI_IMM_EN, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_PHASE,
-                     SI_RN, SI_STEPS, SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SLOT_CLASS, SLOT_QUEUE, SLOT_RING,
+                     SI_STEPS, SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SLOT_CLASS, SLOT_QUEUE, SLOT_RING,
                      TIMED_MODES, TRAP, N_UNITS, N_CLASSES)
 from .options import CACHE, kernel  # noqa: F401  (CACHE: read by the package)
 from .queues import queue_account, queue_arrive, queue_event, room_for_arrivals, room_for_event
-from .store import change, mark_timed, put_tokens, ring_free, take_tokens
+from .store import change, mark_timed, put_tokens, ring_room, take_tokens
 
 INF = math.inf
 MAX_IMMEDIATE = 100_000          # immediate firings in a row without time passing: a timeless trap
@@ -76,12 +76,9 @@ def room_for_mode(ni, si, j: int) -> int:
             if r != OK:
                 return r
         else:
-            r = ni[ni[SLOT_RING] + s]
-            if ring_free(ni, si, r) < cnt:
-                info = ni[SI_INFO]
-                si[info] = r
-                si[info + 1] = si[ni[SI_RN] + r] + cnt
-                return GROW_RING
+            r = ring_room(ni, si, ni[ni[SLOT_RING] + s], cnt)
+            if r != OK:
+                return r
     return OK
 
 

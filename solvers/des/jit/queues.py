@@ -24,13 +24,13 @@ import math
 
 from ..flat import D_FCFS, D_IS, D_LCFS, D_PRIO_NP, D_PRIO_P, D_PS, D_RANDOM, D_RR, Q_RATE_FCFS, Q_RATE_PS, Q_WORK
 from .draw import draw
-from .layout import (CLS_DSLOT, CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_RING, GROW_WORK, L_W_CAP,
+from .layout import (CLS_DSLOT, CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W_CAP,
                      L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_MU, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_DISC,
                      Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SF_WQLEFT,
                      SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_RC, SI_RN, SI_WCLS, SI_WFLAG,
                      SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
 from .options import kernel
-from .store import change, put_tokens, ring_free, ring_pos, ring_push, ring_take_any, ring_take_ordered
+from .store import change, put_tokens, ring_pos, ring_room, ring_push, ring_take_any, ring_take_ordered
 
 SERVING, DONE = 1, 2
 INF = math.inf
@@ -62,11 +62,7 @@ def room_for_arrivals(ni, si, kg: int, cnt: int) -> int:
     r = ni[ni[Q_STORE] + q]
     if kind != Q_RATE_FCFS:
         r += kg - ni[ni[Q_KPTR] + q]
-    if ring_free(ni, si, r) < cnt:
-        si[info] = r
-        si[info + 1] = si[ni[SI_RN] + r] + cnt
-        return GROW_RING
-    return OK
+    return ring_room(ni, si, r, cnt)
 
 
 @kernel(inline="always")
@@ -77,12 +73,9 @@ def room_for_event(ni, si, q: int) -> int:
         need = si[ni[SI_WN] + ni[ni[Q_STORE] + q]]
     p = ni[Q_DRING_PTR] + q
     for i in range(ni[p], ni[p + 1]):
-        r = ni[ni[Q_DRING] + i]
-        if ring_free(ni, si, r) < need:
-            info = ni[SI_INFO]
-            si[info] = r
-            si[info + 1] = si[ni[SI_RN] + r] + need
-            return GROW_RING
+        r = ring_room(ni, si, ni[ni[Q_DRING] + i], need)
+        if r != OK:
+            return r
     return OK
 
 
@@ -284,20 +277,27 @@ def _until(ni, sf, i: int, share: float, rr: bool) -> float:
     return max(sf[ni[SF_WWORK] + i], 0.0) / share
 
 
-@kernel
-def _work_reschedule(ni, nf, si, sf, q: int, now: float) -> None:
-    w = ni[ni[Q_STORE] + q]
-    off = ni[ni[L_W_OFF] + w]
-    n = si[ni[SI_WN] + w]
-    share = _served(ni, nf, si, sf, q)
-    rr = ni[ni[Q_DISC] + q] == D_RR
+@kernel(inline="always")
+def _next_done(ni, si, sf, off: int, n: int, share: float, rr: bool):
+    """(time until the first token in service ends its work or quantum, its index; -1: none)."""
     srv = ni[SI_WSRV] + off
+    j = -1
     best = INF
     for i in range(n):
         if si[srv + i]:
             u = _until(ni, sf, off + i, share, rr)
             if u < best:
                 best = u
+                j = i
+    return best, j
+
+
+@kernel
+def _work_reschedule(ni, nf, si, sf, q: int, now: float) -> None:
+    w = ni[ni[Q_STORE] + q]
+    off = ni[ni[L_W_OFF] + w]
+    share = _served(ni, nf, si, sf, q)
+    best, _ = _next_done(ni, si, sf, off, si[ni[SI_WN] + w], share, ni[ni[Q_DISC] + q] == D_RR)
     sf[ni[SF_EV] + ni[N_TIMED] + q] = now + best
 
 
@@ -391,14 +391,7 @@ def _work_event(ni, nf, si, sf, q: int, now: float, g) -> None:
     share = _served(ni, nf, si, sf, q)
     rr = ni[ni[Q_DISC] + q] == D_RR
     srv, rseq = ni[SI_WSRV] + off, ni[SI_WRSEQ] + off
-    j = -1
-    best = INF
-    for i in range(n):
-        if si[srv + i]:
-            u = _until(ni, sf, off + i, share, rr)
-            if u < best:
-                best = u
-                j = i
+    best, j = _next_done(ni, si, sf, off, n, share, rr)
     if j < 0:
         sf[ni[SF_EV] + ni[N_TIMED] + q] = INF
         return

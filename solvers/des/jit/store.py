@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 from ..stats import LOG_MIN, NB_PER_DECADE, NBINS
-from .layout import (L_R_CAP, L_R_OFF, PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT,
-                     SI_CAP_SUM, SI_IMM_DIRTY, SI_IMM_MARK, SI_IMM_ND, SI_INH_SUM, SI_M, SI_RC, SI_RH, SI_RN,
+from .layout import (GROW_RING, L_R_CAP, L_R_OFF, OK, PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT,
+                     SI_CAP_SUM, SI_IMM_DIRTY, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_RC, SI_RH, SI_RN,
                      SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SIMM_IDX, SIMM_PTR, SINH_IDX, SINH_PTR, SLOT_RING,
                      SLOT_UNIT, STIM_IDX, STIM_PTR)
 from .options import kernel
@@ -30,6 +30,17 @@ def ring_size(ni, si, r: int) -> int:
 @kernel(inline="always")
 def ring_free(ni, si, r: int) -> int:
     return ni[ni[L_R_CAP] + r] - si[ni[SI_RN] + r]
+
+
+@kernel(inline="always")
+def ring_room(ni, si, r: int, cnt: int) -> int:
+    """OK if ring r has room for cnt more tokens, else GROW_RING with the size it needs."""
+    if ring_free(ni, si, r) >= cnt:
+        return OK
+    info = ni[SI_INFO]
+    si[info] = r
+    si[info + 1] = si[ni[SI_RN] + r] + cnt
+    return GROW_RING
 
 
 @kernel(inline="always")
