@@ -16,7 +16,14 @@ Heavy dependencies (scipy, sympy, lark) are imported on first use.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
+
+# qpn's linear algebra is sparse or small, and numpy's and scipy's OpenBLAS each start a
+# thread per core that spins when idle: 12% of the CPU time of a short simulation, taken
+# from the simulator's own threads (measured with perf).  Set OPENBLAS_NUM_THREADS before
+# importing qpn (or numpy) to choose otherwise.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .errors import Loc, ModelError, ParameterError, QPNError, SolverError
 from .model import (Arc, EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
