@@ -173,3 +173,21 @@ def test_few_firings_are_warned():
     long = qpn.solve(net, method="des", options=dict(time=6.0, replications=4, seed=1, quiet=True))
     assert not [w for w in long.warnings if "rests on" in w]
     assert long.get("throughput", "w.begin") == pytest.approx(1 / 0.03, rel=0.02)
+
+
+def test_histogram_bin_by_table_is_the_bin_by_logarithm():
+    # the event loop bins a residence time by a table over the exponent and 8 mantissa
+    # bits, and by log10 next to a bin edge; both must give stats.bin_of's bin, at the
+    # edges themselves, a double either side of them, and anywhere in the range and beyond
+    from solvers.des.jit.store import bin_of as loop_bin_of
+    from solvers.des.stats import LOG_MIN, NB_PER_DECADE, NBINS
+    from solvers.des.stats import bin_of as stats_bin_of
+    rng = np.random.default_rng(5)
+    edges = 10.0 ** (LOG_MIN + np.arange(NBINS - 1) / NB_PER_DECADE)
+    xs = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf),
+                         10.0 ** rng.uniform(-12, 10, 20000), [0.0, 1e-300, 1e-200, 1e30, 2.0 ** -40, 2.0 ** 30]])
+    want = stats_bin_of(xs)
+    got = np.array([loop_bin_of(float(x)) for x in xs])
+    near = np.flatnonzero(got != want)
+    # an edge's own double may differ by one bin (numpy's and libm's log10 may round apart)
+    assert len(near) <= 5 and all(abs(got[i] - want[i]) == 1 for i in near), xs[near][:5]

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..stats import LOG_MIN, NB_PER_DECADE, NBINS
+from ..stats import bin_of as stats_bin_of
 from .layout import (GROW_RING, L_R_CAP, L_R_OFF, OK, PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT,
                      SI_CAP_SUM, SI_IMM_DIRTY, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_RC, SI_RH, SI_RN,
                      SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SIMM_IDX, SIMM_PTR, SINH_IDX, SINH_PTR, SLOT_RING,
@@ -98,9 +101,25 @@ def ring_take_ordered(ni, si, sf, r: int, i: int):
 
 
 # ------------------------------------------------------------ statistics
+def _bin_table(sub: int, emin: int, emax: int) -> np.ndarray:
+    """Bin of every sub-interval [m, m + 1/(2 sub)) x 2^e of the doubles x = m 2^e, m in
+    [1/2, 1), e in [emin, emax); -1 where a bin edge falls inside (about one in eight)."""
+    e = np.arange(emin, emax)[:, None]
+    s = np.arange(sub)[None, :]
+    lo = np.ldexp(0.5 + s / (2 * sub), e)
+    last = np.nextafter(np.ldexp(0.5 + (s + 1) / (2 * sub), e), 0.0)
+    a, b = stats_bin_of(lo), stats_bin_of(last)      # bins grow with x: equal ends, one bin
+    return np.where(a == b, a, -1).astype(np.int16).ravel()
+
+
+BIN_SUB, BIN_EMIN, BIN_EMAX = 256, -31, 26             # 2^-32 s .. 2^26 s: the bins' range
+#: a frozen constant of the compiled loop (28 KB): a residence time's bin without a
+#: logarithm (which cost ~10% of an event with histograms on)
+BIN_TABLE = _bin_table(BIN_SUB, BIN_EMIN, BIN_EMAX)
+
+
 @kernel(inline="always")
-def bin_of(x: float) -> int:
-    """Residence histogram bin (as :func:`solvers.des.stats.bin_of`)."""
+def _bin_by_log(x: float) -> int:
     if x <= 1e-300:
         return 0
     b = int(math.floor((math.log10(x) - LOG_MIN) * NB_PER_DECADE)) + 1
@@ -109,6 +128,19 @@ def bin_of(x: float) -> int:
     if b > NBINS - 1:
         return NBINS - 1
     return b
+
+
+@kernel(inline="always")
+def bin_of(x: float) -> int:
+    """Residence histogram bin (as :func:`solvers.des.stats.bin_of`): from the exponent and
+    the first 8 bits of the mantissa, by table; by the logarithm next to a bin edge."""
+    if x > 0.0:
+        m, e = math.frexp(x)
+        if BIN_EMIN <= e < BIN_EMAX:
+            b = BIN_TABLE[(e - BIN_EMIN) * BIN_SUB + int((m - 0.5) * (2 * BIN_SUB))]
+            if b >= 0:
+                return b
+    return _bin_by_log(x)
 
 
 @kernel(inline="always")
