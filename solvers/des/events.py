@@ -26,7 +26,6 @@ the other kernels.
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -38,6 +37,7 @@ from .jit import loop
 from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP,
                          Sizes, pack, pack_floats, pow2, region, rows)
 from .lanes import LaneNet
+from .parallel import usable_cores
 from .stats import EPOCH_GROWTH, Stats
 
 STORE_REGIONS = {"rc", "wcls", "wseq", "wflag", "wrseq", "wsrv", "rt", "wt0", "wwork", "wqleft", "wsetup",
@@ -102,7 +102,7 @@ class EventEngine:
         offs = np.cumsum([0] + qk)
         st.bk_busy = [self.bk_busy[:, offs[i]:offs[i + 1]] for i in range(len(qk))]
         self.hist_arr = st.hist if st.hist is not None else np.zeros((1, 1, 1), dtype=np.int64)
-        self.threads = max(1, min(int(threads or default_threads()), L))
+        self.threads = max(1, min(int(threads or usable_cores()), L))
         # thread 0 counts into the statistics' histogram, the others into their own
         self.hists = [self.hist_arr] + [np.zeros_like(self.hist_arr) for _ in range(self.threads - 1)]
         self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
@@ -295,9 +295,4 @@ class EventEngine:
         return region(self.sf, self.where, "dead")[:, 0]
 
 
-def default_threads() -> int:
-    """Threads for the lanes: every core this process may run on (at most 8)."""
-    return max(1, min(len(os.sched_getaffinity(0)), 8))
-
-
-__all__ = ["EventEngine", "default_threads", "lane_generators", "next_epoch"]
+__all__ = ["EventEngine", "lane_generators", "next_epoch"]

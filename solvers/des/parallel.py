@@ -51,6 +51,12 @@ class MergedRun:
         return len(self.t)
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (at most 8): the default number of worker
+    processes for long runs, and of the event engine's threads."""
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
 def default_workers(o: dict, lanes: int) -> int:
     """Processes for a run: all cores for long fixed-length runs with many lanes."""
     w = o.get("workers", "auto")
@@ -58,7 +64,7 @@ def default_workers(o: dict, lanes: int) -> int:
         return max(int(w), 1)
     if (o["time"] is None and o["events"] is None) or lanes < 1024:
         return 1
-    return max(1, min(len(os.sched_getaffinity(0)), 8))
+    return usable_cores()
 
 
 def _to_shared(engine, a: int, b: int) -> None:
