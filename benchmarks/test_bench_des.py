@@ -38,13 +38,12 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 import pytest
 
 import qpn
 
-from clocks import cpu_now
+from clocks import Figures, cpu_now, load_average
 from peers import run_peer
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
@@ -63,16 +62,9 @@ CLOSED3_STATIONS = {"t0": "think", "t1": "s1", "t2": "s2"}
 CENTRAL_STATIONS = {"submit": "terminals", "route": "cpu", "from_disk1": "disk1", "from_disk2": "disk2"}
 DELAYS = {"think", "terminals"}
 
-FIGURES: list[str] = []
+FIGURES = Figures()
 
 
-def _load() -> str:
-    return "load average %.2f, %.2f, %.2f" % os.getloadavg()
-
-
-def _say(line: str) -> None:
-    FIGURES.append(line)
-    print("\n" + line)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -83,9 +75,7 @@ def summary():
                   options={"time": 20, "replications": 4, "seed": 1, "quiet": True})
     yield
     up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print("\n\n==== DES benchmark figures (" + up + ") ====")
-    for line in FIGURES:
-        print(line)
+    FIGURES.print_all("DES benchmark figures (" + up + ")")
 
 
 _PEERS: dict = {}
@@ -187,7 +177,7 @@ def test_des_mm1_lanes(benchmark, histograms):
         info.update(simpy_rate=srate, over_simpy=rate / srate)
         line += f"; SimPy {srate / 1e3:.0f} k customers/CPU-s: qpn/SimPy = {rate / srate:.0f}x"
     benchmark.extra_info.update(info)
-    _say(line + f"  [{_load()}]")
+    FIGURES.say(line + f"  [{load_average()}]")
     assert rate >= FLOOR * TARGET["mm1"]
 
 
@@ -217,7 +207,7 @@ def test_des_mm1_single_lane_vs_simpy(benchmark):
         info.update(ldes_rate=lrate, over_ldes=rate / lrate)
         line += f"; qpn/LDES = {rate / lrate:.2f}x"
     benchmark.extra_info.update(info)
-    _say(line + f"  [{_load()}]")
+    FIGURES.say(line + f"  [{load_average()}]")
     if simpy is not None:
         assert ratio >= TARGET["single_over_simpy"] * FLOOR
 
@@ -232,8 +222,8 @@ def test_des_mm1_qn_kernel(benchmark):
     r, h = _check(res, "residence", "server", "", 5.0, "M/M/1 (QN kernel) mean response")
     rate = customers / wall
     benchmark.extra_info.update(customers=customers, rate=rate, mean_response=r, ci=h, load=os.getloadavg())
-    _say(f"M/M/1 QN kernel (hist on): {R} lanes x {T:g} s, {customers / 1e6:.2f} M customers in {wall:.2f} "
-         f"CPU-s: {rate / 1e6:.2f} M customers/CPU-s; R = {r:.4f} +- {h:.4f}  [{_load()}]")
+    FIGURES.say(f"M/M/1 QN kernel (hist on): {R} lanes x {T:g} s, {customers / 1e6:.2f} M customers in {wall:.2f} "
+                f"CPU-s: {rate / 1e6:.2f} M customers/CPU-s; R = {r:.4f} +- {h:.4f}  [{load_average()}]")
 
 
 # ------------------------------------------------------- closed networks
@@ -302,7 +292,7 @@ def test_des_closed3(benchmark, histograms, workers):
         x, h = _check(res, "throughput", tr, "", mva.get("throughput", tr), f"closed3 throughput {tr}")
     info.update(throughput=x, ci=h, mva=mva.get("throughput", "t2"))
     benchmark.extra_info.update(info)
-    _say(line + f"; X = {x:.4f} +- {h:.4f} (MVA {mva.get('throughput', 't2'):.4f})  [{_load()}]")
+    FIGURES.say(line + f"; X = {x:.4f} +- {h:.4f} (MVA {mva.get('throughput', 't2'):.4f})  [{load_average()}]")
     assert info["rate"] >= FLOOR * TARGET["closed3"]
 
 
@@ -325,8 +315,8 @@ def test_des_central_server(benchmark, histograms, workers):
     xa, xb = res.get("throughput", "submit", "[x=a]"), res.get("throughput", "submit", "[x=b]")
     info.update(throughput_a=xa, throughput_b=xb)
     benchmark.extra_info.update(info)
-    _say(line + f"; X = {xa:.4f}/{xb:.4f} (MVA {mva.get('throughput', 'submit', '[x=a]'):.4f}/"
-         f"{mva.get('throughput', 'submit', '[x=b]'):.4f})  [{_load()}]")
+    FIGURES.say(line + f"; X = {xa:.4f}/{xb:.4f} (MVA {mva.get('throughput', 'submit', '[x=a]'):.4f}/"
+                f"{mva.get('throughput', 'submit', '[x=b]'):.4f})  [{load_average()}]")
     assert info["rate"] >= FLOOR * TARGET["central"]
 
 
@@ -366,9 +356,9 @@ def test_des_memory_central_1e4_lanes(benchmark, workers):
     gib = peak / 2 ** 20
     info.update(peak_gib=gib, target_gib=TARGET["rss_gib"], load=os.getloadavg())
     benchmark.extra_info.update(info)
-    _say(f"memory: {R:,} lanes of central_server ({T:g} s, histograms on, workers {workers}: "
-         f"{procs} process(es)): peak RSS "
-         f"{info['self_kib'] / 2 ** 20:.2f} GiB (solver) + {info['workers_kib'] / 2 ** 20:.2f} GiB (largest worker)"
-         f" -> {gib:.2f} GiB bound (target <= {TARGET['rss_gib']:g} GiB); {info['seconds']:.1f} s  [{_load()}]")
+    FIGURES.say(f"memory: {R:,} lanes of central_server ({T:g} s, histograms on, workers {workers}: "
+                f"{procs} process(es)): peak RSS "
+                f"{info['self_kib'] / 2 ** 20:.2f} GiB (solver) + {info['workers_kib'] / 2 ** 20:.2f} GiB (largest worker)"
+                f" -> {gib:.2f} GiB bound (target <= {TARGET['rss_gib']:g} GiB); {info['seconds']:.1f} s  [{load_average()}]")
     assert info["lanes"] == R
     assert gib <= TARGET["rss_gib"]

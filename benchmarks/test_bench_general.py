@@ -41,7 +41,7 @@ import sys
 import pytest
 
 import qpn
-from clocks import cold, qpn_cold, warm
+from clocks import Figures, cold, load_average, qpn_cold, warm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -50,16 +50,9 @@ MUTEX = os.path.join(ROOT, "models", "mutex.qpn")
 SERVER = os.path.join(ROOT, "models", "sw_server.qpn")
 CLOSED3 = os.path.join(ROOT, "models", "bench", "closed3.qpn")
 FLOOR = float(os.environ.get("QPN_BENCH_FLOOR", 1.0))
-FIGURES: list[str] = []
+FIGURES = Figures()
 
 
-def _load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
-
-
-def _say(line: str) -> None:
-    FIGURES.append(line)
-    print("\n" + line)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -67,9 +60,7 @@ def summary():
     # compile (or load) the event loop once, so no run below pays for compiling
     qpn.solve(qpn.load(MUTEX), method="des", options={"events": 1000, "replications": 1, "quiet": True})
     yield
-    print("\n\n==== general-net simulation figures (CPU time, both sides) ====")
-    for line in FIGURES:
-        print(line)
+    FIGURES.print_all("general-net simulation figures (CPU time, both sides)")
 
 
 def _have(module: str) -> bool:
@@ -103,6 +94,18 @@ def _ratio_line(name, units_q, cold_q, warm_q, units_p, cold_p, warm_p, peer: st
     return line, rw, rc
 
 
+def _vs_simpy(benchmark, path: str, options: dict, unit_expr: str, script: str, simpy_T: float,
+              peer_units: str, label: str):
+    """qpn (cold and warm) beside its SimPy peer on one model; (result, peer's output,
+    figure line, warm ratio, cold ratio, qpn's warm wall)."""
+    res, units, cq, wq, wall = benchmark.pedantic(lambda: _qpn(path, options, unit_expr), rounds=1, iterations=1)
+    doc, cp, wp = _simpy(script, simpy_T)
+    line, rw, rc = _ratio_line(label, units, cq, wq, doc[peer_units], cp, wp, "SimPy")
+    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq, simpy_cpu_warm=wp,
+                                simpy_cpu_cold=cp, units=units, wall=wall, load=os.getloadavg())
+    return res, doc, line, rw, rc, wall
+
+
 # --------------------------------------------------------- one replication
 MUTEX_T = 200_000.0                # ~715,000 lock cycles
 
@@ -110,18 +113,13 @@ MUTEX_T = 200_000.0                # ~715,000 lock cycles
 @pytest.mark.skipif(not _have("simpy"), reason="SimPy not installed (pip install qpn[bench])")
 def test_mutex_one_replication_vs_simpy(benchmark):
     """One replication of the mutex net: >= 1x SimPy (goal 3x), warm and cold."""
-    def run():
-        return _qpn(MUTEX, {"time": MUTEX_T, "replications": 1}, "res.get('throughput', 'release') * %r" % MUTEX_T)
-    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
-    doc, cp, wp = _simpy("simpy_mutex.py", MUTEX_T)
+    res, doc, line, rw, rc, _ = _vs_simpy(benchmark, MUTEX, {"time": MUTEX_T, "replications": 1},
+                                          "res.get('throughput', 'release') * %r" % MUTEX_T, "simpy_mutex.py",
+                                          MUTEX_T, "cycles", "mutex, 1 replication (lock cycles)")
     exact = qpn.solve(qpn.load(MUTEX), method="ctmc").get("throughput", "release")
     x, h = res.get("throughput", "release"), res.ci("throughput", "release")
-    line, rw, rc = _ratio_line("mutex, 1 replication (lock cycles)", units, cq, wq, doc["cycles"], cp, wp, "SimPy")
-    line += (f"; throughput qpn {x:.4f} +- {h:.4f}, SimPy {doc['throughput']:.4f}, CTMC {exact:.4f}; "
-             f"kernel {res.info['kernel']}  [{_load()}]")
-    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq,
-                                simpy_cpu_warm=wp, simpy_cpu_cold=cp, cycles=units, load=os.getloadavg())
-    _say(line)
+    FIGURES.say(line + f"; throughput qpn {x:.4f} +- {h:.4f}, SimPy {doc['throughput']:.4f}, CTMC {exact:.4f}; "
+                f"kernel {res.info['kernel']}  [{load_average()}]")
     assert abs(x - exact) <= 3 * h
     assert rw >= 1.0 * FLOOR and rc >= 1.0 * FLOOR
 
@@ -132,18 +130,13 @@ SERVER_T = 5_000.0                 # ~200,000 requests
 @pytest.mark.skipif(not _have("simpy"), reason="SimPy not installed (pip install qpn[bench])")
 def test_sw_server_one_replication_vs_simpy(benchmark):
     """Pool + bounded queue + mutex + RR CPU + disk, one replication: >= 1x SimPy (goal 3x)."""
-    def run():
-        return _qpn(SERVER, {"time": SERVER_T, "replications": 1},
-                    "res.get('throughput', 'replies.leave') * %r" % SERVER_T)
-    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
-    doc, cp, wp = _simpy("simpy_sw_server.py", SERVER_T)
+    res, doc, line, rw, rc, _ = _vs_simpy(benchmark, SERVER, {"time": SERVER_T, "replications": 1},
+                                          "res.get('throughput', 'replies.leave') * %r" % SERVER_T,
+                                          "simpy_sw_server.py", SERVER_T, "replies",
+                                          "sw_server, 1 replication (requests)")
     r, h = res.get("residence", "response.running"), res.ci("residence", "response.running")
-    line, rw, rc = _ratio_line("sw_server, 1 replication (requests)", units, cq, wq, doc["replies"], cp, wp, "SimPy")
-    line += (f"; response qpn {r * 1e3:.3f} +- {h * 1e3:.3f} ms, SimPy {doc['response'] * 1e3:.3f} ms; "
-             f"kernel {res.info['kernel']}  [{_load()}]")
-    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq,
-                                simpy_cpu_warm=wp, simpy_cpu_cold=cp, requests=units, load=os.getloadavg())
-    _say(line)
+    FIGURES.say(line + f"; response qpn {r * 1e3:.3f} +- {h * 1e3:.3f} ms, SimPy {doc['response'] * 1e3:.3f} ms; "
+                f"kernel {res.info['kernel']}  [{load_average()}]")
     # the same model: SimPy's single estimate within qpn's interval widened by SimPy's own noise
     assert abs(r - doc["response"]) <= 4 * h
     assert rw >= 1.0 * FLOOR and rc >= 1.0 * FLOOR
@@ -170,10 +163,10 @@ def test_closed_network_one_replication_vs_ldes(benchmark):
             f"{units / cq / 1e6:.2f} M cold; LDES {ldes['completions'] / lc / 1e6:.2f} M/CPU-s (its engine "
             f"process; {ldes['completions'] / ldes['seconds'] / 1e6:.2f} M/s by its own run time) -> "
             f"qpn/LDES {rw:.2f}x (qpn warm), {rc:.2f}x (qpn cold); X qpn {x:.4f} +- {h:.4f}, "
-            f"LDES {ldes['throughput']:.4f}, MVA {mva:.4f}; kernel {res.info['kernel']}  [{_load()}]")
+            f"LDES {ldes['throughput']:.4f}, MVA {mva:.4f}; kernel {res.info['kernel']}  [{load_average()}]")
     benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq, ldes_cpu=lc,
                                 completions=units, load=os.getloadavg())
-    _say(line)
+    FIGURES.say(line)
     assert abs(x - mva) <= 3 * h
     assert rw >= 0.25 * FLOOR
 
@@ -193,22 +186,13 @@ ONE_CORE_WALL: dict[str, float] = {}        # model -> warm wall of the 1 proces
 def test_thousand_lanes_vs_simpy(benchmark, model, peer, T, unit, simpy_T, workers, threads):
     """1,000 replications: >= 10x SimPy's rate (SimPy runs replications one after another,
     so its rate per CPU second is that of one run); CPU time of all processes and threads."""
-    path = MUTEX if model == "mutex" else SERVER
-
-    def run():
-        return _qpn(path, {"time": T, "replications": LANES, "workers": workers, "threads": threads},
-                    unit % (T, LANES))
-    res, units, cq, wq, wall = benchmark.pedantic(run, rounds=1, iterations=1)
-    doc, cp, wp = _simpy(peer, simpy_T)
-    punits = doc["cycles"] if model == "mutex" else doc["replies"]
-    line, rw, rc = _ratio_line(f"{model}, {LANES} lanes x {T:g} s, {res.info.get('processes', 1)} process(es) "
-                               f"x {res.info.get('threads', 1)} thread(s)",
-                               units, cq, wq, punits, cp, wp, "SimPy")
-    line += f"; wall {wall:.2f} s warm; kernel {res.info['kernel']}  [{_load()}]"
-    benchmark.extra_info.update(ratio_warm=rw, ratio_cold=rc, qpn_cpu_warm=wq, qpn_cpu_cold=cq, wall=wall,
-                                processes=res.info.get("processes", 1), threads=res.info.get("threads", 1),
-                                load=os.getloadavg())
-    _say(line)
+    res, doc, line, rw, rc, wall = _vs_simpy(
+        benchmark, MUTEX if model == "mutex" else SERVER,
+        {"time": T, "replications": LANES, "workers": workers, "threads": threads}, unit % (T, LANES),
+        peer, simpy_T, "cycles" if model == "mutex" else "replies",
+        f"{model}, {LANES} lanes x {T:g} s, {workers} process(es) x {threads} thread(s)")
+    benchmark.extra_info.update(processes=res.info.get("processes", 1), threads=res.info.get("threads", 1))
+    FIGURES.say(line + f"; wall {wall:.2f} s warm; kernel {res.info['kernel']}  [{load_average()}]")
     if workers * threads == 1:
         # one core, like SimPy: the issue's target applies to the CPU seconds of this run
         ONE_CORE_WALL[model] = wall
