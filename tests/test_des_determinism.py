@@ -158,3 +158,32 @@ def test_interrupt_returns_the_statistics_so_far_marked_partial(monkeypatch, ker
     assert 0 < res.info["simulated_time"] < 1e6
     exact = qpn.solve(net, method="mva")
     assert_all_cover(res, exact, ("throughput", "tokens"), max_rel=0.1)
+
+
+OPEN_QUEUE = """
+net growing
+place q queue fcfs service exp(1 s)
+transition arrive : -> q delay exp(1.05 s)
+transition leave : q ->
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_lanes_that_grow_their_stores_in_one_call_match_each_lane_alone(threads):
+    # an almost saturated FCFS queue: its ring (8 tokens at first) grows several times,
+    # in different lanes at different steps of the same compiled call; a lane waiting for
+    # its store must resume exactly where it stopped, so every lane matches its run alone
+    from solvers.des.events import EventEngine
+    from solvers.des.lanes import build_lanes
+    c = compile_net(qpn.parse(OPEN_QUEUE))
+    keys = [3, 5, 8, 13, 21, 34]
+    together = EventEngine(build_lanes([c], len(keys)), keys, seed=7, threads=threads)
+    together.start()
+    together.advance(40_000, math.inf)
+    assert int(together.sizes.stores["r_cap"].max()) >= 64            # grew 8 -> 64 at least
+    for i, k in enumerate(keys):
+        alone = EventEngine(build_lanes([c], 1), [k], seed=7, threads=1)
+        alone.start()
+        alone.advance(40_000, math.inf)
+        assert together.t[i] == alone.t[0]
+        assert np.array_equal(together.stats.bk_area[:, :, i], alone.stats.bk_area[:, :, 0])

@@ -29,6 +29,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numba.typed import List
 
 from qpn.errors import SolverError
 
@@ -74,6 +75,7 @@ class EventEngine:
         self.params = build_params(net, self.flat)
         self.nf = pack_floats(self.flat, self.params)
         self.gens = lane_generators(seed, keys)
+        self.glist = List(self.gens)                  # the same Generators, for the compiled loop
         ring, work = self._initial_room()
         self.sizes = Sizes(self.flat, self.params, ring, work, np.full(self.flat.nmulti, 8, dtype=np.int64))
         self.ni = pack(self.flat, self.params, self.sizes)
@@ -187,12 +189,14 @@ class EventEngine:
         self.sizes, self.where, self.si, self.sf = sizes, where, si, sf
 
     # ------------------------------------------------------------------ run
-    def _step(self, lane: int, target: int, t_end: float, hist: np.ndarray) -> int:
-        """One call of the compiled loop for ``lane`` (releases the GIL)."""
+    def _run_lanes(self, lanes: np.ndarray, target: int, t_end: float, hist: np.ndarray) -> np.ndarray:
+        """One call of the compiled loop for several lanes (releases the GIL); their statuses."""
         st = self.stats
-        return loop.run_lane(self.ni, self.nf, self.si[lane], self.sf[lane], hist, self.gens[lane], lane,
-                             target, t_end, self.hist, st.bk_time, st.bk_area, st.bk_fires, self.bk_busy,
-                             st.bk_res, st.nb_l, st.width_l)
+        codes = np.empty(len(lanes), dtype=np.int64)
+        loop.run_lanes(self.ni, self.nf, self.si, self.sf, hist, self.glist, lanes, codes, target, t_end,
+                       self.hist, st.bk_time, st.bk_area, st.bk_fires, self.bk_busy, st.bk_res, st.nb_l,
+                       st.width_l)
+        return codes
 
     def _resolve(self, lane: int, code: int) -> None:
         """Act on a status other than OK, DONE, DEADLOCK: grow the store the lane needs."""
@@ -206,53 +210,41 @@ class EventEngine:
         else:
             raise SolverError(f"event engine: unknown status {code}")
 
-    def _run(self, lane: int, target: int, t_end: float) -> int:
-        """run_lane until it stops for a reason other than a full store."""
-        while True:
-            code = self._step(lane, target, t_end, self.hist_arr)
-            if code in (OK, DONE, DEADLOCK):
-                return code
-            self._resolve(lane, code)
-
-    def _run_part(self, lanes: np.ndarray, target: int, t_end: float, hist: np.ndarray) -> list:
-        """A thread's share of the lanes, each run until it stops; (lane, status) pairs.  A lane
-        that needs a bigger store waits: growing lays out every lane's rows anew."""
-        return [(lane, self._step(int(lane), target, t_end, hist)) for lane in lanes]
-
     def start(self) -> None:
         """Place the initial tokens and settle every lane at time 0."""
         for lane in range(self.L):
             loop.start_lane(self.ni, self.nf, self.si[lane], self.sf[lane], self.gens[lane])
-            self._run(lane, 0, np.inf)
+        self._advance_lanes(np.arange(self.L, dtype=np.int64), 0, np.inf)
 
     def advance(self, target: int, t_end: float) -> None:
         """Run every live lane to ``target`` steps (or past ``t_end``)."""
-        live = np.flatnonzero(self.alive)
-        if self.pool is None or len(live) < 2:
-            codes = [(lane, self._run(int(lane), int(target), float(t_end))) for lane in live]
-        else:
-            codes = self._advance_threads(live, int(target), float(t_end))
-        for lane, code in codes:
+        live = np.flatnonzero(self.alive).astype(np.int64)
+        for lane, code in self._advance_lanes(live, int(target), float(t_end)):
             if code != OK:
                 self.alive[lane] = False
                 self.finished[lane] = True
         self.gstep = int(target)
 
-    def _advance_threads(self, live: np.ndarray, target: int, t_end: float) -> list:
-        """``advance`` with the lanes shared among the threads, store growth in between."""
-        out, todo = [], live
+    def _advance_lanes(self, lanes: np.ndarray, target: int, t_end: float) -> list:
+        """Run ``lanes`` until each stops for a reason other than a full store, shared among
+        the threads; (lane, status) pairs.  A lane that needs a bigger store waits for the
+        others: growing lays out every lane's rows anew."""
+        out, todo = [], lanes
         while len(todo):
-            parts = [p for p in np.array_split(todo, min(self.threads, len(todo))) if len(p)]
-            # every thread finishes before any store grows (growing moves every lane's rows)
-            done = list(self.pool.map(self._run_part, parts, [target] * len(parts), [t_end] * len(parts),
-                                      self.hists[:len(parts)]))
+            if self.pool is None or len(todo) < 2:
+                parts, done = [todo], [self._run_lanes(todo, target, t_end, self.hists[0])]
+            else:
+                parts = [p for p in np.array_split(todo, min(self.threads, len(todo))) if len(p)]
+                done = list(self.pool.map(self._run_lanes, parts, [target] * len(parts),
+                                          [t_end] * len(parts), self.hists[:len(parts)]))
             waiting = []
-            for lane, code in (x for part in done for x in part):
-                if code in (OK, DONE, DEADLOCK):
-                    out.append((lane, code))
-                else:
-                    self._resolve(int(lane), code)
-                    waiting.append(lane)
+            for part, codes in zip(parts, done):
+                for lane, code in zip(part.tolist(), codes.tolist()):
+                    if code in (OK, DONE, DEADLOCK):
+                        out.append((lane, code))
+                    else:
+                        self._resolve(lane, code)
+                        waiting.append(lane)
             todo = np.array(waiting, dtype=np.int64)
         return out
 

@@ -68,6 +68,6 @@ def compiled_before() -> bool:
     if not CACHE_DIR or not loop.CACHE:
         return False
     for _root, _dirs, files in os.walk(CACHE_DIR):
-        if any(f.startswith("loop.run_lane-") and f.endswith(".nbi") for f in files):
+        if any(f.startswith("loop.run_lanes-") and f.endswith(".nbi") for f in files):
             return True
     return False

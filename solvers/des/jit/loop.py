@@ -47,7 +47,10 @@ def degree(ni, si, j: int) -> int:
     m = ni[SI_M]
     d = 1 if a == b else 1 << 62
     for i in range(a, b):
-        v = si[m + ni[ni[IN_SLOT] + i]] // ni[ni[IN_CNT] + i]
+        v = si[m + ni[ni[IN_SLOT] + i]]
+        c = ni[ni[IN_CNT] + i]
+        if c != 1:          # most arcs take one token: no division (~20 cycles) for them
+            v //= c
         if v < d:
             d = v
     if d == 0:
@@ -426,3 +429,16 @@ def run_lane(ni, nf, si, sf, hist, g, lane: int, target: int, t_end: float, with
         if si[steps] % width_l[lane] == 0:
             flush(ni, nf, si, sf, lane, bk_time, bk_area, bk_fires, bk_busy, bk_res, nb_l, width_l)
     return OK
+
+
+@kernel(nogil=True, _nrt=True)
+def run_lanes(ni, nf, si, sf, hist, gens, lanes, codes, target: int, t_end: float, with_hist: bool,
+              bk_time, bk_area, bk_fires, bk_busy, bk_res, nb_l, width_l) -> None:
+    """:func:`run_lane` for each of ``lanes`` (rows of si, sf; Generators in the typed
+    list ``gens``), its status in ``codes``: one call from Python for many lanes (a call
+    costs ~14 us, most of it for passing a Generator).  Reference counting is on here
+    only, for the typed list."""
+    for x in range(len(lanes)):
+        lane = lanes[x]
+        codes[x] = run_lane(ni, nf, si[lane], sf[lane], hist, gens[lane], lane, target, t_end, with_hist,
+                            bk_time, bk_area, bk_fires, bk_busy, bk_res, nb_l, width_l)

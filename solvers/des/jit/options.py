@@ -14,6 +14,8 @@ CACHE = not os.environ.get("QPN_JIT_NOCACHE")
 
 
 def kernel(fn=None, **options):
-    """``numba.njit`` with the loop's options (cached on disk, no reference counting)."""
-    deco = njit(cache=CACHE, _nrt=False, **options)
+    """``numba.njit`` with the loop's options (cached on disk, no reference counting
+    unless ``_nrt=True`` is asked for)."""
+    options.setdefault("_nrt", False)
+    deco = njit(cache=CACHE, **options)
     return deco if fn is None else deco(fn)
