@@ -151,7 +151,8 @@ def cmd_build(args) -> int:
     opt = Options(prune=args.prune, demands=args.demands,
                   io_threshold=_time_ns(args.io_threshold),
                   gil=False if args.no_gil else None, source_dir=args.source_dir)
-    res = build_file(args.trace, args.output, opt, strict=not args.lenient, name=args.name)
+    res = build_file(args.trace[0], args.output, opt, strict=not args.lenient, name=args.name,
+                     others=tuple(args.trace[1:]))
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     info = res.info
@@ -177,7 +178,11 @@ def cmd_build(args) -> int:
 
 @cmd_build.setup
 def _(p):
-    p.add_argument("trace", help="trace file (.jsonl, the neutral format)")
+    p.add_argument("trace", nargs="+",
+                   help="trace file (.jsonl, the neutral format); more traces of the same "
+                        "program (other pool sizes, or repeats) after the first, which the "
+                        "model is built from, tell how work divides among threads and how "
+                        "much the traces spread")
     p.add_argument("-o", "--output", required=True, help="model file to write (.qpn)")
     p.add_argument("--prune", type=float, default=0.03,
                    help="leave out code fragments below this share of their runner's CPU and "

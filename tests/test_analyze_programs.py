@@ -17,7 +17,7 @@ import pytest
 
 import qpn
 from analyze_support import (paired_rounds, predict_batch_ms, predict_requests_per_s,
-                             predict_rounds_ms, thread_cpu_ns, trace_program, typical)
+                             predict_rounds_ms, simulate, thread_cpu_ns, trace_program, typical)
 from frontends.analyze import build
 
 #: asserted bound on the median over rounds of |measured - predicted| / measured.
@@ -29,6 +29,7 @@ BOUND = 0.5
 TASKS, WORKERS = 30, 3
 ITERATIONS, THREADS = 8, 3
 REQUESTS = 40
+ROUNDS = 12
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,13 @@ def pool(tmp_path_factory):
 def barrier(tmp_path_factory):
     tr = trace_program(tmp_path_factory, "barrier_iterations.py", ITERATIONS, THREADS)
     return tr, build(tr)
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
+    """split_rounds traced at 2 workers (the model's) and at 1."""
+    return (trace_program(tmp_path_factory, "split_rounds.py", ROUNDS, 2),
+            trace_program(tmp_path_factory, "split_rounds.py", ROUNDS, 1))
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +151,34 @@ def test_barrier_iterations_structure(barrier):
     assert 0.35 <= step["gil_free"] <= 0.8, step
     measured = thread_cpu_ns(tr, tids_named(tr, "worker")) / (ITERATIONS * THREADS)
     assert step["mean"] == pytest.approx(measured, rel=0.15)
+
+
+def test_split_rounds_barrier_and_divided_work(split):
+    """A barrier whose parties are the pool plus the main thread, and rows divided among
+    the workers: the barrier follows the pool size, the division is a named assumption
+    from one trace and fitted from traces at two pool sizes."""
+    two, one = split
+    res = build(two)
+    check_model(res)
+    assert re.search(r"barrier (\w+) parties workers \+ 1\n", res.text)
+    assert res.info["objects"][re.search(r"barrier (\w+) parties", res.text)[1]]["parties"] == 3
+    # one trace: the division is an assumption, in the header and as a param
+    assert "param split_worker = 0\n" in res.text
+    assert re.search(r"# Assumptions .*\n#   split_worker: pool 'worker'", res.text)
+    assert re.search(r"cpu \w+\(.* \* work_worker / speedup_\w+\)", res.text)
+    # one worker: two parties, no deadlock (it had `parties 3` and printed NaN)
+    x1 = simulate(res.text, time=0.3, replications=4, workers=1).get("throughput", "main.begin")
+    x2 = simulate(res.text, time=0.3, replications=4, workers=2).get("throughput", "main.begin")
+    assert x1 > 0 and x1 == pytest.approx(x2, rel=0.15)      # the work per thread is kept
+    # with the trace at 1 worker: a thread's CPU per round doubles, so the share is ~1
+    both = build(two, others=(one,))
+    s = both.info["across"]["pools"]["worker"]["split"]
+    assert 0.7 <= s <= 1.0, both.info["across"]
+    assert f"param split_worker = {s:g}\n" in both.text and "# Assumptions" not in both.text
+    y1 = simulate(both.text, time=0.3, replications=4, workers=1).get("throughput", "main.begin")
+    y2 = simulate(both.text, time=0.3, replications=4, workers=2).get("throughput", "main.begin")
+    # one worker does all 48 rows: (1 - s) + 2 s times a worker's traced round
+    assert y1 / y2 == pytest.approx(1 / (1 + s), rel=0.15)
 
 
 def test_file_server_structure(server):

@@ -12,6 +12,7 @@
 * :mod:`.handoff` -- how long threads released by a barrier first held the GIL;
 * :mod:`.fit` -- distributions chosen by SCV;
 * :mod:`.model`, :mod:`.emit` -- the model text;
+* :mod:`.across` -- several traces of one program: divided work, spread;
 * :mod:`.synth` -- synthetic traces for tests and benchmarks.
 
 >>> from frontends.analyze.synth import batch_trace
@@ -42,18 +43,31 @@ class BuildResult:
 
 
 def build(trace, options: Options | None = None, *, name: str | None = None,
-          samples_dir: str | None = None) -> BuildResult:
-    """The model of a :class:`frontends.trace.Trace`."""
+          samples_dir: str | None = None, others: tuple = ()) -> BuildResult:
+    """The model of a :class:`frontends.trace.Trace`; ``others``: more traces of the same
+    program (other configurations or repeats), read for what one trace cannot tell and
+    for the spread between traces (:mod:`.across`)."""
+    from .across import across
     from .pipeline import no_gc
     an = analyze(trace, options)
+    more = None
+    if others:
+        ans = [an] + [analyze(t, options) for t in others]
+        more = across(ans, [_name(t) for t in (trace, *others)])
     with no_gc():
-        mt = write_model(an, name=name, samples_dir=samples_dir)
+        mt = write_model(an, name=name, samples_dir=samples_dir, across=more)
     return BuildResult(mt.text, mt.side_files, mt.info, list(an.warnings), an)
 
 
+def _name(trace) -> str:
+    import os
+    return os.path.basename(getattr(trace, "path", "") or "trace")
+
+
 def build_file(path, output, options: Options | None = None, *, strict: bool = True,
-               name: str | None = None) -> BuildResult:
-    """Read a trace file, build its model, write it (and side files) atomically."""
+               name: str | None = None, others: tuple = ()) -> BuildResult:
+    """Read a trace file (and ``others``, more traces of the program), build the model,
+    write it (and side files) atomically."""
     import os
 
     from qpn.fileio import write_atomic
@@ -61,8 +75,9 @@ def build_file(path, output, options: Options | None = None, *, strict: bool = T
     from .pipeline import no_gc
     with no_gc():
         trace = read_grouped(path, strict=strict)
+        more = tuple(read_grouped(p, strict=strict) for p in others)
     stem = os.path.splitext(os.path.basename(output))[0]
-    res = build(trace, options, name=name, samples_dir=f"{stem}_samples")
+    res = build(trace, options, name=name, samples_dir=f"{stem}_samples", others=more)
     base = os.path.dirname(os.path.abspath(output))
     for rel, text in res.side_files.items():
         full = os.path.join(base, rel)

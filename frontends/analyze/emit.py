@@ -13,17 +13,19 @@ from .fit import fmt_time
 from .model import ModelText, Writer
 
 
-def write_model(an, *, name: str | None = None, samples_dir: str | None = None) -> ModelText:
+def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
+                across=None) -> ModelText:
     """The model of an analysis as text (see docs/analyzer.md).
 
     ``samples_dir``: where ``--demands empirical`` sample files go, relative
-    to the model (default ``<net>_samples``).
+    to the model (default ``<net>_samples``); ``across``: what other traces of
+    the program said (:func:`.across.across`).
     """
     h = an.trace.header
     argv = h.program.get("argv") or []
     if name is None:
         name = os.path.splitext(os.path.basename(argv[0]))[0] if argv else "model"
-    w = Writer(an, name=name, samples_dir=samples_dir)
+    w = Writer(an, name=name, samples_dir=samples_dir, across=across)
     body = w.runners()
     cpus = []
     if an.gil and "gil" in w.cpus:
@@ -69,6 +71,8 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None) 
     w.info["omitted"] = {r.name: r.why for r in an.runners if r.mode == "omitted"}
     w.info["warnings"] = list(an.warnings)
     w.info["net"] = w.net
+    if across is not None:
+        w.info["across"] = across.info
     w.info["object_names"] = dict(w.objnames)
     return ModelText(_canonical("\n".join(lines)), w.side, w.info)
 
@@ -151,4 +155,10 @@ def _header(an, w) -> list[str]:
     if an.probe_ns:
         out.append(f"# The tracer's own CPU, {fmt_time(an.probe_ns)} per event (probe_ns, timed "
                    "at the traced program's exit), is taken off the demands.")
+    if w.across and w.across.lines:
+        out += w.across.lines
+    if w.assumptions:
+        out.append("# Assumptions (a trace of one configuration cannot tell; change the "
+                   "param if the program differs):")
+        out += [f"#   {p}: {what}" for p, what in w.assumptions]
     return out

@@ -62,13 +62,16 @@ class Fit:
     phases: tuple = ()        # hyperexp fitted by EM: ((p1, mean1), (p2, mean2)) in ns
 
     def text(self, speedup: str | None = None, *, mean: str | None = None,
-             scale: float = 1.0) -> str:
+             scale: float = 1.0, factor: str | None = None) -> str:
         """The distribution as model text.
 
         ``speedup`` divides the mean, ``mean`` replaces it by an expression
-        (``1 / rate``), ``scale`` multiplies it (a share of the fragment).
+        (``1 / rate``), ``scale`` multiplies it (a share of the fragment),
+        ``factor`` multiplies it by an expression (a parameter).
         """
         m = mean if mean is not None else fmt_time(self.mean * scale)
+        if factor:
+            m = f"{m} * {factor}"
         if speedup:
             m = f"{m} / {speedup}"
         if self.family == "det":
@@ -79,7 +82,8 @@ class Fit:
             return f"erlang({self.k}, {m})"
         if self.family == "hyperexp" and self.phases and mean is None:
             def one(x):
-                return fmt_time(x * scale) + (f" / {speedup}" if speedup else "")
+                return (fmt_time(x * scale) + (f" * {factor}" if factor else "")
+                        + (f" / {speedup}" if speedup else ""))
             return "hyperexp(" + ", ".join(f"{_g(p)}: {one(x)}" for p, x in self.phases) + ")"
         if self.family == "hyperexp":
             return f"hyperexp(mean = {m}, scv = {_g(self.scv)})"

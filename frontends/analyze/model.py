@@ -57,8 +57,9 @@ def prob_texts(counts) -> list[str]:
 class Writer:
     """Collects declarations and params while the runners' bodies are written."""
 
-    def __init__(self, an, *, name: str, samples_dir: str | None):
+    def __init__(self, an, *, name: str, samples_dir: str | None, across=None):
         self.an = an
+        self.across = across                   # .across.Across: what other traces said
         self.opt = an.options
         self.names = Names()
         self.net = ident(name, "model")
@@ -72,6 +73,8 @@ class Writer:
         self.disk = False
         self.disk_busy: list = []              # (start, end) of device accesses
         self.size_param: dict = {}
+        self.work_param: dict = {}             # pool name -> param scaling its CPU demands
+        self.assumptions: list = []            # (param, what it assumes): in the header
         self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
                            "branches": [], "steps": {}, "sources": {}}
         h = an.trace.header
@@ -141,14 +144,11 @@ class Writer:
             facts["permits"] = permits
         elif kind == "barrier":
             parties = info.get("parties", 2)
-            lines.append(f"# barrier{where}, {parties} parties")
-            expr = str(parties)
-            for r in self.an.runners:
-                if r.mode != "omitted" and r.size == parties and any(
-                        lf.action == "await" and lf.token[1] == key for lf in leaves(r.items)):
-                    expr = self.size_param.get(r.name, expr)
+            expr, note = self._parties(key, parties)
+            lines.append(f"# barrier{where}, {parties} parties" + note)
             decl = f"barrier {name} parties {expr}"
             facts["parties"] = parties
+            facts["parties_expr"] = expr
         elif kind == "condition":
             lk = info.get("lock")
             m = self.obj(self.an.objects.key(lk, info.get("ts", 0))) if lk is not None else None
@@ -159,6 +159,26 @@ class Writer:
             decl = f"mutex {name}"
         self.decls[key] = (len(self.decls), lines + [decl])
         self.info["objects"][name] = facts
+
+    def _parties(self, key, parties: int) -> tuple[str, str]:
+        """A barrier's parties as the sum of the sizes of the runners that wait on it
+        (``workers + 1`` for a pool and the main thread), so that the barrier follows the
+        pool parameters; the traced number when the waiting threads do not add up to it
+        (with a comment saying so)."""
+        users = [r for r in self.an.runners if r.mode != "omitted" and any(
+            lf.action == "await" and lf.token[1] == key for lf in leaves(r.items))]
+        if not users:
+            return str(parties), ""
+        if sum(r.size for r in users) != parties:
+            waiting = " + ".join(f"{r.size} ({r.name})" for r in users)
+            return str(parties), (f"; the threads modelled waiting on it are {waiting}: the "
+                                  "traced number is kept, check it when pool sizes change")
+        terms = [self.size_param[r.name] for r in users if r.name in self.size_param]
+        ones = len(users) - len(terms)            # the main thread, and runners of one thread
+        if ones:
+            terms.append(str(ones))
+        expr = " + ".join(terms)
+        return expr, (f": the threads that wait on it ({expr})" if len(users) > 1 else "")
 
     # ----------------------------------------------------------- runners
     def runners(self) -> list[str]:
@@ -174,6 +194,8 @@ class Writer:
             pname = base if base.endswith("s") else base + "s"
             self.size_param[r.name] = self.param(
                 pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
+            if r.mode == "forever" and not any(lf.action == "take" for lf in leaves(r.items)):
+                self._split(r, base)
         if not self.an.gil:
             self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
         for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
@@ -196,6 +218,31 @@ class Writer:
         return ["", f"# open workload: {f.describe()} between arrivals "
                     f"(completions of the takes from '{q}', nobody in the trace puts there)",
                 f"source {name} every {f.text(mean=f'1 / {p}')} {{", f"    put {q}", "}"]
+
+    def _split(self, r, base: str) -> None:
+        """Parameters for the assumption that each thread's work per iteration does not
+        depend on the pool size.  One trace cannot tell it from a program that divides a
+        fixed amount among its threads (n / threads rows each): ``split_*`` says which
+        share is divided, ``work_*`` scales the pool's CPU demands accordingly."""
+        size = self.size_param[r.name]
+        fitted = self.across.splits.get(r.name) if self.across else None
+        if fitted:
+            v = fitted[0]
+            sp = self.param(f"split_{base}", int(v) if v == int(v) else v,
+                            f"{fitted[1]} (0: each thread's work does not depend on the pool "
+                            f"size; 1: {r.size} / {size} of the traced work each)")
+        else:
+            sp = self.param(f"split_{base}", 0,
+                            f"ASSUMPTION: share of the work per iteration of pool '{r.name}' that "
+                            f"the program divides among its threads (0: each thread's work does "
+                            f"not depend on the pool size; 1: a fixed amount is split, {r.size} / "
+                            f"{size} of the traced work each)")
+            self.assumptions.append((sp, f"pool '{r.name}': work per iteration not divided "
+                                         "among its threads (one trace cannot tell; traces at "
+                                         "two pool sizes can: qpn build a.jsonl b.jsonl)"))
+        self.work_param[r.name] = self.param(
+            f"work_{base}", f"1 - {sp} + {sp} * {r.size} / {size}",
+            f"work per iteration of a thread of '{r.name}', relative to the trace")
 
     def runner(self, r) -> list[str]:
         ctx = _Ctx(r)
@@ -369,13 +416,14 @@ class Writer:
             return out
         sp = self.param(f"speedup_{name}", 1, None)
         ctx.speedups.append(sp)
+        k = self.work_param.get(ctx.runner.name)
         if share <= 0:
-            out.append(f"cpu {f.text(sp)}{self._on('gil')} as {name}")
+            out.append(f"cpu {f.text(sp, factor=k)}{self._on('gil')} as {name}")
         elif share >= 1:
-            out.append(f"cpu {f.text(sp)}{self._on('host')} as {name}")
+            out.append(f"cpu {f.text(sp, factor=k)}{self._on('host')} as {name}")
         else:
-            out.append(f"cpu {f.text(sp, scale=1 - share)}{self._on('gil')} as {name}")
-            out.append(f"cpu {f.text(sp, scale=share)}{self._on('host')} as {name}_nogil")
+            out.append(f"cpu {f.text(sp, scale=1 - share, factor=k)}{self._on('gil')} as {name}")
+            out.append(f"cpu {f.text(sp, scale=share, factor=k)}{self._on('host')} as {name}_nogil")
         return out
 
     def _on(self, which: str) -> str:

@@ -1,0 +1,120 @@
+"""Several traces of one program: what one trace cannot tell, and how stable it is.
+
+``qpn build a.jsonl b.jsonl ... -o model.qpn`` builds the model from the first
+trace and reads the others for two things:
+
+* **divided work** -- a pool whose threads loop without taking work items
+  (lock-step rounds, barriers) does, per iteration, either the same work at any
+  pool size or a share of a fixed amount (``n / threads`` rows each).  One
+  trace cannot tell them apart; traces at two pool sizes can.  With ``W(n)`` a
+  thread's CPU per iteration at ``n`` threads and ``n0`` the first trace's size,
+  ``W(n) / W(n0) = 1 - s + s n0 / n``: ``s`` (the divided share) is fitted by
+  least squares, clipped to [0, 1], and becomes the default of the model's
+  ``split_<pool>`` parameter;
+* **spread** -- traces of the same configuration should give the same model:
+  pool sizes, and each pool's CPU per iteration and GIL-free share within
+  their stated spread.
+
+>>> fit_split([(2, 4.0), (1, 8.0), (4, 2.0)], n0=2)
+1.0
+>>> fit_split([(2, 4.0), (1, 4.2)], n0=2)
+0.05
+>>> fit_split([(2, 4.0), (2, 4.1)], n0=2) is None
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .blocks import cpu_sum
+from .structure import leaves
+
+
+@dataclass
+class PoolFacts:
+    """One pool in one trace."""
+
+    size: int
+    work: float            # CPU ns per iteration of one thread
+    gil_free: float        # CPU-weighted GIL-free share of its fragments
+    divisible: bool        # loops without taking work items
+
+
+@dataclass
+class Across:
+    """What the traces say together: fitted splits, spreads, header lines."""
+
+    splits: dict = field(default_factory=dict)      # pool -> (share, comment)
+    lines: list = field(default_factory=list)       # header comments
+    info: dict = field(default_factory=dict)
+
+
+def pool_facts(an) -> dict[str, PoolFacts]:
+    """Each modelled pool of an analysis (the main thread left out)."""
+    out = {}
+    for r in an.runners:
+        if r.mode == "omitted" or r.group.main or r.iterations <= 0:
+            continue
+        lvs = leaves(r.items)
+        cpu = sum(cpu_sum(lf) for lf in lvs)
+        free = sum(cpu_sum(lf) * an.shares.get(id(lf), 0.0) for lf in lvs)
+        out[r.name] = PoolFacts(r.size, cpu / r.iterations, free / cpu if cpu > 0 else 0.0,
+                                r.mode == "forever" and not any(lf.action == "take" for lf in lvs))
+    return out
+
+
+def fit_split(points: list[tuple[int, float]], n0: int) -> float | None:
+    """The divided share ``s`` from (pool size, work per iteration) points, the first
+    at size ``n0``; None when every point has the same size."""
+    w0 = points[0][1]
+    xs = [n0 / n - 1 for n, _ in points]
+    ys = [w / w0 - 1 for _, w in points]
+    sxx = sum(x * x for x in xs)
+    if sxx == 0 or w0 <= 0:
+        return None
+    s = sum(x * y for x, y in zip(xs, ys)) / sxx
+    return round(min(1.0, max(0.0, s)), 2)
+
+
+def across(analyses: list, names: list[str]) -> Across:
+    """Compare the analyses of several traces (``names``: their files); the first is the
+    model's."""
+    res = Across()
+    facts = [pool_facts(an) for an in analyses]
+    base = facts[0]
+    res.info = {"traces": list(names), "pools": {}}
+    for pool, f0 in base.items():
+        seen = [(i, f[pool]) for i, f in enumerate(facts) if pool in f]
+        sizes = [f.size for _, f in seen]
+        works = [f.work for _, f in seen]
+        frees = [f.gil_free for _, f in seen]
+        entry = {"traces": [names[i] for i, _ in seen], "sizes": sizes, "work_ns": works,
+                 "gil_free": frees}
+        res.info["pools"][pool] = entry
+        same = [f for _, f in seen if f.size == f0.size]
+        if len(same) > 1:
+            lo, hi = min(f.work for f in same), max(f.work for f in same)
+            glo, ghi = min(f.gil_free for f in same), max(f.gil_free for f in same)
+            entry["work_spread"] = (hi - lo) / lo if lo > 0 else 0.0
+            res.lines.append(
+                f"#   pool '{pool}' at {f0.size} threads in {len(same)} traces: CPU per iteration "
+                f"{lo / 1e6:.3g}-{hi / 1e6:.3g} ms (spread {100 * entry['work_spread']:.0f}%), "
+                f"GIL-free share {glo:.2f}-{ghi:.2f}")
+        if not f0.divisible:
+            continue
+        s = fit_split(list(zip(sizes, works)), f0.size)
+        if s is None:
+            continue
+        entry["split"] = s
+        pts = ", ".join(f"{w / 1e6:.3g} ms at {n}" for n, w in zip(sizes, works))
+        res.splits[pool] = (s, f"share of the work per iteration of pool '{pool}' that the program "
+                               f"divides among its threads, fitted from {len(seen)} traces "
+                               f"(CPU per iteration and thread: {pts} threads)")
+        res.lines.append(f"#   pool '{pool}': divided share of its work {s:g}, from traces at "
+                         f"{', '.join(map(str, sorted(set(sizes))))} threads")
+    if res.lines:
+        res.lines.insert(0, f"# Across {len(analyses)} traces ({', '.join(names)}):")
+    return res
+
+
+__all__ = ["Across", "PoolFacts", "across", "fit_split", "pool_facts"]
