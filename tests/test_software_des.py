@@ -64,6 +64,13 @@ software {
     pool w size 3 { sleep erlang(2, 200 ms) as compute
                     await b }
 }""",
+    "barrier_zero_time_return": """
+software {
+    barrier b parties 3
+    pool main size 1 { await b }
+    pool w size 2 { sleep exp(100 ms) as compute
+                    await b }
+}""",
     "condition_notify": """
 software {
     mutex m

@@ -145,6 +145,66 @@ software {
                      solve(load("barrier.qpn"), "ctmc", parties=p).get("throughput", "release"))
 
 
+def test_barrier_releases_of_one_trip_are_not_taken_by_a_thread_back_in_zero_time():
+    # main waits again as soon as it passes; two workers compute exp(1 ms) on 2 cores.
+    # A round ends when both workers arrive: 1 / E[max of two exp(1 ms)] = 1 / 1.5 ms, and
+    # every party passes once per trip.  Before the fix main took a second release of the
+    # same trip (1023.8/s against 761.9 trips/s) and left a worker waiting.
+    net = qpn.parse("""
+software {
+    cpu host cores 2 ps
+    barrier b parties 3
+    pool main size 1 { await b }
+    pool w size 2 { cpu exp(1 ms)
+                    await b }
+}""")
+    r = solve(net, "ctmc")
+    assert close(r.get("throughput", "b.trip"), 1000 / 1.5)
+    assert close(r.get("throughput", "main.begin"), r.get("throughput", "b.trip"))
+    assert close(r.get("throughput", "w.begin"), 2 * r.get("throughput", "b.trip"))
+
+
+def test_two_awaits_in_a_row_pass_two_trips():
+    # `await b` twice with nothing between: the second entry's test of b.go counts the
+    # release the first exit takes in the same zero-time step (else the path is dead)
+    net = qpn.parse("""
+software {
+    barrier b parties 2
+    pool main size 1 { await b
+                       await b }
+    pool w size 1 { sleep exp(1 s) as work
+                    await b }
+}""")
+    r = solve(net, "ctmc")
+    assert close(r.get("throughput", "b.trip"), 1.0)
+    assert close(r.get("throughput", "main.begin"), 0.5)
+
+
+NOTIFY_TWICE = """
+software {
+    mutex m
+    condition c on m
+    pool notifier size 1 { sleep exp(200 ms) as work
+                           lock m
+                           NOTIFY
+                           unlock m }
+    pool waiter size 1 { lock m
+                         wait c
+                         unlock m
+                         sleep exp(100 ms) as handle }
+}"""
+
+
+def test_notify_twice_with_one_waiter_wakes_it_and_loses_the_second():
+    # the second notify's "nobody waits" test counts the waiter the first one woke in the
+    # same zero-time step; without that the notifier could not move with one waiter
+    once = solve(qpn.parse(NOTIFY_TWICE.replace("NOTIFY", "notify c")), "ctmc")
+    twice = solve(qpn.parse(NOTIFY_TWICE.replace("NOTIFY", "notify c\n notify c")), "ctmc")
+    for what in ("notifier.begin", "waiter.begin"):
+        assert close(twice.get("throughput", what), once.get("throughput", what))
+    assert once.get("throughput", "waiter.begin") > 0
+
+
 def test_blocking_queue_equals_the_hand_written_net():
     net = qpn.parse("""
 param producers = 2

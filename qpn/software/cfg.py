@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..errors import Loc, ModelError
 from ..expr import BinOp, Expr, Num
-from ..model import Arc, Mode
+from ..model import Arc, Mode, Term
 from .kit import Kit, arc, conj, ctx_color, ctx_vars, mul
 
 
@@ -58,13 +58,15 @@ class Exit:
 
 @dataclass(eq=False)
 class Station:
-    """A place where a thread stays; ``entry`` arcs are produced when it enters."""
+    """A place where a thread stays; ``entry`` arcs are produced when it enters, and it
+    enters only while the ``entry_inh`` places are empty."""
     place: str
     ctx: tuple
     entry: list
     loc: Loc | None
     exits: list = field(default_factory=list)
     cycle_error: str | None = None   # message if a zero-time path leads straight back here
+    entry_inh: list = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -122,7 +124,7 @@ def _walk(node, ctx: list, acc: Path, seen: tuple, out: list) -> None:
     if isinstance(node, Station):
         if len(ctx) != len(node.ctx):  # pragma: no cover - construction guarantees it
             raise AssertionError(f"context of {node.place}")
-        seg = ([], [arc(node.place, 1, ctx_color(ctx))] + list(node.entry), [])
+        seg = ([], [arc(node.place, 1, ctx_color(ctx))] + list(node.entry), list(node.entry_inh))
         out.append(Path(acc.names, acc.weight, acc.guards, acc.segments + [seg],
                         acc.stations + [node]))
         return
@@ -189,18 +191,39 @@ def _expr(comb: dict) -> Expr | None:
     return out
 
 
+def _after(a: Arc, bal: dict) -> Arc:
+    """Inhibitor ``a`` of a later action, as a test of the marking before the whole
+    sequence: the tokens that earlier actions took from its place count as gone (``await
+    b`` twice in a row: the second entry waits until ``b.go`` is empty *after* the
+    first took its token, i.e. holds at most 1 before)."""
+    terms = []
+    for t in a.terms:
+        left = bal.get((a.place, t.color), {})
+        taken = -left.get(1, 0) if set(left) <= {1} else 0
+        c = t.count
+        if taken > 0:
+            whole = isinstance(c, Num) and isinstance(c.value, int) and c.unit is None
+            c = Num(c.value + taken) if whole else BinOp("+", c, Num(taken))
+        terms.append(Term(c, t.color))
+    return Arc(a.place, tuple(terms), a.loc)
+
+
 def combine(segments: list) -> tuple[list, list, list]:
     """Arcs of a sequence of zero-time actions fired as one transition.
 
     A token produced by an earlier action and consumed by a later one (``lock m``
     then ``unlock m``) cancels out; the inputs are what the sequence needs up
     front, the outputs what it leaves behind.  A test arc within one action
-    (``10 q.items -> 10 q.items``) stays.
+    (``10 q.items -> 10 q.items``) stays.  An inhibitor of a later action counts
+    the tokens earlier ones took (:func:`_after`).
 
     >>> a = [([arc("m.free")], [arc("m.held")], []), ([arc("m.held")], [arc("m.free")], [])]
     >>> ins, outs, _ = combine(a)
     >>> [x.place for x in ins], [x.place for x in outs]
     (['m.free'], ['m.free'])
+    >>> _, _, inh = combine([([arc("b.go")], [], []), ([], [], [arc("b.go")])])
+    >>> inh[0].terms[0].count.value
+    2
     """
     order: list = []
     bal: dict = {}
@@ -228,7 +251,8 @@ def combine(segments: list) -> tuple[list, list, list]:
                 k = key_of(a, t)
                 for sym, c in _lin(t.count).items():
                     bal[k][sym] = bal[k].get(sym, 0) + c
-        inh.extend(inhs)
+        for a in inhs:
+            inh.append(_after(a, bal))
     ins_out, outs_out = [], []
     for k in order:
         e = _expr(need[k])

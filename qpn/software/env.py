@@ -162,7 +162,8 @@ class Env:
     # -- stations ----------------------------------------------------------------
     def station(self, path: str, loc: Loc | None, *, entry=(), service=None, queue=None,
                 delay: bool = False, colors: str | None = "ctx", init=None,
-                cycle_error: str | None = None, ctx: tuple | None = None) -> Station:
+                cycle_error: str | None = None, ctx: tuple | None = None,
+                entry_inh=()) -> Station:
         """A place for threads at ``path`` (plain, on a shared queue, or a delay)."""
         cs = self.colors() if colors == "ctx" else colors
         if queue is not None:
@@ -172,7 +173,7 @@ class Env:
         else:
             self.kit.place(path, colors=cs, init=init, loc=loc)
         st = Station(path, self.ctx if ctx is None else ctx, list(entry), loc,
-                     cycle_error=cycle_error)
+                     cycle_error=cycle_error, entry_inh=list(entry_inh))
         self.stations.append(st)
         return st
 

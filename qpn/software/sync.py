@@ -3,7 +3,9 @@
 ``barrier b parties N``: ``await b`` puts the thread into ``RUNNER.await_b`` and a
 token into ``b.waiting``.  When ``b.waiting`` holds N tokens, ``b.trip`` turns
 them into N ``b.go`` tokens, and each waiting thread leaves with one
-(``RUNNER.await_b.done``).  ``throughput b.trip`` is the rate of rounds and
+(``RUNNER.await_b.done``).  A thread enters only while ``b.go`` is empty (an
+inhibitor arc): the releases of one trip are not interchangeable with the next
+round's, so a thread that comes back in zero time cannot pass twice on one trip.  ``throughput b.trip`` is the rate of rounds and
 ``residence b.waiting`` the time a thread waits for the others.
 
 ``condition c [on m]``: ``wait c`` releases ``m`` (if the condition is on a
@@ -49,7 +51,9 @@ def condition_decl(d: sw.Condition, env) -> None:
 @step(sw.Await)
 def await_(st: sw.Await, nxt, env):
     b = st.target
-    s = env.station(env.path(st), st.loc, entry=[arc(f"{b}.waiting")])
+    # a thread released by a trip that comes back in zero time must not take a release
+    # meant for another: it enters only once every released thread has left
+    s = env.station(env.path(st), st.loc, entry=[arc(f"{b}.waiting")], entry_inh=[arc(f"{b}.go")])
     s.exits.append(Exit(f"{s.place}.done", modes=[ExitMode(ins=[arc(f"{b}.go")])], next=nxt,
                         loc=st.loc))
     return s
