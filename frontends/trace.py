@@ -75,7 +75,40 @@ class TraceHeader:
     epoch_ns: int | None = None
     version: int = VERSION
     probe_ns: int | None = None       # the recorder's own CPU per event (subtracted by the analyzer)
+    machine: dict = field(default_factory=dict)   # how busy the machine was (pytrace/machine.py)
     extra: dict = field(default_factory=dict)
+
+    def machine_text(self) -> str | None:
+        """How busy the machine was while tracing, in words (None: not recorded).
+
+        >>> TraceHeader(machine={"cpus": 2, "loadavg_before": [0.2, 0.5, 0.9], "samples": 40,
+        ...     "others_runnable": 0.05, "others_runnable_max": 1, "steal_share": 0.0}).machine_text()
+        'load average 0.2 before; other runnable threads 0.05 on average (max 1, 40 samples) on 2 CPUs; steal 0.0%'
+        """
+        m = self.machine
+        if not m:
+            return None
+        parts = []
+        if m.get("loadavg_before"):
+            parts.append(f"load average {m['loadavg_before'][0]:g} before")
+        if m.get("others_runnable") is not None:
+            parts.append(f"other runnable threads {m['others_runnable']:g} on average (max "
+                         f"{m.get('others_runnable_max')}, {m.get('samples')} samples) on "
+                         f"{m.get('cpus')} CPUs")
+        if m.get("steal_share") is not None:
+            parts.append(f"steal {100 * m['steal_share']:.1f}%")
+        return "; ".join(parts) or None
+
+    def busy(self, others: float = 0.5, steal: float = 0.05) -> str | None:
+        """A warning when the machine had other work while tracing: on average at least
+        ``others`` other runnable threads, or ``steal`` of the CPU time stolen."""
+        m = self.machine or {}
+        o, st = m.get("others_runnable"), m.get("steal_share")
+        if (isinstance(o, (int, float)) and o >= others) or (isinstance(st, (int, float)) and st >= steal):
+            return (f"the machine was busy while this trace was taken ({self.machine_text()}): "
+                    "CPU demands and the GIL estimate may be inflated; trace on a quiet machine, "
+                    "or compare several traces (qpn build a.jsonl b.jsonl)")
+        return None
 
     def has(self, capability: str) -> bool:
         """Whether the trace declares ``capability`` (see trace_schema.CAPABILITIES)."""
@@ -85,7 +118,7 @@ class TraceHeader:
         d = {"kind": "header", "format": FORMAT, "version": self.version,
              "source": self.source, "clock": self.clock, "time_unit": "ns",
              "capabilities": {k: bool(v) for k, v in sorted(self.capabilities.items())}}
-        for k in ("program", "runtime"):
+        for k in ("program", "runtime", "machine"):
             if getattr(self, k):
                 d[k] = getattr(self, k)
         if self.start_ns is not None:
@@ -117,12 +150,15 @@ class TraceHeader:
         probe = d.get("probe_ns")
         if probe is not None and (type(probe) is not int or probe < 0):
             raise ValueError(f"probe_ns must be a non-negative integer (ns), got {probe!r}")
+        machine = d.get("machine") or {}
+        if type(machine) is not dict:
+            raise ValueError(f"machine must be an object, got {machine!r}")
         known = {"kind", "format", "version", "source", "clock", "time_unit", "capabilities",
-                 "program", "runtime", "start_ns", "epoch_ns", "probe_ns"}
+                 "program", "runtime", "start_ns", "epoch_ns", "probe_ns", "machine"}
         return cls(source=str(d.get("source", "unknown")), capabilities=dict(caps),
                    clock=str(d.get("clock", "monotonic")), program=d.get("program") or {},
                    runtime=d.get("runtime") or {}, start_ns=d.get("start_ns"),
-                   epoch_ns=d.get("epoch_ns"), version=version, probe_ns=probe,
+                   epoch_ns=d.get("epoch_ns"), version=version, probe_ns=probe, machine=machine,
                    extra={k: v for k, v in d.items() if k not in known})
 
 

@@ -139,6 +139,10 @@ def _header(an, w) -> list[str]:
            f"# a {h.source} trace of {len(an.trace.events)} events and {threads} threads; "
            f"{rt.get('implementation', 'unknown runtime')} {rt.get('version', '')}".rstrip()
            + (" with a GIL" if an.gil else "") + f", {w.cores} CPUs."]
+    load = h.machine_text()
+    if load:
+        out.append(f"# Machine while tracing: {load}"
+                   + (" (BUSY: see the warnings)." if h.busy() else "."))
     if an.phase is not None:
         lo, hi = an.phase
         out.append(f"# Work phase: {fmt_time(hi - lo)} from the first to the last hand-over "

@@ -129,6 +129,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
     timings: dict = {"_t": time.perf_counter()}
     h = trace.header
     warnings = list(trace.warnings)
+    busy = h.busy()
+    if busy:
+        warnings.append(busy)
     has_cpu = h.has("thread_cpu")
     if not has_cpu:
         warnings.append("the trace has no thread CPU times (capability thread_cpu): the wall "

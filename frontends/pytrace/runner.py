@@ -28,6 +28,7 @@ from qpn.errors import QPNError
 
 from ..trace import Trace, TraceHeader, write_trace
 from .layout import to_event
+from .machine import MachineSampler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -182,6 +183,7 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         # Ctrl-C goes to the whole process group: let the program handle it and
         # keep going here, so its trace is still converted.
         old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sampler = MachineSampler(proc.pid).start()
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -189,12 +191,14 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
             returncode = proc.wait()
         finally:
             signal.signal(signal.SIGINT, old)
+            machine = sampler.stop()
         seconds = time.perf_counter() - t0
         records, warnings = _read_raw(raw)
         if not records:
             raise QPNError(f"qpn trace: {cmd[0]!r} recorded nothing (exit status {returncode}); "
                            "the command must start a Python 3 interpreter without -S/-I/-E")
         header, events, more = convert(records, returncode)
+        header.machine = machine
         warnings += more
         write_trace(out, header, events)
         trace = Trace(header, events, out, warnings, complete=not warnings)
