@@ -101,9 +101,12 @@ class TraceHeader:
 
     def busy(self, others: float = 0.5, steal: float = 0.05) -> str | None:
         """A warning when the machine had other work while tracing: on average at least
-        ``others`` other runnable threads, or ``steal`` of the CPU time stolen."""
+        ``others`` other runnable threads (over 5 samples or more), or ``steal`` of the
+        CPU time stolen."""
         m = self.machine or {}
         o, st = m.get("others_runnable"), m.get("steal_share")
+        if not isinstance(m.get("samples"), int) or m["samples"] < 5:
+            o = None                     # a few samples of a short run say little
         if (isinstance(o, (int, float)) and o >= others) or (isinstance(st, (int, float)) and st >= steal):
             return (f"the machine was busy while this trace was taken ({self.machine_text()}): "
                     "CPU demands and the GIL estimate may be inflated; trace on a quiet machine, "

@@ -204,6 +204,37 @@ def test_sleep_takes_what_was_asked_plus_what_the_os_added(poll):
     assert float(m[2]) * 1e6 == pytest.approx(1e6 + float(m[1]) * 1000, rel=1e-3)
 
 
+def test_identical_workers_are_one_pool_in_every_trace(tmp_path_factory):
+    """Traces of one configuration of cache_workers: which worker evicts the cache and
+    which writes the log changes from run to run.  In short runs (40 requests) one worker
+    may take only the one rare path and the other only the other: two identical workers
+    were then two one-thread pools (2 of 6 traces); they must be one pool of 2.  Five
+    longer runs give the same runners, sizes and objects, and together report the pool's
+    spread."""
+    from analyze_support import trace_runs
+    for tr, _ in trace_runs(tmp_path_factory, "cache_workers.py", 40, 2, runs=5):
+        sizes = {n: r["size"] for n, r in build(tr).info["runners"].items()}
+        assert sizes == {"main": 1, "worker": 2}, sizes
+    traces = [t for t, _ in trace_runs(tmp_path_factory, "cache_workers.py", 120, 2, runs=5)]
+    shapes, texts = set(), {}
+    for tr in traces:
+        res = build(tr)
+        check_model(res)
+        shape = (tuple(sorted((n, r["size"]) for n, r in res.info["runners"].items())),
+                 tuple(sorted(o["kind"] for o in res.info["objects"].values())))
+        shapes.add(shape)
+        texts[shape] = res.text
+    assert len(shapes) == 1, "\n\n".join(texts.values())
+    ((runners, _),) = shapes
+    assert dict(runners)["worker"] == 2
+    both = build(traces[0], others=tuple(traces[1:]))
+    pool = both.info["across"]["pools"]["worker"]
+    assert pool["sizes"] == [2] * 5 and len(pool["work_ns"]) == 5
+    assert "#   pool 'worker' at 2 threads in 5 traces: CPU per iteration" in both.text
+    # short runs on a VM whose cores run Python at two speeds ~1.9x apart (see BOUND)
+    assert 0 <= pool["work_spread"] < 1.0, pool
+
+
 def test_file_server_structure(server):
     tr, res = server
     check_model(res)

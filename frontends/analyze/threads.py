@@ -5,14 +5,26 @@ and do the same operations on the same objects at the same sites (the same
 set of step tokens).  A thread whose tokens are a subset of a pool's is a
 member that saw less work (an idle worker, one that got no stop marker):
 it joins the pool, as the thesis merges a spurious thread tuple into the
-superset with the larger count (``frontends/pools.py``).  The main thread is
-always a runner of its own.
+superset with the larger count (``frontends/pools.py``).  Threads of one start
+site and name whose token sets mostly agree (each saw a branch the other did
+not) are one pool too.  The main thread is always a runner of its own.
 
 >>> info = {1: {"name": "MainThread"}, 2: {"name": "worker-0", "site": "p.py:9"},
 ...         3: {"name": "worker-1", "site": "p.py:9"}, 4: {"name": "worker-2", "site": "p.py:9"}}
 >>> sigs = {1: {"a"}, 2: {"b", "c"}, 3: {"b", "c"}, 4: {"b"}}
 >>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
 [('main', [1]), ('worker', [2, 3, 4])]
+>>> sigs = {1: {"a"}, 2: {"take", "hash", "put", "rare"}, 3: {"take", "hash", "put", "other"}}
+>>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
+[('main', [1]), ('worker', [2, 3])]
+>>> counts = {1: {"a": 1}, 2: {"take": 20, "hash": 20, "evict": 1, "clear": 1},
+...           3: {"take": 20, "hash": 20, "log": 1, "close": 1}}
+>>> sigs = {t: set(c) for t, c in counts.items()}     # sets alike by 2 of 6 only
+>>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1, counts=counts)]
+[('main', [1]), ('worker', [2, 3])]
+>>> sigs = {1: {"a"}, 2: {"take", "hash"}, 3: {"put", "read"}}
+>>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
+[('main', [1]), ('worker', [2]), ('worker', [3])]
 >>> stem("ThreadPoolExecutor-0_2"), stem("Thread-3 (serve)"), stem("client-1")
 ('ThreadPoolExecutor', 'serve', 'client')
 """
@@ -45,8 +57,10 @@ class Group:
     start_site: str | None = None
 
 
-def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
-    """Pools from per-thread token sets; ``info[tid]`` has ``name`` and ``site``."""
+def group_threads(signatures: dict, info: dict, main=None, counts: dict | None = None) -> list[Group]:
+    """Pools from per-thread token sets; ``info[tid]`` has ``name`` and ``site``;
+    ``counts[tid]`` (optional) how often the thread did each token, which weighs the
+    similarity of groups that neither contains the other."""
     groups: dict[tuple, list] = {}
     for tid in sorted(signatures):
         if tid == main:
@@ -69,6 +83,7 @@ def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
                 keys.remove(small)
                 merged = True
                 break
+    _merge_alike(groups, info, counts or {})
     out = []
     if main is not None and main in signatures:
         out.append(Group("main", [main], True, [info.get(main, {}).get("name", "MainThread")],
@@ -78,6 +93,51 @@ def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
         names = [info.get(t, {}).get("name", "") for t in tids]
         out.append(Group(stem(_common(names)), tids, False, names, key[0]))
     return out
+
+
+ALIKE = 0.6      # Jaccard similarity of two groups' token sets that makes them one pool
+
+
+def _similarity(a: tuple, b: tuple, groups: dict, counts: dict) -> float:
+    """Jaccard similarity of two groups' tokens, weighted by how often their threads did
+    each (sum of minima over sum of maxima of the per-thread means) when counts are known."""
+    if not all(t in counts for t in groups[a] + groups[b]):
+        union = a[1] | b[1]
+        return len(a[1] & b[1]) / len(union) if union else 0.0
+    def mean(key):
+        tot: dict = {}
+        for t in groups[key]:
+            for tok, n in counts[t].items():
+                tot[tok] = tot.get(tok, 0) + n / len(groups[key])
+        return tot
+    ma, mb = mean(a), mean(b)
+    toks = set(ma) | set(mb)
+    hi = sum(max(ma.get(k, 0), mb.get(k, 0)) for k in toks)
+    return sum(min(ma.get(k, 0), mb.get(k, 0)) for k in toks) / hi if hi else 0.0
+
+
+def _merge_alike(groups: dict, info: dict, counts: dict) -> None:
+    """Merge groups of the same start site and thread-name stem whose tokens mostly agree
+    (:func:`_similarity` >= ALIKE): identical workers that each took a rare path the other
+    did not (one evicted a cache, the other wrote the log) are one pool, not one-thread
+    pools that change from trace to trace.  Different roles started by one loop (a
+    producer and a consumer) share few tokens and stay apart."""
+    merged = True
+    while merged:
+        merged = False
+        keys = sorted(groups, key=lambda k: min(groups[k]))
+        for i, a in enumerate(keys):
+            for b in keys[i + 1:]:
+                if a[0] != b[0] or not _same_stem(groups[a], groups[b], info):
+                    continue
+                if _similarity(a, b, groups, counts) >= ALIKE:
+                    key = (a[0], a[1] | b[1])
+                    tids = groups.pop(a) + groups.pop(b)
+                    groups.setdefault(key, []).extend(tids)
+                    merged = True
+                    break
+            if merged:
+                break
 
 
 def _same_stem(a: list, b: list, info: dict) -> bool:
