@@ -236,3 +236,29 @@ def test_probe_cost_matches_the_wrappers(tmp_path_factory):
     raw_excess = per_iteration(0) - untraced
     assert raw_excess > 0.5 * untraced         # two events per ~1.7 us of work
     assert abs(per_iteration(probe) - untraced) < 0.6 * raw_excess
+
+
+def test_fsync_is_traced_as_io_with_the_files_path(tmp_path):
+    # os.fsync and os.fdatasync block until the device has the data: io events with op
+    # fsync, the path of the file opened by the traced open(), and a failure marked ok false
+    prog = tmp_path / "sync.py"
+    prog.write_text(
+        "import os, sys\n"
+        "path = sys.argv[1]\n"
+        "with open(path, 'w') as f:\n"
+        "    for _ in range(3):\n"
+        "        f.write('x' * 4096); f.flush(); os.fsync(f.fileno())\n"
+        "    os.fdatasync(f)\n"
+        "try:\n"
+        "    os.fsync(987)\n"
+        "except OSError:\n"
+        "    pass\n")
+    data = str(tmp_path / "data.txt")
+    out = tmp_path / "t.jsonl"
+    r = trace_command([sys.executable, str(prog), data], str(out), cwd=str(tmp_path))
+    assert r.returncode == 0
+    syncs = [e for e in read_trace(out).events if e["kind"] == "io" and e["op"] == "fsync"]
+    assert len(syncs) == 5
+    assert [e.get("path") for e in syncs[:4]] == [data] * 4
+    assert all(e["dur"] > 0 and e.get("ok", True) for e in syncs[:4])
+    assert syncs[4]["fd"] == 987 and syncs[4]["ok"] is False

@@ -16,6 +16,7 @@ import builtins
 import io
 import os
 import time
+import weakref
 
 from .agent import cpu, emit, gettid, mono, site, spent, user_site
 
@@ -47,6 +48,8 @@ def traced_open(file, mode="r", *args, **kwargs):
         raise
     d, cd = spent(t0, c0)
     proxy = TracedFile(f, path)
+    if proxy._fd is not None:
+        _files[proxy._fd] = proxy
     emit(("io", gettid(), t0, c0, s, "open", id(proxy), path, proxy._fd, None, d, cd))
     return proxy
 
@@ -303,10 +306,44 @@ def _wrap_socket(socket) -> None:
         setattr(S, name, fn)
 
 
+_fsync = os.fsync
+_fdatasync = getattr(os, "fdatasync", None)
+_files: "weakref.WeakValueDictionary[int, TracedFile]" = weakref.WeakValueDictionary()
+
+
+def _synced(real, fd) -> None:
+    s, c0, t0 = site(), cpu(), mono()
+    n = fd if isinstance(fd, int) else fd.fileno()
+    try:
+        real(fd)
+    except OSError:
+        d, cd = spent(t0, c0)
+        emit(("io", gettid(), t0, c0, s, "fsync", None, None, n, None, d, cd, None, False))
+        raise
+    d, cd = spent(t0, c0)
+    f = _files.get(n)
+    emit(("io", gettid(), t0, c0, s, "fsync", id(f) if f is not None else None,
+          f._path if f is not None else None, n, None, d, cd))
+
+
+def traced_fsync(fd) -> None:
+    """``os.fsync``: a device wait (op ``fsync``), with the file's path when it was
+    opened by the traced ``open``."""
+    _synced(_fsync, fd)
+
+
+def traced_fdatasync(fd) -> None:
+    """``os.fdatasync``, recorded as an ``fsync``."""
+    _synced(_fdatasync, fd)
+
+
 def install() -> None:
     time.sleep = traced_sleep
     builtins.open = traced_open
     io.open = traced_open
+    os.fsync = traced_fsync
+    if _fdatasync is not None:
+        os.fdatasync = traced_fdatasync
 
 
 def install_socket() -> None:
