@@ -235,6 +235,25 @@ def test_identical_workers_are_one_pool_in_every_trace(tmp_path_factory):
     assert 0 <= pool["work_spread"] < 1.0, pool
 
 
+def test_open_loop_client_becomes_a_source_with_a_rate(tmp_path_factory):
+    """A client thread that sleeps until its next scheduled arrival is an open workload:
+    a `source` with a rate parameter (it was a thread looping over literal sleeps, and a
+    user could not ask for another load).  A client that sleeps a fixed time after each
+    request stays a thread: its period includes its own work."""
+    tr = trace_program(tmp_path_factory, "open_client.py", 300, 2, 400)
+    res = build(tr)
+    check_model(res)
+    (client, q), = res.info["open_loop"].items()
+    assert client == "client" and "client" not in res.info["runners"]
+    m = re.search(rf"param (rate_{q}) = ([\d.]+)\n", res.text)
+    assert m and 300 <= float(m[2]) <= 520, res.text        # 400/s drawn: the sum of 300
+    assert re.search(rf"source \w+ every exp\(1 / {m[1]}\) {{ put {q} }}", res.text)
+    x = simulate(res.text, time=2.0, replications=4, **{m[1]: 1000}).get("throughput", "worker.begin")
+    assert x == pytest.approx(1000, rel=0.05)             # the rate parameter drives the load
+    fixed = build(trace_program(tmp_path_factory, "open_client.py", 200, 2, 400, 1))
+    assert fixed.info["open_loop"] == {} and "client" in fixed.info["runners"]
+
+
 def test_file_server_structure(server):
     tr, res = server
     check_model(res)

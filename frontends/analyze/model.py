@@ -99,7 +99,7 @@ class Writer:
         self.work_param: dict = {}             # pool name -> param scaling its CPU demands
         self.assumptions: list = []            # (param, what it assumes): in the header
         self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
-                           "branches": [], "steps": {}, "sources": {}}
+                           "branches": [], "steps": {}, "sources": {}, "open_loop": {}}
         h = an.trace.header
         self.cores = int(h.runtime.get("cpus") or os.cpu_count() or 1)
         self.quantum = int(h.runtime.get("switch_interval_ns") or 5_000_000)
@@ -208,6 +208,12 @@ class Writer:
         an = self.an
         out: list[str] = []
         live = [r for r in an.runners if r.mode != "omitted"]
+        clients = {}
+        for r in list(live):
+            found = None if r.group.main else self._open_loop(r)
+            if found:
+                clients[r.name] = found
+                live.remove(r)
         for r in live:
             r.name = self.names.unique(r.name)
         for r in live:
@@ -223,11 +229,36 @@ class Writer:
             self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
         for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
             out += self.source(key, times)
+        for name, (key, times) in clients.items():
+            out += self.source(key, times, why=f"thread '{name}' keeps a schedule: its sleeps "
+                                                "end at arrival times whatever the rest does")
+            self.info["open_loop"][name] = self.obj(key)
         for r in live:
             out += [""] + self.runner(r)
         return out
 
-    def source(self, key, times) -> list[str]:
+    def _open_loop(self, r):
+        """(queue key, put times) when runner ``r`` is an open-loop client: its steady loop
+        only sleeps and puts into one unbounded queue, and the sleeps it asks for vary
+        (it sleeps until the next scheduled arrival, not for a fixed time).  Its arrivals
+        do not depend on the rest of the program: a ``source`` with a rate parameter."""
+        if r.mode != "forever":
+            return None
+        lvs = leaves(r.items)
+        if {lf.action for lf in lvs} != {"sleep", "put"}:
+            return None
+        keys = {lf.token[1] for lf in lvs if lf.action == "put"}
+        if len(keys) != 1:
+            return None
+        key = next(iter(keys))
+        if self.an.objects.info(key).get("capacity"):
+            return None                          # a bounded queue: the client can block
+        asked = [s.ev.get("requested") for lf in lvs if lf.action == "sleep" for s in lf.steps]
+        if len(asked) < 3 or None in asked or fit(asked).scv < 0.05:
+            return None                          # fixed sleeps: the period follows its own work
+        return key, sorted(s.end for lf in lvs if lf.action == "put" for s in lf.steps)
+
+    def source(self, key, times, why: str | None = None) -> list[str]:
         q = self.obj(key)
         inter = [b - a for a, b in zip(times, times[1:]) if b >= a]
         if len(inter) < 1:
@@ -238,8 +269,8 @@ class Writer:
                        f"arrivals per second into '{q}' (open workload, {len(times)} arrivals)")
         self.info["sources"][q] = {"rate": rate, "n": len(times), "scv": f.scv, "param": p}
         name = self.names.unique(f"arrivals_{q}")
-        return ["", f"# open workload: {f.describe()} between arrivals "
-                    f"(completions of the takes from '{q}', nobody in the trace puts there)",
+        why = why or f"completions of the takes from '{q}', nobody in the trace puts there"
+        return ["", f"# open workload: {f.describe()} between arrivals ({why})",
                 f"source {name} every {f.text(mean=f'1 / {p}')} {{", f"    put {q}", "}"]
 
     def _split(self, r, base: str) -> None:
