@@ -144,6 +144,25 @@ def test_share_undecidable_cases_hold_the_gil():
     assert shares([back_to_back(40, 2 * MS, 2 * MS)], 2) == 0.0
 
 
+def test_decided_says_whether_the_trace_had_evidence():
+    """A thread alone, or threads that never overlap, give no evidence: the share is 0
+    and ``decided`` is False (the model then names the GIL as an assumption).  Threads
+    hashing side by side, or taking turns with the GIL, decide it."""
+    def decided(threads, cores=2):
+        a = np.concatenate([t[0] for t in threads])
+        b = np.concatenate([t[1] for t in threads])
+        c = np.concatenate([t[2] for t in threads])
+        out: list = []
+        f = gil_free_shares(a, b, c, np.zeros(len(a), dtype=np.int64), 1, cores=cores, decided=out)
+        return float(f[0]), bool(out[0][0])
+    assert decided([back_to_back(40, 2 * MS, 2 * MS)]) == (0.0, False)
+    apart = [back_to_back(20, 2 * MS, 2 * MS), back_to_back(20, 2 * MS, 2 * MS, 100 * MS)]
+    assert decided(apart) == (0.0, False)
+    side = [back_to_back(40, 2 * MS, 2 * MS), back_to_back(40, 2 * MS, 2 * MS, 0.7 * MS)]
+    assert decided(side) == (1.0, True)
+    assert decided(turns(2, 40, MS)) == (0.0, True)
+
+
 def test_share_two_classes():
     """A hashing class beside a Python class that elsewhere takes turns with itself
     (the module's doctest, with a second core)."""

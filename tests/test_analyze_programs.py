@@ -179,7 +179,7 @@ def test_split_rounds_barrier_and_divided_work(split):
     both = build(two, others=(one,))
     s = both.info["across"]["pools"]["worker"]["split"]
     assert 0.7 <= s <= 1.0, both.info["across"]
-    assert f"param split_worker = {s:g}\n" in both.text and "# Assumptions" not in both.text
+    assert f"param split_worker = {s:g}\n" in both.text and "#   split_worker:" not in both.text
     y1 = simulate(both.text, time=0.3, replications=4, workers=1).get("throughput", "main.begin")
     y2 = simulate(both.text, time=0.3, replications=4, workers=2).get("throughput", "main.begin")
     # one worker does all 48 rows: (1 - s) + 2 s times a worker's traced round

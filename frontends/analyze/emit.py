@@ -162,7 +162,7 @@ def _header(an, w) -> list[str]:
     if w.across and w.across.lines:
         out += w.across.lines
     if w.assumptions:
-        out.append("# Assumptions (a trace of one configuration cannot tell; change the "
-                   "param if the program differs):")
+        out.append("# Assumptions (what this trace cannot tell; a param of the same name, where "
+                   "there is one, changes it):")
         out += [f"#   {p}: {what}" for p, what in w.assumptions]
     return out

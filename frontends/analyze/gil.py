@@ -115,7 +115,7 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
                     interval: float = 5e6, fresh=None, hold=None, iters: int = 12,
                     min_cpu: int = 20_000,
                     evidence: float = EVIDENCE, trim: float = 0.1, low: float = LOW, high: float = HIGH,
-                    clock: list | None = None) -> np.ndarray:
+                    clock: list | None = None, decided: list | None = None) -> np.ndarray:
     """GIL-free share per fragment class.
 
     ``a``, ``b``, ``c``: start, end and CPU (ns) of every fragment execution;
@@ -126,7 +126,10 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
     (ns); ``fresh``: whether each execution began after a blocking call (it
     got the GIL afresh); ``hold``: how long each execution first held the GIL,
     where a hand-over shows it (NaN elsewhere; :mod:`.handoff`).  If ``clock`` is a list, the final
-    GIL clock (:func:`gil_clock`) is appended to it.
+    GIL clock (:func:`gil_clock`) is appended to it; if ``decided`` is, an array saying
+    for each class whether the trace had evidence either way (it met enough of the others'
+    GIL use, a hand-over showed its GIL hold, the capacity bound was above ``low``, or it
+    waited more than the cores explain).
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -143,6 +146,8 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
     if nclass == 0 or not sel.any():
         if clock is not None:
             clock.append(gil_clock(a2, b2, c2, np.ones(len(a2))))
+        if decided is not None:
+            decided.append(np.zeros(nclass, dtype=bool))
         return f
     a, b, c, kl = a[sel], b[sel], c[sel], klass[sel]
     w = b - a
@@ -183,6 +188,11 @@ def gil_free_shares(a, b, c, klass, nclass: int, *, extra=None, cores: int = 1,
         new = np.maximum(np.maximum(cap, handed), _no_wait(S, T, wait, cpu_c, evidence))
         f = 0.5 * (f + new)
     f = np.where(f < low, 0.0, np.where(f > high, 1.0, f))
+    if decided is not None:
+        # evidence: it met others' GIL use, a hand-over showed its hold, the capacity
+        # bound proves a share, or it waited more than the cores explain (for the GIL)
+        decided.append((S + T > evidence * cpu_c) | (handed > 0) | (cap > low)
+                       | (wait > evidence * cpu_c))
     if clock is not None:
         weight = np.where(k2 >= 0, 1.0 - f[np.maximum(k2, 0)], 1.0)
         clock.append(gil_clock(a2, b2, c2, weight))

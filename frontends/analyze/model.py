@@ -454,6 +454,12 @@ class Writer:
                  else f"before {site}")
         note = (f"; {100 * share:.0f}% ran without the GIL" if 0 < share < 1 else
                 "; ran without the GIL" if share >= 1 else "; holds the GIL" if self.an.gil else "")
+        if self.an.gil and share <= 0 and not self.an.shares.get(("gil_decided", id(lf)), True) \
+                and self._keeps_cpu(lf, ctx):
+            note = ("; holds the GIL: ASSUMED, it never ran beside enough of the other threads' "
+                    "Python work for the trace to tell")
+            self.assumptions.append((name, f"fragment {name} ({where}) holds the GIL (no evidence "
+                                           "either way: trace at a higher load to decide)"))
         ctx.steps.append({"name": name, "mean": f.mean, "scv": f.scv, "n": f.n,
                           "gil_free": share, "site": site, "prev": prev})
         out = [f"# {where}: {f.describe()}{note}"]

@@ -469,16 +469,18 @@ def _gil_shares(runners, walks, cores: int, interval: float) -> dict:
                     ec.append(s.own_cpu)
             blocked = s.dur - s.own_cpu >= BLOCKED
     clock: list = []
+    decided: list = []
     f = gil_free_shares(np.array(a, float), np.array(b, float), np.array(c, float),
                         np.array(kl, dtype=np.int64), len(leaf_id),
                         extra=(np.array(ea, float), np.array(eb, float), np.array(ec, float)),
                         cores=cores, interval=interval, fresh=np.array(fresh, bool),
                         hold=np.array(hold, float),
-                        clock=clock)
+                        clock=clock, decided=decided)
     out = {}
     for r in runners:
         for lf in leaves(r.items):
             out[id(lf)] = float(f[leaf_id[id(lf)]])
+            out[("gil_decided", id(lf))] = bool(decided[0][leaf_id[id(lf)]])
             if lf.action == "io":      # file I/O waits that the GIL explains are not device time
                 st = lf.steps
                 qa = np.array([s.ts for s in st], float)
