@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 
 from qpn.cli import command
@@ -236,3 +237,37 @@ def _(p):
                         "the body never waits (default)")
     p.add_argument("--max-events", type=int, default=None,
                    help="stop after this many events (default: no limit)")
+
+
+@command("verify", "measure a program over a grid, build its model from traces of a few "
+                   "configurations, predict the grid and report the error (suites/NAME/suite.toml)")
+def cmd_verify(args) -> int:
+    from .verify import verify
+    rep = verify(args.suite, remeasure=args.remeasure, out_dir=args.output)
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{rep.suite}: predicted against measured (eps = |measured - predicted| / measured)")
+    print(rep.table())
+    print(f"model and record: {os.path.dirname(rep.model)}/ (model.qpn, verify.json, verify.png)")
+    bound = args.bound if args.bound is not None else rep.bound
+    if bound is not None and not rep.mean_eps <= bound:
+        print(f"verify: mean eps {100 * rep.mean_eps:.1f}% is above the bound "
+              f"{100 * bound:.1f}%", file=sys.stderr)
+        return 1
+    return 0
+
+
+@cmd_verify.setup
+def _(p):
+    p.add_argument("suite", help="suite directory holding suite.toml (e.g. suites/split_rounds)")
+    p.add_argument("--remeasure", action="store_true",
+                   help="measure again instead of using the cached samples")
+    p.add_argument("-o", "--output", default=None,
+                   help="directory for the traces, model, verify.json and verify.png "
+                        "(default SUITE/verify)")
+    p.add_argument("--bound", type=float, default=None,
+                   help="exit 1 when the mean eps is above this (default: the suite's "
+                        "predict.bound)")
+
+
+_.takes_file = False

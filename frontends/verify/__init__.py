@@ -1,0 +1,176 @@
+"""``qpn verify suites/NAME``: measure a program over a grid, trace one configuration
+(or a few), build the model, predict the whole grid and report the error.
+
+    measure (measure.py) -> trace the build configs -> qpn build -> solve each point
+    -> eps = |measured - predicted| / measured -> table, verify.json, verify.png
+
+The manifest is ``suites/NAME/suite.toml`` (manifest.py, docs/verify.md).  The
+prediction is an expression of the model's measures: ``throughput('PATTERN')``,
+``residence``, ``response``, ``tokens``, ``utilization`` (the pattern, fnmatch
+style, must name exactly one element), and of the grid point's parameters.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+
+from qpn.errors import QPNError
+from qpn.fileio import write_atomic
+
+from .manifest import Suite, load_suite
+from .measure import ISOLATE, measure
+
+MEASURES = ("throughput", "residence", "response", "tokens", "utilization", "arrivals")
+
+
+@dataclass
+class Report:
+    """What ``qpn verify`` found: one row per grid point, and the summary."""
+
+    suite: str
+    rows: list = field(default_factory=list)     # {point, measured, spread, predicted, eps, ...}
+    model: str = ""
+    warnings: list = field(default_factory=list)
+    bound: float | None = None                   # the suite's bound on the mean eps
+
+    @property
+    def mean_eps(self) -> float:
+        return sum(r["eps"] for r in self.rows) / len(self.rows) if self.rows else math.nan
+
+    @property
+    def max_eps(self) -> float:
+        return max((r["eps"] for r in self.rows), default=math.nan)
+
+    def table(self) -> str:
+        names = list(self.rows[0]["point"]) if self.rows else []
+        head = names + ["measured", "spread", "predicted", "eps"]
+        lines = [head]
+        for r in self.rows:
+            lines.append([str(r["point"][n]) for n in names]
+                         + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%",
+                            f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"])
+        widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+        out = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in lines]
+        out.insert(1, "  ".join("-" * w for w in widths))
+        out.append(f"mean eps {100 * self.mean_eps:.1f}%, max {100 * self.max_eps:.1f}% "
+                   f"over {len(self.rows)} configuration(s)")
+        return "\n".join(out)
+
+
+def _predictor(result, point: dict):
+    """The namespace a prediction expression is evaluated in."""
+    def pick(measure: str):
+        def get(pattern: str) -> float:
+            names = sorted({r.element for r in result.rows if r.measure == measure})
+            hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+            if len(hits) != 1:
+                raise QPNError(f"predict: {measure}({pattern!r}) matches {len(hits)} elements "
+                               f"({', '.join(hits[:8]) or 'none'}); the model has: "
+                               f"{', '.join(names[:20])}")
+            return result.get(measure, hits[0])
+        return get
+    ns = {m: pick(m) for m in MEASURES}
+    ns.update(point)
+    ns.update({"min": min, "max": max, "sqrt": math.sqrt})
+    return ns
+
+
+def _evaluate(expr: str, ns: dict) -> float:
+    try:
+        return float(eval(compile(expr, "<predict.expr>", "eval"), {"__builtins__": {}}, ns))
+    except QPNError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's expression: say which and why
+        raise QPNError(f"predict: cannot evaluate {expr!r}: {type(exc).__name__}: {exc}") from None
+
+
+def build_model(suite: Suite, out_dir: str, log=sys.stderr):
+    """Trace the build configurations (isolated) and build the model from them."""
+    from frontends.analyze import build
+    from frontends.pytrace import trace_command
+    from frontends.trace import read_trace
+    traces = []
+    for i, cfg in enumerate(suite.configs):
+        path = os.path.join(out_dir, f"trace{i}.jsonl")
+        argv = [sys.executable, suite.program] + suite.argv({**cfg})
+        run = trace_command(ISOLATE + argv, path, cwd=os.path.dirname(suite.program))
+        if run.returncode != 0:
+            raise QPNError(f"{suite.name}: the traced run `{' '.join(argv)}` exited with "
+                           f"{run.returncode}")
+        traces.append(read_trace(path))
+        print(f"verify {suite.name}: traced {cfg}", file=log)
+    return build(traces[0], others=tuple(traces[1:]), name=suite.name)
+
+
+def _model_params(suite: Suite, point: dict, params: dict) -> dict:
+    """Model parameter values for a grid point: ``predict.set`` expressions, else the
+    point's (and fixed params') values for the model params of the same name."""
+    values = {**suite.params, **point}
+    out = {k: v for k, v in values.items() if k in params}
+    for name, expr in suite.set.items():
+        if name not in params:
+            raise QPNError(f"{suite.dir}/suite.toml: [predict] set names {name!r}, which the model "
+                           f"does not have (its params: {', '.join(sorted(params))})")
+        out[name] = _evaluate(str(expr), dict(values))
+    return out
+
+
+def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = None,
+           log=sys.stderr) -> Report:
+    """Run a suite (see the module); writes ``verify.json`` (and ``verify.png``) there."""
+    import qpn
+    suite = load_suite(directory)
+    out_dir = out_dir or os.path.join(directory, "verify")
+    os.makedirs(out_dir, exist_ok=True)
+    measured = measure(suite, remeasure=remeasure, log=log)
+    res = build_model(suite, out_dir, log=log)
+    write_atomic(os.path.join(out_dir, "model.qpn"), res.text)
+    net = qpn.parse(res.text)
+    report = Report(suite.name, model=os.path.join(out_dir, "model.qpn"), warnings=list(res.warnings),
+                    bound=suite.bound)
+    for i, point in enumerate(suite.points()):
+        params = _model_params(suite, point, {p.name for p in net.params})
+        r = qpn.solve(net, options={"quiet": True, "seed": 1, **suite.solve}, **params)
+        pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
+        m = measured[i]
+        report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
+                            "samples": m["samples"], "load": m["load"], "predicted": pred,
+                            "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
+    write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(
+        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "rows": report.rows,
+         "mean_eps": report.mean_eps, "max_eps": report.max_eps, "warnings": report.warnings},
+        indent=1, default=str))
+    _plot(report, os.path.join(out_dir, "verify.png"), log)
+    return report
+
+
+def _plot(report: Report, path: str, log) -> None:
+    """Predicted against measured (matplotlib, if installed)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("verify: pip install matplotlib for the plot (verify.png)", file=log)
+        return
+    xs = [r["measured"] for r in report.rows]
+    ys = [r["predicted"] for r in report.rows]
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.scatter(xs, ys)
+    for r, x, y in zip(report.rows, xs, ys):
+        ax.annotate(" ".join(f"{k}={v}" for k, v in r["point"].items()), (x, y), fontsize=7)
+    lo, hi = min(xs + ys) * 0.9, max(xs + ys) * 1.1
+    ax.plot([lo, hi], [lo, hi], "k--", linewidth=0.8)
+    ax.set_xlabel("measured")
+    ax.set_ylabel("predicted")
+    ax.set_title(f"{report.suite}: mean eps {100 * report.mean_eps:.1f}%")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+__all__ = ["verify", "Report", "load_suite", "build_model"]

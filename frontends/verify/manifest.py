@@ -1,0 +1,128 @@
+"""A measurement suite's manifest: ``suites/NAME/suite.toml`` (docs/verify.md).
+
+>>> import tempfile, os
+>>> d = tempfile.mkdtemp()
+>>> _ = open(os.path.join(d, "prog.py"), "w").write("print(1)")
+>>> _ = open(os.path.join(d, "suite.toml"), "w").write('''
+... [program]
+... path = "prog.py"
+... args = ["{n}", "{threads}"]
+... [params]
+... n = 10
+... [grid]
+... threads = [1, 2]
+... [build]
+... configs = [{threads = 2}]
+... [measure]
+... kind = "wall"
+... [predict]
+... expr = "n / throughput('*.begin')"
+... ''')
+>>> s = load_suite(d)
+>>> [p for p in s.points()], s.argv({"n": 10, "threads": 2})[-2:]
+([{'threads': 1}, {'threads': 2}], ['10', '2'])
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+from qpn.errors import QPNError
+
+KINDS = ("wall", "rate", "stdout")
+
+
+@dataclass
+class Suite:
+    """What to run, which configurations to measure and trace, and what to predict."""
+
+    dir: str
+    name: str
+    program: str                       # absolute path of the program (a Python file)
+    args: list                         # argument templates: "{param}"
+    params: dict                       # fixed parameters
+    grid: dict                         # parameter -> values (every combination)
+    configs: list                      # traced configurations; the first builds the model
+    kind: str                          # wall | rate | stdout
+    expr: str                          # the prediction: an expression of model measures
+    repeats: int = 5
+    over: str | None = None            # rate: the parameter whose two values differ
+    values: tuple = ()                 # rate: its two values
+    pattern: str | None = None         # stdout: a regex with one number group
+    set: dict = field(default_factory=dict)     # model param -> expression of the point
+    bound: float | None = None         # mean epsilon above which verify fails
+    solve: dict = field(default_factory=dict)   # solver options
+
+    def points(self) -> list[dict]:
+        """Every combination of the grid's values."""
+        names = list(self.grid)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.grid[n] for n in names))]
+
+    def argv(self, values: dict) -> list[str]:
+        """The program's arguments for parameter ``values`` (fixed params filled in)."""
+        v = {**self.params, **values}
+        try:
+            return [str(a).format(**v) for a in self.args]
+        except KeyError as exc:
+            raise QPNError(f"{self.dir}/suite.toml: program.args uses {{{exc.args[0]}}}, which no "
+                           "param, grid entry or build config gives") from None
+
+
+def _need(table: dict, key: str, where: str, typ, path: str):
+    if key not in table:
+        raise QPNError(f"{path}: [{where}] needs '{key}'")
+    v = table[key]
+    if not isinstance(v, typ):
+        raise QPNError(f"{path}: [{where}] {key} must be {getattr(typ, '__name__', typ)}, "
+                       f"got {v!r}")
+    return v
+
+
+def load_suite(directory: str) -> Suite:
+    """Read and check ``directory/suite.toml``; errors name the file and the entry."""
+    path = os.path.join(directory, "suite.toml")
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise QPNError(f"{directory}: no suite.toml (see docs/verify.md)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise QPNError(f"{path}: {exc}") from None
+    prog = doc.get("program", {})
+    src = _need(prog, "path", "program", str, path)
+    program = os.path.abspath(os.path.join(directory, src))
+    if not os.path.isfile(program):
+        raise QPNError(f"{path}: [program] path {src!r}: no such file ({program})")
+    grid = _need(doc, "grid", "top level", dict, path)
+    for k, v in grid.items():
+        if not isinstance(v, list) or not v:
+            raise QPNError(f"{path}: [grid] {k} must be a non-empty list of values")
+    build = doc.get("build", {})
+    configs = _need(build, "configs", "build", list, path)
+    if not configs or not all(isinstance(c, dict) for c in configs):
+        raise QPNError(f"{path}: [build] configs must be a non-empty list of tables, "
+                       "e.g. [{threads = 2}]")
+    meas = doc.get("measure", {})
+    kind = meas.get("kind", "wall")
+    if kind not in KINDS:
+        raise QPNError(f"{path}: [measure] kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    over, values, pattern = meas.get("over"), tuple(meas.get("values", ())), meas.get("pattern")
+    if kind == "rate" and (not over or len(values) != 2 or values[0] == values[1]):
+        raise QPNError(f"{path}: [measure] kind 'rate' needs over = \"PARAM\" and two different "
+                       "values = [small, large]")
+    if kind == "stdout" and not pattern:
+        raise QPNError(f"{path}: [measure] kind 'stdout' needs pattern = \"regex with one group\"")
+    pred = doc.get("predict", {})
+    expr = _need(pred, "expr", "predict", str, path)
+    repeats = int(meas.get("repeats", 5))
+    if repeats < 1:
+        raise QPNError(f"{path}: [measure] repeats must be at least 1")
+    return Suite(directory, doc.get("name", os.path.basename(os.path.abspath(directory))), program,
+                 list(_need(prog, "args", "program", list, path)), dict(doc.get("params", {})),
+                 grid, configs, kind, expr, repeats, over, values, pattern,
+                 dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})))
+
+
+__all__ = ["Suite", "load_suite", "KINDS"]

@@ -1,0 +1,129 @@
+"""Measure a suite's program over its grid: isolated, repeated round robin, cached.
+
+Each run is the program in its own session with autogroup nice -19 (the
+project's VM is shared: ../shared/guides/tracing-and-measuring.md).  The
+repeats go round robin over the grid, so a slow spell of the machine spreads
+over every point instead of falling on one.  A point whose samples spread more
+than ``NOISY`` gets one more round.  The load average is kept with every
+sample.  Samples are cached in ``.verify-cache.json`` by the program's hash and
+arguments, so a second ``qpn verify`` measures nothing unless asked to.
+
+Measured value per point: ``wall`` -- the median wall time of a run (s);
+``rate`` -- (large - small) / (T(large) - T(small)) from the medians of runs at
+the two values of ``over`` (per second: start-up and shut-down cancel);
+``stdout`` -- the median of the number the pattern finds in the output.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+from qpn.errors import QPNError
+from qpn.fileio import write_atomic
+
+ISOLATE = ["setsid", "sh", "-c", 'echo -19 > /proc/self/autogroup 2>/dev/null; exec "$@"', "sh"]
+NOISY = 0.25
+
+
+def _loadavg() -> float | None:
+    try:
+        with open("/proc/loadavg") as fh:
+            return float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
+    """One isolated run of the program: {"wall": s, "value": float | None, "load": 1-min load}."""
+    argv = [sys.executable, suite.program] + suite.argv(values)
+    t0 = time.perf_counter()
+    p = subprocess.run(ISOLATE + argv, capture_output=True, text=True, timeout=timeout,
+                       cwd=os.path.dirname(suite.program))
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise QPNError(f"{suite.name}: `{' '.join(argv)}` exited with {p.returncode}: "
+                       f"{p.stderr.strip()[-500:]}")
+    value = None
+    if suite.kind == "stdout":
+        m = re.search(suite.pattern, p.stdout)
+        if not m:
+            raise QPNError(f"{suite.name}: the pattern {suite.pattern!r} found nothing in the output "
+                           f"of `{' '.join(argv)}`: {p.stdout.strip()[-300:]!r}")
+        value = float(m.group(1))
+    return {"wall": wall, "value": value, "load": _loadavg()}
+
+
+def runs_of(suite, point: dict) -> list[dict]:
+    """The program configurations measured for one grid point (two for ``rate``)."""
+    if suite.kind == "rate":
+        return [{**point, suite.over: v} for v in suite.values]
+    return [dict(point)]
+
+
+def _key(suite, values: dict) -> str:
+    with open(suite.program, "rb") as fh:
+        h = hashlib.sha256(fh.read()).hexdigest()[:16]
+    return f"{h} {json.dumps(suite.argv(values))}"
+
+
+def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
+    """{point index: {"value", "spread", "samples", "loads"}} for every grid point."""
+    cache_path = os.path.join(suite.dir, ".verify-cache.json")
+    try:
+        with open(cache_path) as fh:
+            cache = {} if remeasure else json.load(fh)
+    except (OSError, ValueError):
+        cache = {}
+    points = suite.points()
+    configs = [(i, c) for i, p in enumerate(points) for c in runs_of(suite, p)]
+    need = {_key(suite, c): c for _, c in configs}
+    todo = [k for k in need if len(cache.get(k, [])) < suite.repeats]
+    for r in range(suite.repeats):
+        for k in todo:
+            if len(cache.setdefault(k, [])) <= r:
+                cache[k].append(run_once(suite, need[k]))
+        if todo:
+            print(f"verify {suite.name}: round {r + 1}/{suite.repeats} measured", file=log)
+    out = _values(suite, points, cache)
+    noisy = [i for i, v in out.items() if v["spread"] > NOISY]
+    if noisy and todo:                       # one more round for the noisy points
+        for i in noisy:
+            for c in runs_of(suite, points[i]):
+                cache[_key(suite, c)].append(run_once(suite, c))
+        out = _values(suite, points, cache)
+    write_atomic(cache_path, json.dumps(cache, indent=1))
+    return out
+
+
+def _values(suite, points, cache) -> dict:
+    out = {}
+    for i, p in enumerate(points):
+        samples = [cache[_key(suite, c)] for c in runs_of(suite, p)]
+        if suite.kind == "rate":
+            (small, large), (a, b) = samples, suite.values
+            t_small = statistics.median(s["wall"] for s in small)
+            t_large = statistics.median(s["wall"] for s in large)
+            if t_large <= t_small:
+                raise QPNError(f"{suite.name}: at {p}, {suite.over}={b} did not take longer than "
+                               f"{suite.over}={a}: no rate to measure")
+            value = (b - a) / (t_large - t_small)
+            walls = [s["wall"] for s in large]
+        else:
+            key = "wall" if suite.kind == "wall" else "value"
+            walls = [s[key] for s in samples[0]]
+            value = statistics.median(walls)
+        med = statistics.median(walls)
+        spread = (max(walls) - min(walls)) / med if med > 0 else 0.0
+        loads = [s["load"] for group in samples for s in group if s["load"] is not None]
+        out[i] = {"value": value, "spread": spread, "samples": len(walls),
+                  "load": (min(loads), max(loads)) if loads else None}
+    return out
+
+
+__all__ = ["measure", "run_once", "runs_of", "ISOLATE"]

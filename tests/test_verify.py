@@ -1,0 +1,79 @@
+"""`qpn verify`: a small suite measured, traced, built and predicted for real (the CI
+suite of issue 14), the measurement cache, and the manifest's errors."""
+import json
+import os
+import sys
+
+import pytest
+
+from frontends.verify import verify
+from frontends.verify.manifest import load_suite
+from qpn.errors import QPNError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPLIT = os.path.join(ROOT, "tests", "programs", "split_rounds.py")
+
+SMALL = f"""
+name = "split_small"
+[program]
+path = "{SPLIT}"
+args = ["{{rounds}}", "{{workers}}"]
+[params]
+rounds = 30
+[grid]
+workers = [1, 2]
+[build]
+configs = [{{rounds = 30, workers = 2}}, {{rounds = 30, workers = 1}}]
+[measure]
+kind = "rate"
+over = "rounds"
+values = [10, 50]
+repeats = 3
+[predict]
+expr = "throughput('*.trip')"
+bound = 0.25
+"""
+
+
+def test_small_suite_predicts_the_grid_within_its_bound(tmp_path, monkeypatch):
+    # rows divided among the workers, fitted from traces at 2 and 1 workers: within a few
+    # percent on this VM (docs/analyzer.md).  A model that kept each worker's traced work
+    # at 1 worker would predict twice the rate there (eps ~0.9, mean ~0.45): the bound
+    # 0.25 cannot pass by luck
+    (tmp_path / "suite.toml").write_text(SMALL)
+    rep = verify(str(tmp_path))
+    assert [r["point"] for r in rep.rows] == [{"workers": 1}, {"workers": 2}]
+    for r in rep.rows:
+        print(f"\n{r['point']}: measured {r['measured']:.1f}/s, predicted {r['predicted']:.1f}, "
+              f"eps {100 * r['eps']:.1f}%", end="")
+    assert rep.mean_eps <= 0.25, rep.table()
+    rec = json.loads((tmp_path / "verify" / "verify.json").read_text())
+    assert rec["mean_eps"] == pytest.approx(rep.mean_eps) and len(rec["rows"]) == 2
+    assert (tmp_path / "verify" / "verify.png").stat().st_size > 1000     # the plot
+    assert "param split_worker = " in (tmp_path / "verify" / "model.qpn").read_text()
+    # measured once: a second run takes the samples from the cache
+    measure_mod = sys.modules["frontends.verify.measure"]
+    monkeypatch.setattr(measure_mod, "run_once", lambda *a, **k: pytest.fail("measured again"))
+    again = verify(str(tmp_path))
+    assert [r["measured"] for r in again.rows] == [r["measured"] for r in rep.rows]
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("[grid]\nw = [1]\n", "[program] needs 'path'"),
+    ('[program]\npath = "nope.py"\nargs = []\n[grid]\nw = [1]\n', "no such file"),
+    (f'[program]\npath = "{SPLIT}"\nargs = []\n[grid]\nw = []\n', "non-empty list"),
+    (f'[program]\npath = "{SPLIT}"\nargs = []\n[grid]\nw = [1]\n[build]\nconfigs = [{{w = 1}}]\n'
+     '[measure]\nkind = "rate"\n[predict]\nexpr = "1"\n', "two different values"),
+    (f'[program]\npath = "{SPLIT}"\nargs = []\n[grid]\nw = [1]\n[build]\nconfigs = [{{w = 1}}]\n'
+     '[measure]\nkind = "fast"\n[predict]\nexpr = "1"\n', "kind must be one of"),
+    ("[program\n", "suite.toml"),
+])
+def test_manifest_errors_name_the_file_and_entry(tmp_path, text, msg):
+    (tmp_path / "suite.toml").write_text(text)
+    with pytest.raises(QPNError, match=msg.replace("[", r"\[").replace("]", r"\]")):
+        load_suite(str(tmp_path))
+
+
+def test_missing_suite_says_what_is_expected(tmp_path):
+    with pytest.raises(QPNError, match="no suite.toml"):
+        load_suite(str(tmp_path))
