@@ -7,7 +7,8 @@
 The manifest is ``suites/NAME/suite.toml`` (manifest.py, docs/verify.md).  The
 prediction is an expression of the model's measures: ``throughput('PATTERN')``,
 ``residence``, ``response``, ``tokens``, ``utilization`` (the pattern, fnmatch
-style, must name exactly one element), and of the grid point's parameters.
+style, must name exactly one element), ``total('residence', 'PATTERN')`` (the sum over
+every element the pattern names), and of the grid point's parameters.
 """
 from __future__ import annotations
 
@@ -73,7 +74,15 @@ def _predictor(result, point: dict):
                                f"{', '.join(names[:20])}")
             return result.get(measure, hits[0])
         return get
+    def total(measure: str, pattern: str) -> float:
+        names = sorted({r.element for r in result.rows if r.measure == measure})
+        hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not hits:
+            raise QPNError(f"predict: total({measure!r}, {pattern!r}) matches no element; the "
+                           f"model has: {', '.join(names[:20])}")
+        return sum(result.get(measure, n) for n in hits)
     ns = {m: pick(m) for m in MEASURES}
+    ns["total"] = total
     ns.update(point)
     ns.update({"min": min, "max": max, "sqrt": math.sqrt})
     return ns
