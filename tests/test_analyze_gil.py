@@ -266,12 +266,14 @@ def check_structure(tr, res):
     return step
 
 
+@pytest.mark.measured
 def test_python_mode_structure(python_mode):
     step = check_structure(*python_mode[:2])
     assert step["gil_free"] == 0                               # pure Python holds the GIL
     assert "on gil as cpu_33_33" in python_mode[1].text
 
 
+@pytest.mark.measured
 def test_hash_mode_structure(hash_mode):
     step = check_structure(*hash_mode[:2])
     assert step["gil_free"] >= 0.85                            # hashlib releases the GIL
@@ -297,12 +299,14 @@ def check_predictions(mode, res, runs, capsys):
     return predicted
 
 
+@pytest.mark.measured
 def test_predict_python_mode(python_mode, capsys):
     """Pure Python: one thread at a time, so 1, 2 and 4 threads take as long."""
     predicted = check_predictions("python", python_mode[1], python_mode[2], capsys)
     assert max(predicted.values()) / min(predicted.values()) < 1.1
 
 
+@pytest.mark.measured
 def test_predict_hash_mode(hash_mode, capsys):
     """hashlib: 2 threads twice as fast as 1; 4 no faster than 2 on 2 cores."""
     predicted = check_predictions("hash", hash_mode[1], hash_mode[2], capsys)

@@ -35,6 +35,7 @@ bound = 0.25
 """
 
 
+@pytest.mark.measured
 def test_small_suite_predicts_the_grid_within_its_bound(tmp_path, monkeypatch):
     # rows divided among the workers, fitted from traces at 2 and 1 workers: within a few
     # percent on this VM (docs/analyzer.md).  A model that kept each worker's traced work

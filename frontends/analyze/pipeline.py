@@ -387,7 +387,11 @@ def _balance(runners, walks, opt, warnings) -> dict:
             hands = [s for s in kept if s.action == "put" or s.action == "take"]
             for s in hands:
                 sides[s.key][s.action == "take"].append(s)
-            if not n or (not hands and cpu < opt.prune * total):
+            # a barrier await synchronizes with the other parties: a runner that waits on
+            # one is part of the work however little CPU it uses (left out, the model's
+            # barrier would wait for it forever)
+            meets = any(s.action == "await" for s in kept)
+            if not n or (not hands and not meets and cpu < opt.prune * total):
                 r.why = ("no work in the steady state" if not n else
                          f"{100 * cpu / total:.1f}% of the CPU and no hand-overs")
                 r.mode = "omitted"

@@ -145,6 +145,10 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         params = _model_params(suite, point, {p.name for p in net.params})
         r = qpn.solve(net, options={"quiet": True, "seed": 1, **suite.solve}, **params)
         pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
+        if not math.isfinite(pred) or pred == 0:
+            report.warnings.append(f"the model predicts {pred} at {point}: it may deadlock or "
+                                   f"never reach the measured element (qpn check {report.model})")
+        report.warnings += [f"at {point}: {w}" for w in getattr(r, "warnings", [])]
         m = measured[i]
         report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
                             "samples": m["samples"], "load": m["load"], "predicted": pred,
