@@ -43,7 +43,14 @@ TRACED = [("pool_queue_lock", ["pool_queue_lock.py", "30", "3"]),
           ("file_server", ["file_server.py", "40", "2"]),
           ("gil_work_python", ["gil_work.py", "python", "2", "24"]),
           ("gil_work_hash", ["gil_work.py", "hash", "2", "24"]),
-          ("probe_cost", ["probe_cost.py", "20", "200"])]
+          ("probe_cost", ["probe_cost.py", "20", "200"]),
+          ("split_rounds", ["split_rounds.py", "12", "2"]),
+          ("sleep_poll", ["sleep_poll.py", "150", "2"]),
+          ("cache_workers", ["cache_workers.py", "120", "2"]),
+          ("open_client", ["open_client.py", "300", "2", "400"]),
+          ("pipeline_chain", ["pipeline_chain.py", "200", "2"]),
+          ("mapreduce", ["mapreduce.py", "10", "2"]),
+          ("conn_pool", ["conn_pool.py", "50", "4", "2"])]
 QPN = [sys.executable, "-m", "qpn.cli"]
 
 

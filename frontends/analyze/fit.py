@@ -3,8 +3,8 @@
 =================  =======================================================
 SCV c               distribution written
 =================  =======================================================
-one sample, c<0.05  ``det(mean)``
-0.05 <= c < 0.75    ``erlang(k, mean)``, k = round(1/c) phases (c = 1/k)
+one sample, c<0.01  ``det(mean)``
+0.01 <= c < 0.75    ``erlang(k, mean)``, k = round(1/c) phases (c = 1/k), at most 50
 0.75 <= c <= 1.3    ``exp(mean)``
 c > 1.3             ``hyperexp(p1: m1, p2: m2)`` (two phases fitted by EM)
                     or ``lognormal(m, c)``, whichever gives the sample the
@@ -31,6 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_PHASES = 50
+#: det below this SCV: closer to 0 than to erlang(MAX_PHASES)'s 1/50.  (It was 0.05, which
+#: wrote work with a 21% standard deviation as constant: two such hashers sharing cores
+#: then stayed phase-locked in the model, and its simulation did not converge in 60 s.)
+DET_BELOW = 0.5 / MAX_PHASES
 
 
 def fmt_time(ns: float) -> str:
@@ -142,7 +146,7 @@ def fit(samples, *, families=("det", "erlang", "exp", "hyperexp", "lognormal")) 
     sd = math.sqrt(c) * m
     if n == 0 or m <= 0:
         return Fit("det", 0.0, 0.0, n)
-    if n == 1 or c < 0.05:
+    if n == 1 or c < DET_BELOW:
         return Fit("det", m, c, n, sd=sd)
     if c < 0.75:
         k = max(2, min(MAX_PHASES, round(1.0 / c)))

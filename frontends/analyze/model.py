@@ -223,7 +223,9 @@ class Writer:
             pname = base if base.endswith("s") else base + "s"
             self.size_param[r.name] = self.param(
                 pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
-            if r.mode == "forever" and not any(lf.action == "take" for lf in leaves(r.items)):
+            # a pool of several threads looping without taking items: it may divide its work
+            if r.mode == "forever" and r.size > 1 and not any(
+                    lf.action == "take" for lf in leaves(r.items)):
                 self._split(r, base)
         if not self.an.gil:
             self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
