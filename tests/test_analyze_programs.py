@@ -263,6 +263,28 @@ def test_open_loop_client_becomes_a_source_with_a_rate(tmp_path_factory):
     assert fixed.info["open_loop"] == {} and "client" in fixed.info["runners"]
 
 
+def test_future_waits_hold_the_submitter_to_the_pool(tmp_path_factory):
+    """executor.map: the main thread waits on the futures of the chunks it submitted.
+    Folded, those waits vanished and the model's main thread put chunks 6x faster than
+    the pool took them (an unstable queue, predicted 71-164x off).  They are a semaphore
+    now: the pool releases one permit per task, the waiter acquires one per wait, and
+    the main thread's loop is one round per iteration."""
+    tr = trace_program(tmp_path_factory, "mapreduce.py", 10, 2)
+    res = build(tr)
+    check_model(res)
+    m = re.search(r"semaphore (\w+_done) permits 0", res.text)
+    assert m, res.text
+    worker = res.text[res.text.index("pool worker"):]
+    main = res.text[res.text.index("pool main"):res.text.index("pool worker")]
+    assert f"release {m[1]}" in worker and f"acquire {m[1]}" in main
+    # a round: submit 12 chunks, then wait for 12 results (not a put loop with a rare
+    # branch into 12 waits, which waited for chunks not yet submitted and deadlocked)
+    assert re.search(r"loop (n_\w+) times \{[^}]*put \w+\s*\}\s*loop \1 times \{[^}]*acquire", main)
+    r = simulate(res.text, time=0.5, replications=4)
+    rounds, took = r.get("throughput", "main.begin"), r.get("throughput", "worker.begin")
+    assert took == pytest.approx(12 * rounds, rel=0.05)       # flow balance: a stable model
+
+
 def test_file_server_structure(server):
     tr, res = server
     check_model(res)

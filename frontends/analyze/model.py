@@ -126,6 +126,7 @@ class Writer:
             line = split_site(info.get("site"))[1]
             base = an.sources.object_name(info.get("site")) or (
                 f"{info.get('type') or kind}_{line}" if line else info.get("type") or kind)
+            base += info.get("name_suffix", "")          # a pool's completions (futures.py)
         base = ident(base)
         if base in RESERVED:
             base = f"{base}_{SUFFIX.get(kind, 'x')}"

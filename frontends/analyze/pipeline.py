@@ -25,6 +25,7 @@ import numpy as np
 
 from qpn.errors import QPNError
 
+from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
 from .joins import batch_joiners, find_joins
@@ -34,7 +35,7 @@ from .phases import (SteadyLoop, drop_short_exits, end_cpu_clock, propagate_drop
                      steady_loop, work_phase)
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
-from .structure import Tokens, leaves, structure
+from .structure import Tokens, round_end, leaves, structure
 from .threads import Group, group_threads
 
 
@@ -138,7 +139,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
                         "time between operations stands in for CPU demand")
     by = trace.by_thread()
     _tick(timings, 'by_thread')
-    objects = ObjectTable(e for e in trace.events if e["kind"] == "object")
+    object_events = [e for e in trace.events if e["kind"] == "object"]
+    by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
+    objects = ObjectTable(object_events + waited)
     info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
     main = h.program.get("pid") if h.program.get("pid") in by else next(
         (t for t, e in info.items() if e.get("name") == "MainThread"), None)
@@ -424,10 +427,21 @@ def _finish(r: Runner, walks: dict) -> None:
         return
     if r.mode == "forever":
         its = []
-        for t in r.group.tids:
-            w = fold(walks[t], lambda s: not s.drop)
-            toks = list(map(_TOK, w))
-            cuts = [i for i, x in enumerate(toks) if x == r.header] + [len(w)]
+        folded = {t: fold(walks[t], lambda s: not s.drop) for t in r.group.tids}
+        toks_of = {t: list(map(_TOK, w)) for t, w in folded.items()}
+        groups: dict = {}
+        for t, toks in toks_of.items():
+            groups.setdefault(tuple(toks), []).append(folded[t])
+        # rounds of runs (submit N, wait for N): an iteration is a round (structure.round_end)
+        back = round_end(groups, r.header) if groups else None
+        for t, w in folded.items():
+            toks = toks_of[t]
+            if back is None:
+                cuts = [i for i, x in enumerate(toks) if x == r.header]
+            else:
+                cuts = [i for i, x in enumerate(toks) if x == r.header
+                        and (i == 0 or toks[i - 1] == back)]
+            cuts = cuts + [len(w)]
             its.extend(w[a:b] for a, b in zip(cuts, cuts[1:]))
         if its:
             r.walks = its

@@ -31,6 +31,8 @@ gives two leaves with their own statistics (context splitting by position).
 'loop[3]{take branch{2:(lock unlock put) 1:()}}'
 >>> show(structure([walk("put put put take take take")]))
 'loop[3]{put} loop[3]{take}'
+>>> show(structure([walk(" ".join(["put put put take take take"] * 4))]))
+'loop[4]{loop[3]{put} loop[3]{take}}'
 """
 from __future__ import annotations
 
@@ -262,9 +264,12 @@ def _loop(parts: list) -> Loop:
         rare = [t for t, c in counts_of.items() if c == low and follows[t]]
         if rare:
             latch = max(rare, key=lambda t: follows[t])
+    back = round_end(groups, h) if latch is None else None
     counts, iterations, flat = [], [], []
     for k, ps in groups.items():
-        if latch is None:
+        if back is not None:
+            cuts = [0] + [i + 1 for i in range(len(k) - 1) if k[i] == back and k[i + 1] == h] + [len(k)]
+        elif latch is None:
             cuts = [0] + [i for i in range(1, len(k)) if k[i] == h] + [len(k)]
         else:
             cuts = [0] + [i + 1 for i in range(len(k) - 1) if k[i] == latch] + [len(k)]
@@ -275,6 +280,37 @@ def _loop(parts: list) -> Loop:
             iterations.append(its)
             flat.extend(its)
     return Loop(structure(flat), counts, h, iterations)
+
+
+def round_end(groups: dict, h) -> object:
+    """The token after which rounds of runs end, when the header repeats itself: ``(a^12
+    b^12)`` repeated (submit 12 tasks, wait for 12 results) is a loop of rounds, each a
+    loop of a's and one of b's -- not a loop of a's with a rare branch into 12 b's, which
+    would wait for results of tasks not yet submitted.  The round ends where another token
+    leads back to the header; accepted only if (nearly) every round is the same sequence.
+    """
+    back: collections.Counter = collections.Counter()
+    selfloop = False
+    for k, ps in groups.items():
+        for i in range(len(k) - 1):
+            if k[i + 1] == h:
+                if k[i] == h:
+                    selfloop = True
+                else:
+                    back[k[i]] += len(ps)
+    if not selfloop or len(back) != 1:
+        return None
+    (t, _), = back.items()
+    rounds: collections.Counter = collections.Counter()
+    for k, ps in groups.items():
+        cuts = [0] + [i + 1 for i in range(len(k) - 1) if k[i] == t and k[i + 1] == h] + [len(k)]
+        for a, b in zip(cuts, cuts[1:]):
+            rounds[tuple(k[a:b])] += len(ps)
+    total = sum(rounds.values())
+    typical, top = rounds.most_common(1)[0]
+    # a round repeats the header (a run), and (nearly) every round is the same sequence
+    return t if (total >= 3 and typical.count(h) >= 2
+                 and top >= 0.9 * (total - len(groups))) else None
 
 
 def leaves(items) -> list[Leaf]:
