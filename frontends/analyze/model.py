@@ -48,6 +48,16 @@ class ModelText:
     info: dict = field(default_factory=dict)
 
 
+def geometric_mean_text(mean: float) -> str:
+    """The mean of a ``loop about N times`` with as few digits as keep it above 1 (the
+    language's geometric loop needs N > 1; 4 digits wrote 1.0001 as "1").
+
+    >>> geometric_mean_text(2.345678), geometric_mean_text(1 + 1 / 11922)
+    ('2.346', '1.0001')
+    """
+    return next(t for t in (f"{mean:.{p}g}" for p in range(4, 18)) if float(t) > 1)
+
+
 def sleep_times(steps) -> tuple[list, str]:
     """How long a sleep takes: what the program asked for plus what the OS added (timer
     slack, wake-up; ~75 us per 1 ms sleep on this VM), the lower quartile of the
@@ -574,10 +584,11 @@ class Writer:
                                        "entries": len(counts), "site": self._loop_site(lp)})
             return [f"loop {pname} times {{"] + _indent(body) + ["}"]
         mean = sum(counts) / len(counts)
+        text = geometric_mean_text(mean)
         self.info["loops"].append({"runner": ctx.runner.name, "count": mean, "param": None,
                                    "entries": len(counts), "site": self._loop_site(lp)})
         return [f"# {len(counts)} runs of this loop, {min(counts)} to {max(counts)} iterations",
-                f"loop about {mean:.4g} times {{"] + _indent(body) + ["}"]
+                f"loop about {text} times {{"] + _indent(body) + ["}"]
 
     def _loop_site(self, lp) -> str:
         return self.an.tokens.tokens[lp.header][2] or "?"
