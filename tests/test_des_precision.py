@@ -106,3 +106,32 @@ def test_rare_wait_default_run_reaches_erlang_c_with_its_observations():
     assert row.n == pytest.approx(22.0 * kept, rel=0.05)
     thr = res.cell("throughput", "start")
     assert thr.n == pytest.approx(row.n, rel=1e-3)
+
+
+UNSTABLE = """
+net unstable
+param work = 2 ms
+software {
+    cpu host cores 2 ps
+    blocking queue q
+    pool main size 1 { cpu exp(1 ms) as make
+                       put q }
+    pool w size 1 { take q
+                    cpu exp(work) as serve }
+}
+"""
+
+
+def test_an_unstable_model_is_named_not_averaged_quietly():
+    # items are made at 1000/s and served at 500/s: q grows by ~500 per second, and no
+    # estimate describes a steady state.  (A model of executor.map that lost its waits
+    # on futures did this and reported "stopped by precision" with only a warm-up note.)
+    net = qpn.parse(UNSTABLE)
+    opts = {"time": 20.0, "replications": 4, "seed": 2, "quiet": True}
+    r = qpn.solve(net, method="des", options=opts)
+    grow = [w for w in r.warnings if "keep growing" in w]
+    assert len(grow) == 1 and grow[0].startswith("tokens in q.items")
+    # the same model with service faster than arrivals (rho = 0.5): no such warning
+    stable = qpn.solve(net, method="des", options=opts, work=0.5e-3)
+    assert not [w for w in stable.warnings if "keep growing" in w]
+    assert stable.get("tokens", "q.items") < 5

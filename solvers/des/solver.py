@@ -347,6 +347,39 @@ def _sequential_rule(engine, o: dict):
     return check
 
 
+def _growing(engine, lanes: np.ndarray, first: np.ndarray, c, *, factor: float = 1.5,
+             least: float = 5.0) -> list[str]:
+    """Places whose tokens keep growing through the run: an unstable model (arrivals
+    above service) has no steady state, and its estimates grow with the simulated time
+    (the warm-up detection then cuts most of the run away, and says only that).
+    Compared per lane over the thirds of the run's buckets: warned when the last third's
+    mean tokens are ``factor`` times the middle third's and ``least`` tokens more, and the
+    middle third's above the first's, in most lanes (4 in 5).  A transient that settles
+    within the first two thirds does not grow like that."""
+    st = engine.stats
+    thirds = []
+    for lane in np.asarray(lanes, dtype=np.int64):
+        b1 = int(st.nb_l[lane])
+        n = b1 // 3
+        if n < 2:
+            return []
+        t = st.bk_time[:, lane]
+        a = st.bk_area[:, :, lane]
+        thirds.append([a[k * n:(k + 1) * n].sum(axis=0) / max(t[k * n:(k + 1) * n].sum(), 1e-300)
+                       for k in (0, 1)] + [a[b1 - n:b1].sum(axis=0) / max(t[b1 - n:b1].sum(), 1e-300)])
+    th = np.array(thirds)                     # (lanes, 3, slots)
+    out = []
+    for place in c.places:
+        f, m, l = (th[:, k, place.slots].sum(axis=1) for k in range(3))
+        up = (l > factor * m) & (l - m > least) & (m > f)
+        if up.mean() >= 0.8:
+            out.append(f"tokens in {place.name} keep growing through the run ({m.mean():.4g} in "
+                       f"the middle third of the run, {l.mean():.4g} in the last): the model may "
+                       f"be unstable (arrivals above service), and its estimates then grow with "
+                       f"the simulated time")
+    return out
+
+
 def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, compiled) -> Result:
     rows, extra = analyze(engine, lanes, o, first)
     res = Result(method="des", model=compiled.net.name, level=float(o["level"]), partial=runinfo.partial)
@@ -394,6 +427,7 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
         res.warnings.append("the warm-up detected is half of the run or more: the estimates may still "
                             "carry the start state (simulate longer)")
     res.warnings += _few_firings(rows, res.info["simulated_time"] - res.info["warmup_time"])
+    res.warnings += _growing(engine, lanes, first, compiled)
     res.info["kernel"] = getattr(engine, "kernel", type(engine).__name__)
     res.info["processes"] = getattr(engine, "processes", 1)
     res.info["threads"] = getattr(engine, "threads", 1)
