@@ -243,7 +243,7 @@ def _(p):
                    "configurations, predict the grid and report the error (suites/NAME/suite.toml)")
 def cmd_verify(args) -> int:
     from .verify import verify
-    rep = verify(args.suite, remeasure=args.remeasure, out_dir=args.output)
+    rep = verify(args.suite, remeasure=args.remeasure, out_dir=args.output, retrace=args.retrace)
     for w in rep.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"{rep.suite}: predicted against measured (eps = |measured - predicted| / measured)")
@@ -261,7 +261,10 @@ def cmd_verify(args) -> int:
 def _(p):
     p.add_argument("suite", help="suite directory holding suite.toml (e.g. suites/split_rounds)")
     p.add_argument("--remeasure", action="store_true",
-                   help="measure again instead of using the cached samples")
+                   help="measure (and trace) again instead of using the cached samples")
+    p.add_argument("--retrace", action="store_true",
+                   help="trace the build configurations again (default: reuse the traces of "
+                        "the last run of the same program and arguments)")
     p.add_argument("-o", "--output", default=None,
                    help="directory for the traces, model, verify.json and verify.png "
                         "(default SUITE/verify)")

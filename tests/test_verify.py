@@ -55,8 +55,12 @@ def test_small_suite_predicts_the_grid_within_its_bound(tmp_path, monkeypatch):
     # measured once: a second run takes the samples from the cache
     measure_mod = sys.modules["frontends.verify.measure"]
     monkeypatch.setattr(measure_mod, "run_once", lambda *a, **k: pytest.fail("measured again"))
+    import frontends.pytrace
+    monkeypatch.setattr(frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced again"))
     again = verify(str(tmp_path))
     assert [r["measured"] for r in again.rows] == [r["measured"] for r in rep.rows]
+    # the same traces: the same model and predictions (the simulation is seeded)
+    assert [r["predicted"] for r in again.rows] == [r["predicted"] for r in rep.rows]
 
 
 @pytest.mark.parametrize("text, msg", [

@@ -153,8 +153,10 @@ def _precompile() -> None:
 
 
 def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
-                  env: dict[str, str] | None = None, timeout: float | None = None) -> TraceRun:
-    """Run ``cmd`` (a Python program) traced and write the neutral trace to ``out``.
+                  env: dict[str, str] | None = None, timeout: float | None = None,
+                  stdout=None) -> TraceRun:
+    """Run ``cmd`` (a Python program) traced and write the neutral trace to ``out``
+    (``stdout``: where the program's output goes, as for ``subprocess``; default ours).
 
     The program's exit status is returned, not raised: a failing program still
     gives a trace.  Raises :class:`QPNError` if the command cannot be started or
@@ -177,7 +179,7 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         env["QPN_TRACE_RAW"] = raw
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout)
         except OSError as exc:
             raise QPNError(f"qpn trace: cannot run {cmd[0]!r}: {exc.strerror or exc}") from None
         # Ctrl-C goes to the whole process group: let the program handle it and

@@ -97,21 +97,37 @@ def _evaluate(expr: str, ns: dict) -> float:
         raise QPNError(f"predict: cannot evaluate {expr!r}: {type(exc).__name__}: {exc}") from None
 
 
-def build_model(suite: Suite, out_dir: str, log=sys.stderr):
-    """Trace the build configurations (isolated) and build the model from them."""
+def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True):
+    """Trace the build configurations (isolated) and build the model from them.  With
+    ``retrace=False`` the traces of an earlier run of the same program and arguments are
+    used again (``trace*.jsonl`` with a ``.key`` beside), so repeated runs build the same
+    model."""
+    import subprocess
+
     from frontends.analyze import build
     from frontends.pytrace import trace_command
     from frontends.trace import read_trace
+
+    from .measure import program_key
     traces = []
     for i, cfg in enumerate(suite.configs):
         path = os.path.join(out_dir, f"trace{i}.jsonl")
         argv = [sys.executable, suite.program] + suite.argv({**cfg})
-        run = trace_command(ISOLATE + argv, path, cwd=os.path.dirname(suite.program))
-        if run.returncode != 0:
-            raise QPNError(f"{suite.name}: the traced run `{' '.join(argv)}` exited with "
-                           f"{run.returncode}")
+        key = program_key(suite, {**cfg})
+        try:
+            with open(path + ".key") as fh:
+                same = fh.read() == key and os.path.exists(path)
+        except OSError:
+            same = False
+        if retrace or not same:
+            run = trace_command(ISOLATE + argv, path, cwd=os.path.dirname(suite.program),
+                                stdout=subprocess.DEVNULL)
+            if run.returncode != 0:
+                raise QPNError(f"{suite.name}: the traced run `{' '.join(argv)}` exited with "
+                               f"{run.returncode}")
+            write_atomic(path + ".key", key)
+            print(f"verify {suite.name}: traced {cfg}", file=log)
         traces.append(read_trace(path))
-        print(f"verify {suite.name}: traced {cfg}", file=log)
     return build(traces[0], others=tuple(traces[1:]), name=suite.name)
 
 
@@ -129,14 +145,14 @@ def _model_params(suite: Suite, point: dict, params: dict) -> dict:
 
 
 def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = None,
-           log=sys.stderr) -> Report:
+           log=sys.stderr, retrace: bool = False) -> Report:
     """Run a suite (see the module); writes ``verify.json`` (and ``verify.png``) there."""
     import qpn
     suite = load_suite(directory)
     out_dir = out_dir or os.path.join(directory, "verify")
     os.makedirs(out_dir, exist_ok=True)
     measured = measure(suite, remeasure=remeasure, log=log)
-    res = build_model(suite, out_dir, log=log)
+    res = build_model(suite, out_dir, log=log, retrace=retrace or remeasure)
     write_atomic(os.path.join(out_dir, "model.qpn"), res.text)
     net = qpn.parse(res.text)
     report = Report(suite.name, model=os.path.join(out_dir, "model.qpn"), warnings=list(res.warnings),

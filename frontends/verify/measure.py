@@ -66,6 +66,11 @@ def runs_of(suite, point: dict) -> list[dict]:
     return [dict(point)]
 
 
+def program_key(suite, values: dict) -> str:
+    """The program file's hash and its arguments: what a cached sample or trace is of."""
+    return _key(suite, values)
+
+
 def _key(suite, values: dict) -> str:
     with open(suite.program, "rb") as fh:
         h = hashlib.sha256(fh.read()).hexdigest()[:16]
@@ -126,4 +131,4 @@ def _values(suite, points, cache) -> dict:
     return out
 
 
-__all__ = ["measure", "run_once", "runs_of", "ISOLATE"]
+__all__ = ["measure", "run_once", "runs_of", "program_key", "ISOLATE"]
