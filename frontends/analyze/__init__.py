@@ -11,7 +11,9 @@
 * :mod:`.gil` -- how much of each fragment ran without the GIL;
 * :mod:`.handoff` -- how long threads released by a barrier first held the GIL;
 * :mod:`.fit` -- distributions chosen by SCV;
-* :mod:`.model`, :mod:`.emit` -- the model text;
+* :mod:`.futures` -- waits on futures as a semaphore between a pool and its waiter;
+* :mod:`.model`, :mod:`.emit` -- the model text; :mod:`.assumptions` -- what one trace
+  leaves open (barrier parties, divided work, open-loop clients, sleeps);
 * :mod:`.across` -- several traces of one program: divided work, spread;
 * :mod:`.synth` -- synthetic traces for tests and benchmarks.
 

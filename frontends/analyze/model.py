@@ -31,6 +31,7 @@ from .blocks import io_sum as _io_sum
 from .blocks import lock_comment as _lock_comment
 from .blocks import walk_locks as _walk_locks
 from .blocks import per_thread_note
+from .assumptions import barrier_parties, divided_work, geometric_mean_text, open_loop, sleep_times
 from .structure import Leaf, Loop, leaves
 from .threads import stem
 
@@ -46,39 +47,6 @@ class ModelText:
     text: str
     side_files: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
-
-
-def geometric_mean_text(mean: float) -> str:
-    """The mean of a ``loop about N times`` with as few digits as keep it above 1 (the
-    language's geometric loop needs N > 1; 4 digits wrote 1.0001 as "1").
-
-    >>> geometric_mean_text(2.345678), geometric_mean_text(1 + 1 / 11922)
-    ('2.346', '1.0001')
-    """
-    return next(t for t in (f"{mean:.{p}g}" for p in range(4, 18)) if float(t) > 1)
-
-
-def sleep_times(steps) -> tuple[list, str]:
-    """How long a sleep takes: what the program asked for plus what the OS added (timer
-    slack, wake-up; ~75 us per 1 ms sleep on this VM), the lower quartile of the
-    overshoot at this site, so that time spent re-taking the GIL after waking -- which
-    the model's GIL station adds itself -- is not counted twice.  Without requested
-    durations in the trace: the measured ones.
-
-    >>> class S:
-    ...     def __init__(self, req, dur): self.ev, self.dur = {"requested": req}, dur
-    >>> sleep_times([S(1000, 1070), S(1000, 1080), S(1000, 1075), S(1000, 3000)])
-    ([1075, 1075, 1075, 1075], '; asked for 1 us, took 75 ns longer (lower quartile of 4 sleeps)')
-    """
-    req = [s.ev.get("requested") for s in steps]
-    if not steps or any(r is None for r in req):
-        return [s.dur for s in steps], ""
-    over = sorted(max(0, s.dur - r) for s, r in zip(steps, req))
-    extra = over[len(over) // 4]
-    mean = sum(req) / len(req)
-    return ([r + extra for r in req],
-            f"; asked for {fmt_time(mean)}, took {fmt_time(extra)} longer (lower quartile of "
-            f"{len(over)} sleeps)")
 
 
 def prob_texts(counts) -> list[str]:
@@ -178,7 +146,7 @@ class Writer:
             facts["permits"] = permits
         elif kind == "barrier":
             parties = info.get("parties", 2)
-            expr, note = self._parties(key, parties)
+            expr, note = barrier_parties(self, key, parties)
             lines.append(f"# barrier{where}, {parties} parties" + note)
             decl = f"barrier {name} parties {expr}"
             facts["parties"] = parties
@@ -194,26 +162,6 @@ class Writer:
         self.decls[key] = (len(self.decls), lines + [decl])
         self.info["objects"][name] = facts
 
-    def _parties(self, key, parties: int) -> tuple[str, str]:
-        """A barrier's parties as the sum of the sizes of the runners that wait on it
-        (``workers + 1`` for a pool and the main thread), so that the barrier follows the
-        pool parameters; the traced number when the waiting threads do not add up to it
-        (with a comment saying so)."""
-        users = [r for r in self.an.runners if r.mode != "omitted" and any(
-            lf.action == "await" and lf.token[1] == key for lf in leaves(r.items))]
-        if not users:
-            return str(parties), ""
-        if sum(r.size for r in users) != parties:
-            waiting = " + ".join(f"{r.size} ({r.name})" for r in users)
-            return str(parties), (f"; the threads modelled waiting on it are {waiting}: the "
-                                  "traced number is kept, check it when pool sizes change")
-        terms = [self.size_param[r.name] for r in users if r.name in self.size_param]
-        ones = len(users) - len(terms)            # the main thread, and runners of one thread
-        if ones:
-            terms.append(str(ones))
-        expr = " + ".join(terms)
-        return expr, (f": the threads that wait on it ({expr})" if len(users) > 1 else "")
-
     # ----------------------------------------------------------- runners
     def runners(self) -> list[str]:
         an = self.an
@@ -221,7 +169,7 @@ class Writer:
         live = [r for r in an.runners if r.mode != "omitted"]
         clients = {}
         for r in list(live):
-            found = None if r.group.main else self._open_loop(r)
+            found = None if r.group.main else open_loop(self, r)
             if found:
                 clients[r.name] = found
                 live.remove(r)
@@ -237,7 +185,7 @@ class Writer:
             # a pool of several threads looping without taking items: it may divide its work
             if r.mode == "forever" and r.size > 1 and not any(
                     lf.action == "take" for lf in leaves(r.items)):
-                self._split(r, base)
+                divided_work(self, r, base)
         if not self.an.gil:
             self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
         for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
@@ -249,27 +197,6 @@ class Writer:
         for r in live:
             out += [""] + self.runner(r)
         return out
-
-    def _open_loop(self, r):
-        """(queue key, put times) when runner ``r`` is an open-loop client: its steady loop
-        only sleeps and puts into one unbounded queue, and the sleeps it asks for vary
-        (it sleeps until the next scheduled arrival, not for a fixed time).  Its arrivals
-        do not depend on the rest of the program: a ``source`` with a rate parameter."""
-        if r.mode != "forever":
-            return None
-        lvs = leaves(r.items)
-        if {lf.action for lf in lvs} != {"sleep", "put"}:
-            return None
-        keys = {lf.token[1] for lf in lvs if lf.action == "put"}
-        if len(keys) != 1:
-            return None
-        key = next(iter(keys))
-        if self.an.objects.info(key).get("capacity"):
-            return None                          # a bounded queue: the client can block
-        asked = [s.ev.get("requested") for lf in lvs if lf.action == "sleep" for s in lf.steps]
-        if len(asked) < 3 or None in asked or fit(asked).scv < 0.05:
-            return None                          # fixed sleeps: the period follows its own work
-        return key, sorted(s.end for lf in lvs if lf.action == "put" for s in lf.steps)
 
     def source(self, key, times, why: str | None = None) -> list[str]:
         q = self.obj(key)
@@ -285,31 +212,6 @@ class Writer:
         why = why or f"completions of the takes from '{q}', nobody in the trace puts there"
         return ["", f"# open workload: {f.describe()} between arrivals ({why})",
                 f"source {name} every {f.text(mean=f'1 / {p}')} {{", f"    put {q}", "}"]
-
-    def _split(self, r, base: str) -> None:
-        """Parameters for the assumption that each thread's work per iteration does not
-        depend on the pool size.  One trace cannot tell it from a program that divides a
-        fixed amount among its threads (n / threads rows each): ``split_*`` says which
-        share is divided, ``work_*`` scales the pool's CPU demands accordingly."""
-        size = self.size_param[r.name]
-        fitted = self.across.splits.get(r.name) if self.across else None
-        if fitted:
-            v = fitted[0]
-            sp = self.param(f"split_{base}", int(v) if v == int(v) else v,
-                            f"{fitted[1]} (0: each thread's work does not depend on the pool "
-                            f"size; 1: {r.size} / {size} of the traced work each)")
-        else:
-            sp = self.param(f"split_{base}", 0,
-                            f"ASSUMPTION: share of the work per iteration of pool '{r.name}' that "
-                            f"the program divides among its threads (0: each thread's work does "
-                            f"not depend on the pool size; 1: a fixed amount is split, {r.size} / "
-                            f"{size} of the traced work each)")
-            self.assumptions.append((sp, f"pool '{r.name}': work per iteration not divided "
-                                         "among its threads (one trace cannot tell; traces at "
-                                         "two pool sizes can: qpn build a.jsonl b.jsonl)"))
-        self.work_param[r.name] = self.param(
-            f"work_{base}", f"1 - {sp} + {sp} * {r.size} / {size}",
-            f"work per iteration of a thread of '{r.name}', relative to the trace")
 
     def runner(self, r) -> list[str]:
         ctx = _Ctx(r)
