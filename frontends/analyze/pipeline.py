@@ -159,16 +159,15 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'sockets')
     phase = work_phase(walks)
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
-    sigs, counts = {}, {}
+    sigs = {}                          # tid -> how often it did each token in the work phase
     for tid, w in walks.items():
         i, j = _inside(w, lo, hi)
         for s in w[:i]:
             s.out = True
         for s in w[j:]:
             s.out = True
-        counts[tid] = collections.Counter(map(_TOK, w[i:j]))
-        sigs[tid] = set(counts[tid])
-    groups = group_threads(sigs, info, main, counts)
+        sigs[tid] = collections.Counter(map(_TOK, w[i:j]))
+    groups = group_threads(sigs, info, main)
     runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
     _tick(timings, 'pools')
     for r in runners:                  # all its work lies in start-up or shut-down

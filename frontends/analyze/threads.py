@@ -18,9 +18,8 @@ not) are one pool too.  The main thread is always a runner of its own.
 >>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
 [('main', [1]), ('worker', [2, 3])]
 >>> counts = {1: {"a": 1}, 2: {"take": 20, "hash": 20, "evict": 1, "clear": 1},
-...           3: {"take": 20, "hash": 20, "log": 1, "close": 1}}
->>> sigs = {t: set(c) for t, c in counts.items()}     # sets alike by 2 of 6 only
->>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1, counts=counts)]
+...           3: {"take": 20, "hash": 20, "log": 1, "close": 1}}   # as sets: alike by 2 of 6
+>>> [(g.name, g.tids) for g in group_threads(counts, info, main=1)]
 [('main', [1]), ('worker', [2, 3])]
 >>> sigs = {1: {"a"}, 2: {"take", "hash"}, 3: {"put", "read"}}
 >>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
@@ -57,10 +56,10 @@ class Group:
     start_site: str | None = None
 
 
-def group_threads(signatures: dict, info: dict, main=None, counts: dict | None = None) -> list[Group]:
-    """Pools from per-thread token sets; ``info[tid]`` has ``name`` and ``site``;
-    ``counts[tid]`` (optional) how often the thread did each token, which weighs the
-    similarity of groups that neither contains the other."""
+def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
+    """Pools from per-thread tokens; ``info[tid]`` has ``name`` and ``site``.  A
+    signature is a thread's set of tokens, or a mapping token -> how often the thread
+    did it, which weighs the similarity of groups that neither contains the other."""
     groups: dict[tuple, list] = {}
     for tid in sorted(signatures):
         if tid == main:
@@ -83,7 +82,7 @@ def group_threads(signatures: dict, info: dict, main=None, counts: dict | None =
                 keys.remove(small)
                 merged = True
                 break
-    _merge_alike(groups, info, counts or {})
+    _merge_alike(groups, info, signatures)
     out = []
     if main is not None and main in signatures:
         out.append(Group("main", [main], True, [info.get(main, {}).get("name", "MainThread")],
@@ -98,16 +97,15 @@ def group_threads(signatures: dict, info: dict, main=None, counts: dict | None =
 ALIKE = 0.6      # Jaccard similarity of two groups' token sets that makes them one pool
 
 
-def _similarity(a: tuple, b: tuple, groups: dict, counts: dict) -> float:
+def _similarity(a: tuple, b: tuple, groups: dict, signatures: dict) -> float:
     """Jaccard similarity of two groups' tokens, weighted by how often their threads did
-    each (sum of minima over sum of maxima of the per-thread means) when counts are known."""
-    if not all(t in counts for t in groups[a] + groups[b]):
-        union = a[1] | b[1]
-        return len(a[1] & b[1]) / len(union) if union else 0.0
+    each: the sum of minima over the sum of maxima of the per-thread means (a token set
+    counts each token once, which gives the plain Jaccard index)."""
     def mean(key):
         tot: dict = {}
         for t in groups[key]:
-            for tok, n in counts[t].items():
+            sig = signatures[t]
+            for tok, n in (sig.items() if isinstance(sig, dict) else ((x, 1) for x in sig)):
                 tot[tok] = tot.get(tok, 0) + n / len(groups[key])
         return tot
     ma, mb = mean(a), mean(b)
@@ -116,7 +114,7 @@ def _similarity(a: tuple, b: tuple, groups: dict, counts: dict) -> float:
     return sum(min(ma.get(k, 0), mb.get(k, 0)) for k in toks) / hi if hi else 0.0
 
 
-def _merge_alike(groups: dict, info: dict, counts: dict) -> None:
+def _merge_alike(groups: dict, info: dict, signatures: dict) -> None:
     """Merge groups of the same start site and thread-name stem whose tokens mostly agree
     (:func:`_similarity` >= ALIKE): identical workers that each took a rare path the other
     did not (one evicted a cache, the other wrote the log) are one pool, not one-thread
@@ -130,7 +128,7 @@ def _merge_alike(groups: dict, info: dict, counts: dict) -> None:
             for b in keys[i + 1:]:
                 if a[0] != b[0] or not _same_stem(groups[a], groups[b], info):
                     continue
-                if _similarity(a, b, groups, counts) >= ALIKE:
+                if _similarity(a, b, groups, signatures) >= ALIKE:
                     key = (a[0], a[1] | b[1])
                     tids = groups.pop(a) + groups.pop(b)
                     groups.setdefault(key, []).extend(tids)
