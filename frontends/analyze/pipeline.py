@@ -35,7 +35,7 @@ from .phases import (SteadyLoop, drop_short_exits, end_cpu_clock, propagate_drop
                      steady_loop, work_phase)
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
-from .structure import Tokens, round_end, leaves, structure
+from .structure import Tokens, leaves, round_end, round_starts, structure
 from .threads import Group, group_threads
 
 
@@ -438,8 +438,7 @@ def _finish(r: Runner, walks: dict) -> None:
             if back is None:
                 cuts = [i for i, x in enumerate(toks) if x == r.header]
             else:
-                cuts = [i for i, x in enumerate(toks) if x == r.header
-                        and (i == 0 or toks[i - 1] == back)]
+                cuts = [0] * (toks[:1] == [r.header]) + round_starts(toks, r.header, back)
             cuts = cuts + [len(w)]
             its.extend(w[a:b] for a, b in zip(cuts, cuts[1:]))
         if its:

@@ -268,7 +268,7 @@ def _loop(parts: list) -> Loop:
     counts, iterations, flat = [], [], []
     for k, ps in groups.items():
         if back is not None:
-            cuts = [0] + [i + 1 for i in range(len(k) - 1) if k[i] == back and k[i + 1] == h] + [len(k)]
+            cuts = [0] + round_starts(k, h, back) + [len(k)]
         elif latch is None:
             cuts = [0] + [i for i in range(1, len(k)) if k[i] == h] + [len(k)]
         else:
@@ -280,6 +280,12 @@ def _loop(parts: list) -> Loop:
             iterations.append(its)
             flat.extend(its)
     return Loop(structure(flat), counts, h, iterations)
+
+
+def round_starts(toks, h, back) -> list[int]:
+    """Where rounds begin in a token sequence: at the header ``h`` right after ``back``
+    (the token that ends a round, :func:`round_end`)."""
+    return [i for i in range(1, len(toks)) if toks[i] == h and toks[i - 1] == back]
 
 
 def round_end(groups: dict, h) -> object:
@@ -303,7 +309,7 @@ def round_end(groups: dict, h) -> object:
     (t, _), = back.items()
     rounds: collections.Counter = collections.Counter()
     for k, ps in groups.items():
-        cuts = [0] + [i + 1 for i in range(len(k) - 1) if k[i] == t and k[i + 1] == h] + [len(k)]
+        cuts = [0] + round_starts(k, h, t) + [len(k)]
         for a, b in zip(cuts, cuts[1:]):
             rounds[tuple(k[a:b])] += len(ps)
     total = sum(rounds.values())
