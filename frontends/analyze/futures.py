@@ -25,7 +25,9 @@ last one takes is the same).  Tasks nobody waits for release nothing.
 ...           {"kind": "task", "tid": 2, "ts": 13, "dur": 40, "obj": 9, "item": 70},
 ...           {"kind": "get", "tid": 2, "ts": 54, "obj": 7, "item": 71},
 ...           {"kind": "task", "tid": 2, "ts": 55, "dur": 40, "obj": 8, "item": 71}]}
->>> new_by, objs = futures_as_semaphores(by, [{"kind": "object", "ts": 1, "obj": 7, "type": "simple_queue"}])
+>>> pool = [{"kind": "object", "ts": 1, "obj": 7, "type": "simple_queue"},
+...         {"kind": "object", "ts": 1, "obj": 6, "type": "pool", "queue": 7}]
+>>> new_by, objs = futures_as_semaphores(by, pool)
 >>> [e["kind"] for e in new_by[1]]
 ['put', 'put', 'acquire', 'acquire']
 >>> [e["kind"] for e in new_by[2]]
@@ -36,9 +38,11 @@ last one takes is the same).  Tasks nobody waits for release nothing.
 from __future__ import annotations
 
 import heapq
+from operator import itemgetter
 
 #: synthetic object ids: far above any id(obj) a 64-bit CPython gives
 SYNTHETIC = 1 << 62
+_TS = itemgetter("ts")
 
 
 def futures_as_semaphores(by: dict, objects: list) -> tuple[dict, list]:
@@ -46,6 +50,8 @@ def futures_as_semaphores(by: dict, objects: list) -> tuple[dict, list]:
 
     ``by``: tid -> events sorted by ts (not changed: threads that change get new lists);
     ``objects``: the trace's ``object`` events."""
+    if not any(o.get("type") == "pool" for o in objects):
+        return by, []                     # no executor: nothing to read through every event
     queue_of_item: dict = {}
     for evs in by.values():
         for e in evs:
@@ -83,7 +89,7 @@ def futures_as_semaphores(by: dict, objects: list) -> tuple[dict, list]:
         qo = declared.get(q, {})
         new_objects.append({"kind": "object", "tid": qo.get("tid", 0), "ts": first - 1, "obj": sem[q],
                             "type": "sem", "permits": 0, "site": qo.get("site"),
-                            "name_suffix": "_done", "future_of": q})
+                            "name_suffix": "_done"})
     out = dict(by)
     for tid, evs in by.items():
         if any(e["kind"] == "wait" and e.get("on") == "future" for e in evs):
@@ -105,10 +111,6 @@ def futures_as_semaphores(by: dict, objects: list) -> tuple[dict, list]:
         # merge is stable: a release comes after the events that share its ts (the task)
         out[tid] = list(heapq.merge(out[tid], rels, key=_TS))
     return out, new_objects
-
-
-def _TS(e: dict) -> int:
-    return e["ts"]
 
 
 __all__ = ["futures_as_semaphores", "SYNTHETIC"]
