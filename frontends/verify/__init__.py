@@ -64,22 +64,23 @@ class Report:
 
 def _predictor(result, point: dict):
     """The namespace a prediction expression is evaluated in."""
-    def pick(measure: str):
-        def get(pattern: str) -> float:
-            names = sorted({r.element for r in result.rows if r.measure == measure})
-            hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-            if len(hits) != 1:
-                raise QPNError(f"predict: {measure}({pattern!r}) matches {len(hits)} elements "
-                               f"({', '.join(hits[:8]) or 'none'}); the model has: "
-                               f"{', '.join(names[:20])}")
-            return result.get(measure, hits[0])
-        return get
-    def total(measure: str, pattern: str) -> float:
+    def matching(measure: str, pattern: str, call: str, one: bool) -> list[str]:
         names = sorted({r.element for r in result.rows if r.measure == measure})
         hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-        if not hits:
-            raise QPNError(f"predict: total({measure!r}, {pattern!r}) matches no element; the "
-                           f"model has: {', '.join(names[:20])}")
+        if (len(hits) != 1) if one else not hits:
+            raise QPNError(f"predict: {call} matches {len(hits)} elements "
+                           f"({', '.join(hits[:8]) or 'none'}); the model has: "
+                           f"{', '.join(names[:20])}")
+        return hits
+
+    def pick(measure: str):
+        def get(pattern: str) -> float:
+            (name,) = matching(measure, pattern, f"{measure}({pattern!r})", True)
+            return result.get(measure, name)
+        return get
+
+    def total(measure: str, pattern: str) -> float:
+        hits = matching(measure, pattern, f"total({measure!r}, {pattern!r})", False)
         return sum(result.get(measure, n) for n in hits)
     ns = {m: pick(m) for m in MEASURES}
     ns["total"] = total
