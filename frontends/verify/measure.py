@@ -15,6 +15,7 @@ the two values of ``over`` (per second: start-up and shut-down cancel);
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -68,13 +69,14 @@ def runs_of(suite, point: dict) -> list[dict]:
 
 def program_key(suite, values: dict) -> str:
     """The program file's hash and its arguments: what a cached sample or trace is of."""
-    return _key(suite, values)
+    return f"{_file_hash(suite.program, os.path.getmtime(suite.program))} {json.dumps(suite.argv(values))}"
 
 
-def _key(suite, values: dict) -> str:
-    with open(suite.program, "rb") as fh:
-        h = hashlib.sha256(fh.read()).hexdigest()[:16]
-    return f"{h} {json.dumps(suite.argv(values))}"
+@functools.lru_cache(maxsize=32)
+def _file_hash(path: str, mtime: float) -> str:
+    """sha256 of a file, read once per modification (``mtime`` is part of the key)."""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
 
 
 def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
@@ -87,7 +89,7 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
         cache = {}
     points = suite.points()
     configs = [(i, c) for i, p in enumerate(points) for c in runs_of(suite, p)]
-    need = {_key(suite, c): c for _, c in configs}
+    need = {program_key(suite, c): c for _, c in configs}
     todo = [k for k in need if len(cache.get(k, [])) < suite.repeats]
     for r in range(suite.repeats):
         for k in todo:
@@ -100,7 +102,7 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
     if noisy and todo:                       # one more round for the noisy points
         for i in noisy:
             for c in runs_of(suite, points[i]):
-                cache[_key(suite, c)].append(run_once(suite, c))
+                cache[program_key(suite, c)].append(run_once(suite, c))
         out = _values(suite, points, cache)
     write_atomic(cache_path, json.dumps(cache, indent=1))
     return out
@@ -109,7 +111,7 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
 def _values(suite, points, cache) -> dict:
     out = {}
     for i, p in enumerate(points):
-        samples = [cache[_key(suite, c)] for c in runs_of(suite, p)]
+        samples = [cache[program_key(suite, c)] for c in runs_of(suite, p)]
         if suite.kind == "rate":
             (small, large), (a, b) = samples, suite.values
             t_small = statistics.median(s["wall"] for s in small)
