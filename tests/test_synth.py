@@ -477,7 +477,6 @@ def test_processor_disciplines_schedule_exactly():
 
 
 def test_the_analyzer_reads_a_synthetic_trace():
-    pytest.importorskip("frontends.analyze")
     from frontends.analyze import build
     net = model("sw_server.qpn")
     res = synthesize(net, time=30, seed=1)
