@@ -21,6 +21,9 @@ not) are one pool too.  The main thread is always a runner of its own.
 ...           3: {"take": 20, "hash": 20, "log": 1, "close": 1}}   # as sets: alike by 2 of 6
 >>> [(g.name, g.tids) for g in group_threads(counts, info, main=1)]
 [('main', [1]), ('worker', [2, 3])]
+>>> counts[3] = {"take": 3, "hash": 3, "log": 1}                    # got little of the work
+>>> [(g.name, g.tids) for g in group_threads(counts, info, main=1)]
+[('main', [1]), ('worker', [2, 3])]
 >>> sigs = {1: {"a"}, 2: {"take", "hash"}, 3: {"put", "read"}}
 >>> [(g.name, g.tids) for g in group_threads(sigs, info, main=1)]
 [('main', [1]), ('worker', [2]), ('worker', [3])]
@@ -99,13 +102,21 @@ ALIKE = 0.6      # Jaccard similarity of two groups' token sets that makes them 
 
 def _similarity(a: tuple, b: tuple, groups: dict, signatures: dict) -> float:
     """Jaccard similarity of two groups' tokens, weighted by how often their threads did
-    each: the sum of minima over the sum of maxima of the per-thread means (a token set
-    counts each token once, which gives the plain Jaccard index)."""
+    each: the sum of minima over the sum of maxima of the per-thread mean shares.  A
+    thread's counts are taken as shares of all it did, so how much work a thread got
+    does not matter, only what it did with it: on a busy machine one of two identical
+    workers can take most of the requests, and raw counts then call them different
+    pools.  A token set counts each token once (the plain Jaccard index)."""
     def mean(key):
         tot: dict = {}
         for t in groups[key]:
             sig = signatures[t]
-            for tok, n in (sig.items() if isinstance(sig, dict) else ((x, 1) for x in sig)):
+            if isinstance(sig, dict):
+                whole = sum(sig.values()) or 1
+                pairs = ((tok, n / whole) for tok, n in sig.items())
+            else:
+                pairs = ((x, 1) for x in sig)
+            for tok, n in pairs:
                 tot[tok] = tot.get(tok, 0) + n / len(groups[key])
         return tot
     ma, mb = mean(a), mean(b)
