@@ -26,7 +26,8 @@ def cmd_trace(args) -> int:
     if not cmd:
         raise QPNError("qpn trace: give the command to run, e.g. "
                        "qpn trace -o run.jsonl -- python prog.py")
-    run = trace_command(cmd, args.output, timeout=args.timeout)
+    packages = None if args.package is None else [x for x in args.package.split(",") if x]
+    run = trace_command(cmd, args.output, timeout=args.timeout, packages=packages)
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
     threads = sum(1 for e in run.trace.events if e["kind"] == "thread_start")
@@ -41,6 +42,10 @@ def _(p):
     p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
     p.add_argument("--timeout", type=float, default=None,
                    help="stop the program (SIGTERM) after this many seconds")
+    p.add_argument("--package", default=None, metavar="PKG[,PKG]",
+                   help="installed packages whose code is the program's own, so the objects they "
+                        "create are traced (default: the package of a console script or of "
+                        "python -m PKG; '' for none)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, e.g. python prog.py ARGS")
 
 

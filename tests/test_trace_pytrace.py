@@ -262,3 +262,59 @@ def test_fsync_is_traced_as_io_with_the_files_path(tmp_path):
     assert [e.get("path") for e in syncs[:4]] == [data] * 4
     assert all(e["dur"] > 0 and e.get("ok", True) for e in syncs[:4])
     assert syncs[4]["fd"] == 987 and syncs[4]["ok"] is False
+
+
+FAKE_PKG = '''
+import queue, threading
+
+def main():
+    jobs, lock = queue.Queue(), threading.Lock()
+
+    def worker():
+        while jobs.get() is not None:
+            with lock:
+                pass
+
+    t = threading.Thread(target=worker, name="worker-0")
+    t.start()
+    for _ in range(5):
+        jobs.put(1)
+    jobs.put(None)
+    t.join()
+    return 0
+'''
+CONSOLE_SCRIPT = '''#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+import re
+import sys
+from fakeserve.cli import main
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+'''
+
+
+@pytest.mark.parametrize("packages,traced", [(None, True), ([], False)])
+def test_an_installed_program_run_by_its_entry_point_is_traced(tmp_path, packages, traced):
+    """A program installed from PyPI lives under site-packages, where code is the
+    program's plumbing and its objects are not traced: run by its console script,
+    its own package is the program (objects, sites), unless told otherwise."""
+    pkg = tmp_path / "lib" / "site-packages" / "fakeserve"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli.py").write_text(FAKE_PKG)
+    script = tmp_path / "fake-serve"
+    script.write_text(CONSOLE_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+    r = trace_command([sys.executable, str(script)], str(tmp_path / "t.jsonl"), env=env,
+                      packages=packages)
+    assert r.returncode == 0, r.warnings
+    objects = [e for e in r.trace.events if e["kind"] == "object"]
+    locks = [e for e in objects if e["type"] == "lock"]
+    if traced:
+        assert r.trace.header.program["packages"] == ["fakeserve"]
+        assert len(locks) == 1 and locks[0]["site"].endswith("fakeserve/cli.py:5")
+        assert sum(e["kind"] == "acquire" and e["obj"] == locks[0]["obj"]
+                   for e in r.trace.events) == 5
+    else:
+        assert "packages" not in r.trace.header.program and locks == []

@@ -48,6 +48,9 @@ _AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
 # of start-up); installed packages are recognised by their directory name.
 _LIB_DIRS = (os.path.realpath(os.path.dirname(os.__file__)) + os.sep,)
 _PKG_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# Installed packages that are the program being traced (a console script's own
+# package, ``-m pkg``, or ``qpn trace --package``): their code is user code.
+_USER_PKGS = frozenset(filter(None, os.environ.get("QPN_TRACE_PACKAGES", "").split(",")))
 
 
 def spent(t0: int, c0: int) -> tuple:
@@ -74,11 +77,21 @@ def classify(filename: str) -> int:
         if path.startswith(_AGENT_DIR + os.sep):
             k = 2
         elif path.startswith(_LIB_DIRS) or any(d in path for d in _PKG_DIRS):
-            k = 1
+            k = 0 if _USER_PKGS and _package_of(path) in _USER_PKGS else 1
         else:
             k = 0
     _kind[filename] = k
     return k
+
+
+def _package_of(path: str) -> str | None:
+    """The top-level package (or module) of a file under site-packages."""
+    for d in _PKG_DIRS:
+        i = path.rfind(d)
+        if i >= 0:
+            top = path[i + len(d):].split(os.sep, 1)[0]
+            return top[:-3] if top.endswith(".py") else top
+    return None
 
 
 def site() -> int | None:
@@ -213,6 +226,12 @@ def finish(reason: str = "exit") -> None:
     if _state["done"] or _state["child"]:
         return
     _state["done"] = True
+    try:
+        # a second Ctrl-C (a user's, or a server's stop script) must not cut the last
+        # write short: the program is ending anyway, and the trace is all it leaves
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    except ValueError:                      # not the main thread: signals go there
+        pass
     emit(("thread_end", gettid(), mono(), cpu(), None))
     spill()
     _write(("X", {"reason": reason, "end_ns": mono(), "probe_ns": probe_cost()}))
@@ -244,7 +263,7 @@ def install(raw_path: str) -> None:
     start = mono()
     _write(("H", {
         "pid": os.getpid(), "argv": list(sys.argv), "executable": sys.executable,
-        "cwd": os.getcwd(), "python": sys.version.split()[0],
+        "cwd": os.getcwd(), "python": sys.version.split()[0], "packages": sorted(_USER_PKGS),
         "implementation": sys.implementation.name, "start_ns": start,
         "epoch_ns": time.time_ns(), "cpus": os.cpu_count(),
         "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -329,6 +348,7 @@ def when_imported(name: str, callback) -> None:
 def install_from_env() -> None:
     """Entry point of the generated sitecustomize (reads QPN_TRACE_* variables)."""
     raw = os.environ.pop("QPN_TRACE_RAW", None)
+    os.environ.pop("QPN_TRACE_PACKAGES", None)
     orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
     # Children of the traced program are not traced: restore their environment.
     if orig is not None:

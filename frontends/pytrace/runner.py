@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -123,6 +124,8 @@ def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, 
     events = [to_event(r, sites, tids) for r in recs]
     events.sort(key=lambda e: e["ts"])
     program = {k: meta.get(k) for k in ("argv", "pid", "executable", "cwd")}
+    if meta.get("packages"):
+        program["packages"] = meta["packages"]
     program["exit_code"] = returncode
     program["end"] = end["reason"] if end else "unknown"
     runtime = {"implementation": meta.get("implementation"), "version": meta.get("python"),
@@ -152,11 +155,44 @@ def _precompile() -> None:
             pass                      # read-only install: compiling is only an optimization
 
 
+_CONSOLE_SCRIPT = re.compile(r"^from ([A-Za-z_]\w*)[\w.]* import \w+\s*$", re.M)
+
+
+def program_packages(cmd: list[str], cwd: str | None = None) -> list[str]:
+    """Installed packages that are the program ``cmd`` runs: ``python -m pkg.mod``'s
+    ``pkg``, or the package a console script (``waitress-serve``, as pip writes them:
+    ``from pkg.mod import main`` ... ``sys.exit(main())``) imports its entry point from.
+
+    >>> program_packages(["python", "-m", "http.server", "8000"])
+    ['http']
+    """
+    for i, a in enumerate(cmd[:-1]):
+        if a == "-m":
+            return [cmd[i + 1].split(".")[0]]
+    for a in cmd[:2]:
+        path = a if os.path.isabs(a) or cwd is None else os.path.join(cwd, a)
+        if not os.path.isfile(path):
+            path = shutil.which(a) or ""
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read(4096)
+        except (OSError, UnicodeDecodeError):
+            continue
+        m = _CONSOLE_SCRIPT.search(text)
+        if m and "sys.exit(" in text and text.startswith("#!"):
+            return [m[1]]
+    return []
+
+
 def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
                   env: dict[str, str] | None = None, timeout: float | None = None,
-                  stdout=None) -> TraceRun:
+                  stdout=None, packages: list[str] | None = None) -> TraceRun:
     """Run ``cmd`` (a Python program) traced and write the neutral trace to ``out``
     (``stdout``: where the program's output goes, as for ``subprocess``; default ours).
+
+    Code of the standard library and of installed packages is the program's
+    plumbing, and objects it creates for itself are not traced; the installed
+    ``packages`` (default: :func:`program_packages`) are the program itself.
 
     The program's exit status is returned, not raised: a failing program still
     gives a trace.  Raises :class:`QPNError` if the command cannot be started or
@@ -177,6 +213,8 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         env["QPN_TRACE_ORIG_PYTHONPATH"] = orig
         env["PYTHONPATH"] = os.pathsep.join([boot, ROOT] + ([orig] if orig else []))
         env["QPN_TRACE_RAW"] = raw
+        pkgs = program_packages(cmd, cwd) if packages is None else list(packages)
+        env["QPN_TRACE_PACKAGES"] = ",".join(pkgs)
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout)
