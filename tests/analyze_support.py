@@ -3,10 +3,13 @@
 Runs are isolated as shared/guides/tracing-and-measuring.md says for a shared
 2-core host: each process tree in its own session with autogroup nice -19.
 """
+import gzip
 import os
 import statistics
 import subprocess
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(ROOT, "tests", "programs")
@@ -43,6 +46,65 @@ def trace_runs(tmp_path_factory, name, *args, runs=1):
         tr = read_trace(path)
         out.append((tr, thread_cpu_ns(tr, list(tr.by_thread()))))
     return out
+
+
+#: recorded traces of the structure tests (tests/traces/record.py writes them):
+#: (program, its arguments, how many traces).  The default test run reads these, so
+#: it does not depend on the machine's speed or load; the same tests on fresh traces
+#: are marked ``measured`` (the ``live`` parameter of the fixtures).
+RECORDINGS = [
+    ("pool_queue_lock.py", (30, 3), 1),
+    ("barrier_iterations.py", (8, 3), 1),
+    ("split_rounds.py", (12, 2), 1),
+    ("split_rounds.py", (12, 1), 1),
+    ("sleep_poll.py", (150, 2), 1),
+    ("file_server.py", (40, 2), 1),
+    ("cache_workers.py", (40, 2), 5),
+    ("cache_workers.py", (120, 2), 5),
+    ("open_client.py", (300, 2, 400), 1),
+    ("open_client.py", (200, 2, 400, 1), 1),
+    ("mapreduce.py", (10, 2), 1),
+]
+TRACES = os.path.join(ROOT, "tests", "traces")
+#: the fixtures' parameter: recorded traces in the default run, fresh ones when measured
+SOURCES = ["recorded", pytest.param("live", marks=pytest.mark.measured)]
+
+
+def recorded_path(name, args, i):
+    """Where the i-th recorded trace of ``name`` with ``args`` lives."""
+    return os.path.join(TRACES, f"{name[:-3]}-{'_'.join(map(str, args))}-{i}.jsonl.gz")
+
+
+def recorded_runs(name, *args, runs=1):
+    """The recorded traces of tests/programs/<name>: [(Trace, CPU ns its threads used)].
+
+    The trace's working directory is this checkout's (the programs' sources are
+    read from there for names), wherever it was recorded."""
+    from frontends.trace import read_trace
+    if (name, tuple(args), runs) not in RECORDINGS:
+        pytest.fail(f"no recording of {name} {args} x{runs}: add it to RECORDINGS and run "
+                    "python tests/traces/record.py")
+    out = []
+    for i in range(runs):
+        path = recorded_path(name, args, i)
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            tr = read_trace(fh)
+        tr.header.program["cwd"] = ROOT
+        tr.path = path
+        out.append((tr, thread_cpu_ns(tr, list(tr.by_thread()))))
+    return out
+
+
+def traces_from(source, tmp_path_factory, name, *args, runs=1):
+    """``runs`` traces of a program, recorded or fresh (``source`` in SOURCES)."""
+    if source == "recorded":
+        return recorded_runs(name, *args, runs=runs)
+    return trace_runs(tmp_path_factory, name, *args, runs=runs)
+
+
+def one_trace(source, tmp_path_factory, name, *args):
+    """One trace of a program, recorded or fresh (the least CPU of one)."""
+    return traces_from(source, tmp_path_factory, name, *args)[0][0]
 
 
 def trace_program(tmp_path_factory, name, *args, runs=1):

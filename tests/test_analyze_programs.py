@@ -18,8 +18,9 @@ import statistics
 import pytest
 
 import qpn
-from analyze_support import (paired_rounds, predict_batch_ms, predict_requests_per_s,
-                             predict_rounds_ms, simulate, thread_cpu_ns, trace_program, typical)
+from analyze_support import (SOURCES, one_trace, paired_rounds, predict_batch_ms,
+                             predict_requests_per_s, predict_rounds_ms, simulate, thread_cpu_ns,
+                             traces_from, typical)
 from frontends.analyze import build
 
 #: asserted bound on the median over rounds of |measured - predicted| / measured.
@@ -34,33 +35,39 @@ REQUESTS = 40
 ROUNDS = 12
 
 
+@pytest.fixture(scope="module", params=SOURCES)
+def source(request):
+    """Recorded traces (tests/traces) in the default run; fresh ones when ``measured``."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    tr = trace_program(tmp_path_factory, "pool_queue_lock.py", TASKS, WORKERS)
+def pool(source, tmp_path_factory):
+    tr = one_trace(source, tmp_path_factory, "pool_queue_lock.py", TASKS, WORKERS)
     return tr, build(tr)
 
 
 @pytest.fixture(scope="module")
-def barrier(tmp_path_factory):
-    tr = trace_program(tmp_path_factory, "barrier_iterations.py", ITERATIONS, THREADS)
+def barrier(source, tmp_path_factory):
+    tr = one_trace(source, tmp_path_factory, "barrier_iterations.py", ITERATIONS, THREADS)
     return tr, build(tr)
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory):
+def split(source, tmp_path_factory):
     """split_rounds traced at 2 workers (the model's) and at 1."""
-    return (trace_program(tmp_path_factory, "split_rounds.py", ROUNDS, 2),
-            trace_program(tmp_path_factory, "split_rounds.py", ROUNDS, 1))
+    return (one_trace(source, tmp_path_factory, "split_rounds.py", ROUNDS, 2),
+            one_trace(source, tmp_path_factory, "split_rounds.py", ROUNDS, 1))
 
 
 @pytest.fixture(scope="module")
-def poll(tmp_path_factory):
-    return trace_program(tmp_path_factory, "sleep_poll.py", 150, 2)
+def poll(source, tmp_path_factory):
+    return one_trace(source, tmp_path_factory, "sleep_poll.py", 150, 2)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    tr = trace_program(tmp_path_factory, "file_server.py", REQUESTS, 2)
+def server(source, tmp_path_factory):
+    tr = one_trace(source, tmp_path_factory, "file_server.py", REQUESTS, 2)
     return tr, build(tr)
 
 
@@ -130,7 +137,6 @@ def test_sources_elsewhere(pool):
         build(moved, Options(source_dir=os.path.join(tr.header.program["cwd"], "nope")))
 
 
-@pytest.mark.measured
 def test_barrier_iterations_structure(barrier):
     tr, res = barrier
     check_model(res)
@@ -213,18 +219,17 @@ def test_sleep_takes_what_was_asked_plus_what_the_os_added(poll):
     assert float(m[2]) * 1e6 == pytest.approx(1e6 + float(m[1]) * 1000, rel=1e-3)
 
 
-def test_identical_workers_are_one_pool_in_every_trace(tmp_path_factory):
+def test_identical_workers_are_one_pool_in_every_trace(source, tmp_path_factory):
     """Traces of one configuration of cache_workers: which worker evicts the cache and
     which writes the log changes from run to run.  In short runs (40 requests) one worker
     may take only the one rare path and the other only the other: two identical workers
     were then two one-thread pools (2 of 6 traces); they must be one pool of 2.  Five
     longer runs give the same runners, sizes and objects, and together report the pool's
     spread."""
-    from analyze_support import trace_runs
-    for tr, _ in trace_runs(tmp_path_factory, "cache_workers.py", 40, 2, runs=5):
+    for tr, _ in traces_from(source, tmp_path_factory, "cache_workers.py", 40, 2, runs=5):
         sizes = {n: r["size"] for n, r in build(tr).info["runners"].items()}
         assert sizes == {"main": 1, "worker": 2}, sizes
-    traces = [t for t, _ in trace_runs(tmp_path_factory, "cache_workers.py", 120, 2, runs=5)]
+    traces = [t for t, _ in traces_from(source, tmp_path_factory, "cache_workers.py", 120, 2, runs=5)]
     shapes, texts = set(), {}
     for tr in traces:
         res = build(tr)
@@ -244,12 +249,12 @@ def test_identical_workers_are_one_pool_in_every_trace(tmp_path_factory):
     assert 0 <= pool["work_spread"] < 1.0, pool
 
 
-def test_open_loop_client_becomes_a_source_with_a_rate(tmp_path_factory):
+def test_open_loop_client_becomes_a_source_with_a_rate(source, tmp_path_factory):
     """A client thread that sleeps until its next scheduled arrival is an open workload:
     a `source` with a rate parameter (it was a thread looping over literal sleeps, and a
     user could not ask for another load).  A client that sleeps a fixed time after each
     request stays a thread: its period includes its own work."""
-    tr = trace_program(tmp_path_factory, "open_client.py", 300, 2, 400)
+    tr = one_trace(source, tmp_path_factory, "open_client.py", 300, 2, 400)
     res = build(tr)
     check_model(res)
     (client, q), = res.info["open_loop"].items()
@@ -259,17 +264,17 @@ def test_open_loop_client_becomes_a_source_with_a_rate(tmp_path_factory):
     assert re.search(rf"source \w+ every exp\(1 / {m[1]}\) {{ put {q} }}", res.text)
     x = simulate(res.text, time=2.0, replications=4, **{m[1]: 1000}).get("throughput", "worker.begin")
     assert x == pytest.approx(1000, rel=0.05)             # the rate parameter drives the load
-    fixed = build(trace_program(tmp_path_factory, "open_client.py", 200, 2, 400, 1))
+    fixed = build(one_trace(source, tmp_path_factory, "open_client.py", 200, 2, 400, 1))
     assert fixed.info["open_loop"] == {} and "client" in fixed.info["runners"]
 
 
-def test_future_waits_hold_the_submitter_to_the_pool(tmp_path_factory):
+def test_future_waits_hold_the_submitter_to_the_pool(source, tmp_path_factory):
     """executor.map: the main thread waits on the futures of the chunks it submitted.
     Folded, those waits vanished and the model's main thread put chunks 6x faster than
     the pool took them (an unstable queue, predicted 71-164x off).  They are a semaphore
     now: the pool releases one permit per task, the waiter acquires one per wait, and
     the main thread's loop is one round per iteration."""
-    tr = trace_program(tmp_path_factory, "mapreduce.py", 10, 2)
+    tr = one_trace(source, tmp_path_factory, "mapreduce.py", 10, 2)
     res = build(tr)
     check_model(res)
     m = re.search(r"semaphore (\w+_done) permits 0", res.text)
