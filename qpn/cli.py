@@ -91,12 +91,12 @@ def _(p):
 
 @command("fmt", "print a model in canonical form (--write: in place, atomically)")
 def cmd_fmt(args) -> int:
+    from dsl.source import read_source
     from .fileio import write_atomic
     from . import load
     net = load(args.file)
     text = net.text()
-    with open(args.file, encoding="utf-8") as fh:
-        old = fh.read()
+    old = read_source(args.file)
     if args.check:
         if old != text:
             print(f"{args.file}: not in canonical format", file=sys.stderr)
