@@ -149,18 +149,26 @@ def read_samples(path: str, column: int, where: Loc | None) -> list[float]:
         raise ModelError(f"sample file not found: {path}", where,
                          hint="paths are relative to the model file")
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ModelError(f"{path}:{line}: the sample file is not UTF-8 text "
+                         f"(byte 0x{data[exc.start:exc.start + 1].hex()})", where,
+                         expected="numbers in a UTF-8 text file") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = [f for f in re.split(r"[,\s]+", line) if f]
+        if len(fields) < column:
+            raise ModelError(f"{path}:{lineno}: has no column {column}", where)
+        try:
+            out.append(float(fields[column - 1]))
+        except ValueError:
+            if not out:  # a header line
                 continue
-            fields = [f for f in re.split(r"[,\s]+", line) if f]
-            if len(fields) < column:
-                raise ModelError(f"{path}:{lineno}: has no column {column}", where)
-            try:
-                out.append(float(fields[column - 1]))
-            except ValueError:
-                if not out:  # a header line
-                    continue
-                raise ModelError(f"{path}:{lineno}: '{fields[column - 1]}' is not a number", where) from None
+            raise ModelError(f"{path}:{lineno}: '{fields[column - 1]}' is not a number", where) from None
     return out

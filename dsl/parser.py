@@ -31,6 +31,7 @@ from .comments import attach_comments
 from .distparse import build_distribution
 from .normalize import normalize
 from .software_builder import SoftwareBuilder
+from .source import read_source
 from .syntax_errors import syntax_error
 from .tokens import TokenStream
 
@@ -44,6 +45,13 @@ class _Context:
     source = ""
     base_dir = "."
     prev_line = 0   # line of the last token of the construct being reduced
+    depths: dict = {}   # id(expression node) -> (node, nesting depth), reset per parse
+
+
+#: Deepest expression accepted.  Expressions are evaluated, printed and copied by
+#: recursive functions; a machine-written '1 + 1 + ... + 1' of 10^4 terms would
+#: exceed Python's recursion limit in them (a RecursionError, not a message).
+MAX_EXPR_DEPTH = 100
 
 
 @lru_cache(maxsize=1)
@@ -176,10 +184,11 @@ class _Builder(SoftwareBuilder, Transformer):
         return ("range", c)
 
     def record_colors(self, c):
-        names = [str(f) for f, _ in c]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise self.err(f"record field '{dup.pop()}' is given twice", c)
+        seen = set()
+        for f, _ in c:
+            if str(f) in seen:  # located at the second occurrence
+                raise self.err(f"record field '{f}' is given twice", f)
+            seen.add(str(f))
         return ("record", c)
 
     def field(self, c):
@@ -222,27 +231,32 @@ class _Builder(SoftwareBuilder, Transformer):
                          loc=loc or disc_loc)
         return build
 
+    # Options are (key, value, location of the option's keyword): errors about an
+    # option (given twice, not applicable) point at its keyword.
     def q_servers(self, c):
-        return ("servers", c[0], self.cloc(c))
+        return ("servers", c[1], self.tloc(c[0]))
 
     def q_quantum(self, c):
-        return ("quantum", c[0], self.cloc(c))
+        return ("quantum", c[1], self.tloc(c[0]))
 
     def q_switch(self, c):
-        return ("switch", c[0], self.cloc(c))
+        return ("switch", c[1], self.tloc(c[0]))
 
     def q_preemptive(self, c):
-        return ("preemptive", True, self.cloc(c))
+        return ("preemptive", True, self.tloc(c[0]))
 
     def q_nonpreemptive(self, c):
-        return ("preemptive", False, self.cloc(c))
+        return ("preemptive", False, self.tloc(c[0]))
 
     # -- places --------------------------------------------------------------------
     def _place_opts(self, opts):
         kw: dict[str, Any] = {}
         for key, value, where in opts:
-            if key in kw or (key in ("queue", "on") and ("queue" in kw or "on" in kw)):
+            if key in kw:
                 raise self.err(f"'{key}' given twice", where)
+            if key in ("queue", "on") and ("queue" in kw or "on" in kw):
+                raise self.err("a place has its own queue ('queue ...') or a shared one "
+                               "('on ...'), not both", where)
             kw[key] = (value, where)
         return kw
 
@@ -262,7 +276,8 @@ class _Builder(SoftwareBuilder, Transformer):
                                    kw[key][1], hint=f"add 'queue fcfs' (or another discipline) or "
                                                     f"'on <shared queue>' to place '{name}'")
             return Place(**common)
-        queue = kw["queue"][0](name, kw["queue"][1]) if "queue" in kw else str(kw["on"][0])
+        # a place's own queue is located at its discipline (where its errors point)
+        queue = kw["queue"][0](name, None) if "queue" in kw else str(kw["on"][0])
         service = kw.get("service", ((),))[0]
         if not service:
             raise self.err(f"queueing place '{name}' needs service times", name_tok,
@@ -283,25 +298,25 @@ class _Builder(SoftwareBuilder, Transformer):
                     direction=str(dir_tok), loc=self.iloc(c))
 
     def o_queue(self, c):
-        return ("queue", c[0], None)
+        return ("queue", c[1], self.tloc(c[0]))
 
     def o_on(self, c):
-        return ("on", c[0], self.cloc(c))
+        return ("on", c[1], self.tloc(c[0]))
 
     def o_capacity(self, c):
-        return ("capacity", c[0], self.cloc(c))
+        return ("capacity", c[1], self.tloc(c[0]))
 
     def o_departure(self, c):
-        return ("departure", "fifo", self.cloc(c))
+        return ("departure", "fifo", self.tloc(c[0]))
 
     def o_init(self, c):
-        return ("init", c[0], self.cloc(c))
+        return ("init", c[1], self.tloc(c[0]))
 
     def o_service(self, c):
-        return ("service", c[0], c[0][0].dist.loc if c[0] else None)
+        return ("service", c[1], self.tloc(c[0]))
 
     def o_priority(self, c):
-        return ("priority", c[0], self.cloc(c))
+        return ("priority", c[1], self.tloc(c[0]))
 
     def service_all(self, c):
         return [Service(None, c[0])]
@@ -399,10 +414,10 @@ class _Builder(SoftwareBuilder, Transformer):
                           loc=self.iloc(c))
 
     def t_priority(self, c):
-        return ("priority", c[0], self.cloc(c))
+        return ("priority", c[1], self.tloc(c[0]))
 
     def t_servers(self, c):
-        return ("servers", c[0], self.cloc(c))
+        return ("servers", c[1], self.tloc(c[0]))
 
     def mode(self, c):
         name = str(c[0]) if c[0] is not None else None
@@ -430,16 +445,16 @@ class _Builder(SoftwareBuilder, Transformer):
         return _RawArc(c[0], str(c[1]), c[2], self.cloc(c))
 
     def m_when(self, c):
-        return ("when", c[0], self.cloc(c))
+        return ("when", c[1], self.tloc(c[0]))
 
     def m_unless(self, c):
-        return ("unless", c[0], self.cloc(c))
+        return ("unless", c[1], self.tloc(c[0]))
 
     def m_weight(self, c):
-        return ("weight", c[0], self.cloc(c))
+        return ("weight", c[1], self.tloc(c[0]))
 
     def m_delay(self, c):
-        return ("delay", c[0], self.cloc(c))
+        return ("delay", c[1], self.tloc(c[0]))
 
     # -- distributions -------------------------------------------------------------------
     def dist(self, c):
@@ -525,29 +540,39 @@ class _Builder(SoftwareBuilder, Transformer):
         if not lo <= len(args) <= hi:
             raise self.err(f"{fname}() takes {lo if lo == hi else f'{lo} or more'} argument(s), "
                            f"got {len(args)}", c)
-        return Call(fname, tuple(args), self.cloc(c))
+        return self._nest(Call(fname, tuple(args), self.cloc(c)), args)
 
     def tuple(self, c):
-        return TupleExpr(tuple(c), self.cloc(c))
+        return self._nest(TupleExpr(tuple(c), self.cloc(c)), c)
+
+    def _nest(self, node, children):
+        """``node`` after checking that its nesting depth stays <= MAX_EXPR_DEPTH."""
+        depths = self.ctx.depths
+        depth = 1 + max((depths[id(ch)][1] for ch in children if id(ch) in depths), default=1)
+        if depth > MAX_EXPR_DEPTH:
+            raise self.err(f"expression nested more than {MAX_EXPR_DEPTH} levels deep", node.loc,
+                           hint="compute it in steps with parameters: 'param s1 = ...'")
+        depths[id(node)] = (node, depth)  # the node is kept alive: its id is not reused
+        return node
 
     def neg(self, c):
         x = c[-1]
         if type(x) is Num and x.value >= 0 and math.copysign(1, x.value) > 0:
             return Num(-x.value, x.unit, loc=self.cloc(c))
-        return Unary("-", x, self.cloc(c))
+        return self._nest(Unary("-", x, self.cloc(c)), (x,))
 
     def not_(self, c):
-        return Unary("not", c[0], self.cloc(c))
+        return self._nest(Unary("not", c[0], self.cloc(c)), c)
 
     def _fold(self, c, op=None):
         acc = c[0]
         loc = self.cloc(c)
         if op is not None:  # 'and'/'or': operands only
             for x in c[1:]:
-                acc = BinOp(op, acc, x, loc)
+                acc = self._nest(BinOp(op, acc, x, loc), (acc, x))
             return acc
         for i in range(1, len(c), 2):
-            acc = BinOp(str(c[i]), acc, c[i + 1], loc)
+            acc = self._nest(BinOp(str(c[i]), acc, c[i + 1], loc), (acc, c[i + 1]))
         return acc
 
     def or_expr(self, c):
@@ -566,7 +591,7 @@ class _Builder(SoftwareBuilder, Transformer):
         return self._fold(c)
 
     def power(self, c):
-        return BinOp("^", c[0], c[1], self.cloc(c))
+        return self._nest(BinOp("^", c[0], c[1], self.cloc(c)), c)
 
 
 # ------------------------------------------------------------------------- API
@@ -576,6 +601,7 @@ def parse_items(text: str, file: str = "<string>", base_dir: str = ".",
     lark, stream, ctx, soft = _machinery()
     with _LOCK:
         ctx.file, ctx.source, ctx.base_dir, ctx.prev_line = file, text, base_dir, 0
+        ctx.depths = {}
         try:
             tokens, comments = stream(text)
             ip = lark.parse_interactive("", start=start)
@@ -630,7 +656,10 @@ def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
     net_line = None
     for it in items:
         if isinstance(it, _NetName):
-            if body or net_line is not None:
+            if net_line is not None:
+                raise ModelError("'net <name>' given twice", it.loc,
+                                 hint="a file names one net; subnets are declared with 'subnet'")
+            if body:
                 raise ModelError("'net <name>' must be the first declaration", it.loc)
             name = it.name
             net_line = it.loc.line if it.loc else 0
@@ -671,9 +700,7 @@ def _load_include(inc: Include, base_dir: str, stack: tuple[str, ...]) -> Includ
     if not os.path.isfile(target):
         raise ModelError(f"cannot include '{inc.path}': no such file", inc.loc,
                          expected=f"a file relative to {base_dir}")
-    with open(target, encoding="utf-8") as fh:
-        text = fh.read()
-    sub = _parse(text, target, stack)
+    sub = _parse(read_source(target), target, stack)
     return replace(inc, net=sub)
 
 
@@ -683,11 +710,7 @@ def load(path: str | os.PathLike) -> Net:
     if not p.is_file():
         raise ModelError(f"no such model file: {p}", None,
                          hint="model files use the extension .qpn")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ModelError(f"{p} is not UTF-8 text ({exc.reason} at byte {exc.start})", None) from None
-    return parse(text, str(path))
+    return parse(read_source(path), str(path))
 
 
 def parse_expr(text: str, file: str = "<expr>"):

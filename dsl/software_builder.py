@@ -93,7 +93,7 @@ class SoftwareBuilder:
 
     @_words
     def cpu_cores(self, c):
-        return ("cores", c[0], self.cloc(c))
+        return ("cores", c[1], self.tloc(c[0]))
 
     @_words
     def cpu_discipline(self, c):
@@ -101,11 +101,11 @@ class SoftwareBuilder:
 
     @_words
     def cpu_quantum(self, c):
-        return ("quantum", c[0], self.cloc(c))
+        return ("quantum", c[1], self.tloc(c[0]))
 
     @_words
     def cpu_switch(self, c):
-        return ("switch", c[0], self.cloc(c))
+        return ("switch", c[1], self.tloc(c[0]))
 
     @_words
     def sw_disk(self, c):
@@ -126,7 +126,7 @@ class SoftwareBuilder:
 
     @_words
     def disk_servers(self, c):
-        return ("servers", c[0], self.cloc(c))
+        return ("servers", c[1], self.tloc(c[0]))
 
     @_words
     def disk_discipline(self, c):
@@ -134,10 +134,11 @@ class SoftwareBuilder:
 
     @_words
     def disk_service(self, c):
-        return ("service", c[0], self.cloc(c))
+        return ("service", c[1], self.tloc(c[0]))
 
     @_words
     def disk_load(self, c):
+        kw_tok, c = c[0], c[1:]
         prev = 0
         for tok, _dist in c:
             text = str(tok)
@@ -150,7 +151,7 @@ class SoftwareBuilder:
                 raise self.err("the load table starts at 1 (one request at the disk)", tok,
                                expected="1: <distribution>, ...")
             prev = int(text)
-        return ("load", tuple((int(str(t)), d) for t, d in c), self.tloc(c[0][0]))
+        return ("load", tuple((int(str(t)), d) for t, d in c), self.tloc(kw_tok))
 
     @_words
     def level(self, c):
@@ -190,15 +191,15 @@ class SoftwareBuilder:
 
     @_words
     def bq_capacity(self, c):
-        return ("capacity", c[0], self.cloc(c))
+        return ("capacity", c[1], self.tloc(c[0]))
 
     @_words
     def bq_fifo(self, c):
-        return ("fifo", True, None)
+        return ("fifo", True, self.tloc(c[0]))
 
     @_words
     def bq_lifo(self, c):
-        return ("lifo", True, None)
+        return ("lifo", True, self.tloc(c[0]))
 
     @_words
     def sw_limit(self, c):

@@ -14,7 +14,6 @@ _FRIENDLY = {
     "DISCIPLINE": "a queue discipline (is, fcfs, ps, random, prio, lcfs-pr, rr)",
     "KIND": "'immediate' or 'timed'",
     "PORT_DIR": "'input' or 'output'",
-    "DEPARTURE": "'fifo' or 'normal'",
     "COMP_OP": "a comparison (==, !=, <, <=, >, >=)",
     "ADD_OP": "'+' or '-'",
     "MUL_OP": "'*' or '/'",
@@ -79,8 +78,10 @@ def syntax_error(exc: UnexpectedInput, parser, file: str, source: str) -> ModelE
                           hint="a '{' block or a declaration is not finished" if "'}'" in expected else None)
     if isinstance(exc, UnexpectedCharacters):
         ch = source[exc.pos_in_stream] if exc.pos_in_stream < len(source) else "?"
+        # a control character would be invisible (or garble the terminal): name it
+        shown = f"'{ch}'" if ch.isprintable() else f"U+{ord(ch):04X}"
         allowed = getattr(exc, "allowed", None) or set()
-        return ModelError(f"unexpected character '{ch}'", Loc(file, line, col, line, col + 1, source),
+        return ModelError(f"unexpected character {shown}", Loc(file, line, col, line, col + 1, source),
                           expected=describe_expected(parser, allowed) if allowed else None,
                           hint="comments start with '#'; strings use double quotes")
     assert isinstance(exc, UnexpectedToken)

@@ -15,6 +15,7 @@ import sys
 
 from qpn.cli import command
 from qpn.errors import QPNError
+from qpn.fileio import check_output
 
 
 @command("trace", "run a Python program traced and write a neutral trace (JSON lines)")
@@ -26,6 +27,7 @@ def cmd_trace(args) -> int:
     if not cmd:
         raise QPNError("qpn trace: give the command to run, e.g. "
                        "qpn trace -o run.jsonl -- python prog.py")
+    check_output(args.output)          # before the program runs, not after
     packages = None if args.package is None else [x for x in args.package.split(",") if x]
     run = trace_command(cmd, args.output, timeout=args.timeout, packages=packages)
     for w in run.warnings:
@@ -93,6 +95,7 @@ _.takes_file = False
 def cmd_import_persik(args) -> int:
     from .persik import persik_to_trace, read_persik
     from .trace import write_trace
+    check_output(args.output)
     log = read_persik(args.log, strict=not args.lenient)
     for w in log.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -154,6 +157,7 @@ def cmd_build(args) -> int:
     from .analyze import Options, build_file
     if not 0 <= args.prune < 1:
         raise QPNError(f"qpn build: --prune must be a share between 0 and 1, got {args.prune}")
+    check_output(args.output)
     opt = Options(prune=args.prune, demands=args.demands,
                   io_threshold=_time_ns(args.io_threshold),
                   gil=False if args.no_gil else None, source_dir=args.source_dir)
@@ -219,6 +223,7 @@ _.takes_file = False
                   "the first half of a round trip through qpn build")
 def cmd_synth(args) -> int:
     from .synth import parse_time, synth_file
+    check_output(args.output)
     res = synth_file(args.file, args.output, time=parse_time(args.time), seed=args.seed,
                      sets=args.set, sources=args.sources, max_events=args.max_events)
     info = res.info

@@ -27,7 +27,8 @@ from typing import IO, Iterable, Iterator
 
 from qpn.errors import QPNError
 
-from .trace_schema import CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, check_event
+from .trace_schema import (CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, check_event,
+                           check_header_fields)
 
 __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
            "read_trace", "write_trace", "dump_event", "CAPABILITIES", "KINDS"]
@@ -48,13 +49,16 @@ class TraceError(QPNError):
     """A malformed trace: ``file:line[:col]: error: what`` and the offending line."""
 
     def __init__(self, message: str, path: str = "<trace>", line: int = 0,
-                 col: int = 0, text: str | None = None):
+                 col: int = 0, text: str | None = None, *, hint: str | None = None):
         self.message, self.path, self.line, self.col, self.text = message, path, line, col, text
+        self.hint = hint
         loc = f"{path}:{line}" + (f":{col}" if col else "")
         out = f"{loc}: error: {message}"
         if text is not None:
             shown = text if len(text) <= 160 else text[:157] + "..."
             out += f"\n {line} | {shown}"
+        if hint:
+            out += f"\nhint: {hint}"
         super().__init__(out)
 
     @property
@@ -146,16 +150,16 @@ class TraceHeader:
         if d.get("time_unit", "ns") != "ns":
             raise ValueError("time_unit must be 'ns'")
         caps = d.get("capabilities", {})
-        if type(caps) is list:           # a list of names is accepted too
+        if type(caps) is list and all(type(c) is str for c in caps):   # a list of names is accepted too
             caps = {c: True for c in caps}
         if type(caps) is not dict or not all(type(v) is bool for v in caps.values()):
-            raise ValueError("capabilities must be an object of name: true/false")
+            raise ValueError("capabilities must be an object of name: true/false "
+                             "(or a list of the names that are true)")
+        why = check_header_fields(d)
+        if why is not None:
+            raise ValueError(why)
         probe = d.get("probe_ns")
-        if probe is not None and (type(probe) is not int or probe < 0):
-            raise ValueError(f"probe_ns must be a non-negative integer (ns), got {probe!r}")
         machine = d.get("machine") or {}
-        if type(machine) is not dict:
-            raise ValueError(f"machine must be an object, got {machine!r}")
         known = {"kind", "format", "version", "source", "clock", "time_unit", "capabilities",
                  "program", "runtime", "start_ns", "epoch_ns", "probe_ns", "machine"}
         return cls(source=str(d.get("source", "unknown")), capabilities=dict(caps),
@@ -243,7 +247,10 @@ class TraceReader:
     def __init__(self, source: str | os.PathLike | IO[str], *, strict: bool = True):
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
-            self._fh: IO[str] = open(self.path, encoding="utf-8", newline="\n")
+            # surrogateescape: a byte that is not UTF-8 reaches the checks below
+            # (a located error) instead of raising UnicodeDecodeError mid-chunk
+            self._fh: IO[str] = open(self.path, encoding="utf-8", errors="surrogateescape",
+                                     newline="\n")
             self._own = True
         else:
             self.path = getattr(source, "name", "<trace>")
@@ -256,15 +263,23 @@ class TraceReader:
         self.complete = True
         self.count = 0
         self.lineno = 1
+        self._threads = _ThreadSpans()
         first = self._fh.readline()
         try:
+            if first.startswith("\ufeff"):
+                first = first[1:]              # a byte-order mark
             if not first.strip():
                 raise ValueError("empty trace: the first line must be the header")
+            if (bad := _not_utf8(first, self.path, 1)) is not None:
+                raise bad
             try:
                 obj = json.loads(first)
             except json.JSONDecodeError as exc:
                 raise TraceError(f"invalid JSON in the header: {exc.msg}", self.path, 1,
                                  exc.colno, first.rstrip("\n")) from None
+            except (ValueError, RecursionError) as exc:
+                raise TraceError(f"invalid JSON in the header: {_json_why(exc)}", self.path, 1,
+                                 0, first.rstrip("\n")[:200]) from None
             self.header = TraceHeader.from_dict(obj)
         except ValueError as exc:
             self.close()
@@ -298,6 +313,11 @@ class TraceReader:
         per event costs ~0.4 us, a sixth of reading."""
         try:
             yield from self._chunks()
+            err = self._threads.error(self.path)
+            if err is not None:         # found at the end: the events are all kept
+                if self.strict:
+                    raise err
+                self.warnings.append(f"{err.location}: {err.message}")
         finally:
             self.close()
 
@@ -319,8 +339,9 @@ class TraceReader:
                 text = ",".join(chunk)
                 chunk[-1], chunk[0] = last, first
                 try:
-                    events = _loads(text)
-                except ValueError:
+                    # (not ASCII: a byte that is not UTF-8 is a lone surrogate; find it below)
+                    events = _loads(text) if text.isascii() or _utf8(text) else None
+                except (ValueError, RecursionError):
                     events = None
                 if events is not None and len(events) != len(chunk):
                     events = None            # a line held two values: locate it below
@@ -330,10 +351,14 @@ class TraceReader:
             if i is not None and lines is None and _loads is not json.loads:
                 # json's reading is the reference: orjson reads an integer beyond
                 # 64 bits as a float, which the check may reject where json's int passes
-                events = json.loads(text)
+                try:
+                    events = json.loads(text)
+                except (ValueError, RecursionError):
+                    events, lines, err = self._slow(chunk, start)
                 i = self._checker.first_invalid(events)
             if i is not None:
                 self.count += i
+                self._threads.add(events, i, start, lines)
                 if i:
                     yield events[:i]
                 ev = events[i]
@@ -342,6 +367,7 @@ class TraceReader:
                                       json.dumps(ev)[:200] if type(ev) is dict else str(ev)))
                 return
             self.count += len(events)
+            self._threads.add(events, len(events), start, lines)
             if events:
                 yield events
             if err is not None:
@@ -358,16 +384,81 @@ class TraceReader:
             no = start + i
             if not line.strip():
                 continue
+            if (bad := _not_utf8(line, self.path, no)) is not None:
+                return out, nums, bad
             try:
                 out.append(json.loads(line))
                 nums.append(no)
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:
                 if not line.endswith("\n") and i == len(chunk) - 1:
-                    return out, nums, TraceError("truncated last line (the trace was cut off)",
-                                                 self.path, no, 0, line)
-                return out, nums, TraceError(f"invalid JSON: {exc.msg}", self.path, no,
-                                             exc.colno, line.rstrip("\n"))
+                    return out, nums, TraceError(
+                        "truncated last line (the trace was cut off)", self.path, no, 0, line,
+                        hint="--lenient keeps the events before it")
+                return out, nums, TraceError(f"invalid JSON: {_json_why(exc)}", self.path, no,
+                                             getattr(exc, "colno", 0), line.rstrip("\n"))
         return out, nums, None
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` (read with surrogateescape) came from valid UTF-8."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _not_utf8(line: str, path: str, no: int) -> "TraceError | None":
+    """The located error for a line holding bytes that are not UTF-8, or None."""
+    if line.isascii() or _utf8(line):
+        return None
+    col = next(i for i, ch in enumerate(line) if "\udc80" <= ch <= "\udcff")
+    byte = ord(line[col]) - 0xDC00
+    shown = line.rstrip("\n").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return TraceError(f"the line is not UTF-8 text: byte 0x{byte:02x} cannot be decoded",
+                      path, no, col + 1, shown, hint="a trace is JSON lines in UTF-8; "
+                      "--lenient keeps the events before this line")
+
+
+def _json_why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return getattr(exc, "msg", None) or str(exc).split(";")[0]
+
+
+class _ThreadSpans:
+    """Starts and ends of each thread, to catch a thread started (or ended) twice.
+
+    Events may come in any order and thread ids are reused after a thread ends,
+    so the check runs at the end: per thread, by ``ts``, starts and ends must
+    alternate.  Only these two kinds are kept (with their line numbers).
+    """
+
+    def __init__(self) -> None:
+        self.marks: dict[int, list[tuple[int, int, str]]] = {}    # tid -> [(ts, line, kind)]
+
+    def add(self, events: list, n: int, start: int, lines: list | None) -> None:
+        for i in range(n):
+            ev = events[i]
+            kind = ev["kind"]
+            if kind == "thread_start" or kind == "thread_end":
+                line = start + i if lines is None else lines[i]
+                self.marks.setdefault(ev["tid"], []).append((ev["ts"], line, kind))
+
+    def error(self, path: str) -> "TraceError | None":
+        first = None
+        for tid, marks in self.marks.items():
+            marks.sort()
+            for (ts0, line0, k0), (ts1, line1, k1) in zip(marks, marks[1:]):
+                if k0 == k1 and (first is None or line1 < first.line):
+                    what = "started" if k0 == "thread_start" else "ended"
+                    other = "thread_end" if k0 == "thread_start" else "thread_start"
+                    first = TraceError(
+                        f"thread {tid} {what} twice: {k0} at line {line0} (ts {ts0}) and at "
+                        f"line {line1} (ts {ts1}), with no {other} between", path, line1,
+                        hint="a thread id is reused only after the thread ended; "
+                             "a copied line or two merged traces do this")
+        return first
 
 
 def read_trace(source: str | os.PathLike | IO[str], *, strict: bool = True) -> Trace:

@@ -51,6 +51,13 @@ IO_OPS = frozenset({"open", "close", "read", "write", "stat", "seek", "fsync",
                     "send", "recv", "accept", "connect", "other"})
 REQUEST_PHASES = frozenset({"begin", "end"})
 
+#: Times in a trace come from 64-bit clocks: a larger one is a corrupt field, not
+#: a time to compute with (ids may be any integer: they are only compared).
+INT_LIMIT = 1 << 63
+
+# Fields that are times (their unit is said in errors) and sizes.
+_NS_FIELDS = frozenset({"ts", "dur", "cpu", "cpu_dur", "hold", "timeout", "requested", "queue_dur"})
+
 # Fields every event may carry, with their types ("uint" = integer >= 0).
 COMMON = {"kind": "str", "tid": "int", "ts": "int", "cpu": "uint", "site": "str",
           "dur": "uint", "cpu_dur": "uint", "req": "id", "obj": "int"}
@@ -123,6 +130,60 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
     _spec("probe", "a PERSIK probe hit", ("probe",), probe="int"),
 )}
 
+# The header's objects and the types of the fields readers use ("num" = a finite
+# number >= 0, "strs"/"nums"/"ints" = lists of them).  Other fields are kept, unread.
+HEADER_OBJECTS = {
+    "program": {"argv": "strs", "pid": "int", "cwd": "str", "executable": "str",
+                "exit_code": "int", "end": "str"},
+    "runtime": {"implementation": "str", "version": "str", "gil": "bool",
+                "switch_interval_ns": "uint", "cpus": "uint", "affinity": "uint"},
+    "machine": {"cpus": "uint", "loadavg_before": "nums", "loadavg_after": "nums",
+                "samples": "uint", "others_runnable": "num", "others_runnable_max": "num",
+                "steal_share": "num"},
+}
+HEADER_FIELDS = {"source": "str", "clock": "str", "start_ns": "int", "epoch_ns": "int",
+                 "probe_ns": "uint"}
+_WANTED = {"int": "an integer of 64 bits", "uint": "an integer >= 0", "str": "a string",
+           "bool": "true or false", "num": "a finite number >= 0",
+           "strs": "a list of strings", "nums": "a list of finite numbers >= 0",
+           "ints": "a list of integers"}
+
+
+def _is(t: str, v: object) -> bool:
+    if t == "int":
+        return type(v) is int and -INT_LIMIT <= v < INT_LIMIT
+    if t == "uint":
+        return type(v) is int and 0 <= v < INT_LIMIT
+    if t == "str":
+        return type(v) is str
+    if t == "bool":
+        return type(v) is bool
+    if t == "num":      # v == v: not NaN (json reads NaN and Infinity)
+        return type(v) in (int, float) and v == v and 0 <= v < float("inf")
+    if t in ("strs", "nums", "ints"):
+        return type(v) is list and all(_is(t[:-1] if t != "nums" else "num", x) for x in v)
+    raise ValueError(t)
+
+
+def check_header_fields(d: dict) -> str | None:
+    """Why the optional fields of header ``d`` are unusable, or None (the format,
+    version and capabilities are checked by TraceHeader.from_dict)."""
+    for f, t in HEADER_FIELDS.items():
+        v = d.get(f)
+        if f in d and not _is(t, v):
+            return f"header field {f} must be {_WANTED[t]}, got {_shown(v)}"
+    for f, fields in HEADER_OBJECTS.items():
+        obj = d.get(f)
+        if f not in d or obj is None:
+            continue
+        if type(obj) is not dict:
+            return f"header field {f} must be an object, got {_shown(obj)}"
+        for g, t in fields.items():
+            if g in obj and obj[g] is not None and not _is(t, obj[g]):
+                return f"header field {f}.{g} must be {_WANTED[t]}, got {_shown(obj[g])}"
+    return None
+
+
 # Extension kinds (prefix "x_") need only the common fields.
 EXTENSION = _spec("x_", "an extension event")
 
@@ -151,31 +212,51 @@ def check_event(ev: object) -> str | None:
     types = spec.types
     for f, v in ev.items():
         t = types.get(f)
-        if t is None or v is None:
+        if t is None:
             continue
+        # null is not "absent": readers do ev.get(f, 0) + ... (an absent field is left out)
         tv = type(v)
         if t == "int":
-            if tv is not int:
-                return f"{kind} event: {f} must be an integer, got {v!r}"
+            if tv is not int or (f in _NS_FIELDS and not -INT_LIMIT <= v < INT_LIMIT):
+                return f"{kind} event: {f} must be an integer{_bits(v)}{_unit(f)}, got {_shown(v)}"
         elif t == "uint":
-            if tv is not int or v < 0:
-                return f"{kind} event: {f} must be an integer >= 0 (ns), got {v!r}"
+            if tv is not int or v < 0 or (f in _NS_FIELDS and v >= INT_LIMIT):
+                return f"{kind} event: {f} must be an integer >= 0{_bits(v)}{_unit(f)}, got {_shown(v)}"
         elif t == "str":
             if tv is not str:
-                return f"{kind} event: {f} must be a string, got {v!r}"
+                return f"{kind} event: {f} must be a string, got {_shown(v)}"
         elif t == "bool":
             if tv is not bool:
-                return f"{kind} event: {f} must be true or false, got {v!r}"
+                return f"{kind} event: {f} must be true or false, got {_shown(v)}"
         elif tv is not str or v not in t:
-            return f"{kind} event: {f} must be one of {', '.join(sorted(t))}; got {v!r}"
-    req = ev.get("req")
-    if req is not None and type(req) not in (int, str):
-        return f"{kind} event: req must be an integer or a string, got {req!r}"
+            return f"{kind} event: {f} must be one of {', '.join(sorted(t))}; got {_shown(v)}"
+    if "req" in ev:
+        req = ev["req"]
+        if type(req) is not int and type(req) is not str:
+            return f"{kind} event: req must be an integer or a string, got {_shown(req)}"
     if kind == "sample" and not _str_list(ev["stack"]):
         return "sample event: stack must be a list of strings (leaf first)"
     if kind == "probe" and "args" in ev and type(ev["args"]) is not list:
         return "probe event: args must be a list"
     return None
+
+
+def _unit(f: str) -> str:
+    return " (ns)" if f in _NS_FIELDS else ""
+
+
+def _bits(v: object) -> str:
+    return " of 64 bits" if type(v) is int and abs(v) >= INT_LIMIT else ""
+
+
+def _shown(v: object) -> str:
+    """A field's value as it reads in the file (JSON: null, true), shortened."""
+    import json
+    try:
+        text = json.dumps(v, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _str_list(x: object) -> bool:
@@ -200,10 +281,12 @@ def _field_test(spec: KindSpec, f: str, enums: dict) -> str:
     would accept its value (None, also accepted there, is left to check_event)."""
     get = f"ev[{f!r}]"                 # repr: keys from a file are only ever literals
     t = spec.types.get(f)
-    if t in ("int", "str", "bool"):
+    if t in ("str", "bool") or (t == "int" and f not in _NS_FIELDS):
         return f"type({get}) is {t}"
+    if t == "int":
+        return f"(type(v := {get}) is int and -LIMIT <= v < LIMIT)"
     if t == "uint":
-        return f"(type(v := {get}) is int and v >= 0)"
+        return f"(type(v := {get}) is int and 0 <= v{' < LIMIT' if f in _NS_FIELDS else ''})"
     if isinstance(t, frozenset):
         return f"(type(v := {get}) is str and v in {enums.setdefault(t, f'E{len(enums)}')})"
     if f == "req":
@@ -300,7 +383,7 @@ class EventChecker:
             out.append("                else: return i")
         out.append("            else: return i" if shapes else "            return i")
         out += ["    except (KeyError, TypeError):", "        return i", "    return None"]
-        ns = {"ID": (int, str), "_str_list": _str_list, **{name: t for t, name in enums.items()}}
+        ns = {"LIMIT": INT_LIMIT, "ID": (int, str), "_str_list": _str_list, **{name: t for t, name in enums.items()}}
         exec("\n".join(out), ns)      # noqa: S102 -- the source is built above from literals
         return ns["scan"]
 

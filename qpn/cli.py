@@ -91,12 +91,14 @@ def _(p):
 
 @command("fmt", "print a model in canonical form (--write: in place, atomically)")
 def cmd_fmt(args) -> int:
-    from .fileio import write_atomic
+    from dsl.source import read_source
+    from .fileio import check_output, write_atomic
     from . import load
+    if args.write:
+        check_output(args.file)
     net = load(args.file)
     text = net.text()
-    with open(args.file, encoding="utf-8") as fh:
-        old = fh.read()
+    old = read_source(args.file)
     if args.check:
         if old != text:
             print(f"{args.file}: not in canonical format", file=sys.stderr)
@@ -133,7 +135,8 @@ def _(p):
 @command("dot", "draw a model with Graphviz (.dot, .svg, .png, .pdf)")
 def cmd_dot(args) -> int:
     from .dot import to_dot
-    from .fileio import write_atomic
+    from .fileio import check_output, write_atomic
+    check_output(args.output)
     net = load_model(args.file, args.set)
     text = to_dot(net)
     out = args.output

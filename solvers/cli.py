@@ -143,6 +143,9 @@ def _solve_sweep(args, net, options: dict, measures) -> int:
 
 @command("solve", "solve a model: auto, mva, ctmc, symbolic or des; --sweep for parameter sweeps")
 def cmd_solve(args) -> int:
+    from qpn.fileio import check_output
+    for out in (args.json, args.csv):  # before the solve, not after it
+        check_output(out)
     net = load_model(args.file, args.set)
     options = _options(args)
     measures = _measures(args)

@@ -96,3 +96,60 @@ def test_error_in_included_file_points_there(tmp_path):
     with pytest.raises(ModelError) as info:
         qpn.load(str(tmp_path / "main.qpn"))
     assert info.value.loc.file.endswith("lib.qpn") and info.value.loc.line == 2
+
+
+def test_non_utf8_model_is_located_by_line_and_column(tmp_path, capsys):
+    f = tmp_path / "latin.qpn"
+    f.write_bytes(b"place a\nplace b init 1  # caf\xe9\n")
+    with pytest.raises(ModelError) as info:
+        qpn.load(str(f))
+    err = info.value
+    assert (err.loc.file, err.loc.line, err.loc.col) == (str(f), 2, 22)
+    assert err.message == "the file is not UTF-8 text: byte 0xe9 cannot be decoded (invalid continuation byte)"
+    lines = str(err).splitlines()
+    assert lines[1] == " 2 | place b init 1  # caf\ufffd"
+    assert lines[2] == "   |                      ^"
+    assert main(["check", str(f)]) == 2
+    out = capsys.readouterr().err
+    assert out.startswith(f"{f}:2:22: error: the file is not UTF-8 text") and "Traceback" not in out
+
+
+def test_non_utf8_column_counts_characters(tmp_path):
+    f = tmp_path / "m.qpn"
+    f.write_bytes("place é".encode() + b"\xff\n")
+    with pytest.raises(ModelError) as info:
+        qpn.load(str(f))
+    assert (info.value.loc.line, info.value.loc.col) == (1, 8)
+
+
+def test_non_utf8_include_points_into_the_included_file(tmp_path):
+    (tmp_path / "lib.qpn").write_bytes(b"place ok\n\xff\n")
+    (tmp_path / "main.qpn").write_text('include "lib.qpn"\n')
+    with pytest.raises(ModelError) as info:
+        qpn.load(str(tmp_path / "main.qpn"))
+    loc = info.value.loc
+    assert loc.file.endswith("lib.qpn") and (loc.line, loc.col) == (2, 1)
+
+
+def test_non_utf8_sample_file_names_its_line(tmp_path):
+    (tmp_path / "s.txt").write_bytes(b"1.0\n2.0\n\xff\n")
+    (tmp_path / "m.qpn").write_text('place a queue is service empirical("s.txt")\n')
+    with pytest.raises(ModelError) as info:
+        qpn.load(str(tmp_path / "m.qpn"))
+    assert info.value.message == f"{tmp_path / 's.txt'}:3: the sample file is not UTF-8 text (byte 0xff)"
+    assert (info.value.loc.line, info.value.loc.col) == (1, 36)  # at the file name
+
+
+def test_byte_order_mark_is_accepted(tmp_path):
+    f = tmp_path / "bom.qpn"
+    f.write_bytes(b"\xef\xbb\xbfplace a init 1\n")
+    assert [p.name for p in qpn.load(str(f)).places] == ["a"]
+
+
+def test_long_machine_written_sum_is_an_error_not_a_recursion_crash():
+    with pytest.raises(ModelError) as info:
+        qpn.parse("param a = " + " + ".join(["1"] * 20000) + "\n", "big.qpn")
+    assert info.value.message == "expression nested more than 100 levels deep"
+    # 100 levels are fine
+    net = qpn.parse("param a = " + " + ".join(["1"] * 100) + "\n")
+    assert net.param_values()["a"] == 100

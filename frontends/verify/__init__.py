@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 
 from qpn.errors import QPNError
-from qpn.fileio import write_atomic
+from qpn.fileio import check_output_dir, write_atomic
 
 from .manifest import Suite, load_suite
 from .measure import ISOLATE, measure
@@ -152,6 +152,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
     suite = load_suite(directory)
     out_dir = out_dir or os.path.join(directory, "verify")
     os.makedirs(out_dir, exist_ok=True)
+    check_output_dir(out_dir)          # before measuring and tracing, not after
     measured = measure(suite, remeasure=remeasure, log=log)
     res = build_model(suite, out_dir, log=log, retrace=retrace or remeasure)
     write_atomic(os.path.join(out_dir, "model.qpn"), res.text)
