@@ -213,4 +213,16 @@ def _jsonable_default(o):
 
 
 def _jsonable(d):
-    return json.loads(json.dumps(d, default=_jsonable_default))
+    return json.loads(json.dumps(_str_keys(d), default=_jsonable_default))
+
+
+def _str_keys(d):
+    """JSON objects take string keys only (the symbolic solver keys its closed forms by
+    (measure, element, color) tuples: '--json' raised TypeError on them)."""
+    if isinstance(d, dict):
+        return {k if isinstance(k, (str, int, float, bool)) or k is None else
+                "/".join(map(str, k)) if isinstance(k, tuple) else str(k): _str_keys(v)
+                for k, v in d.items()}
+    if isinstance(d, (list, tuple)):
+        return [_str_keys(v) for v in d]
+    return d
