@@ -129,25 +129,38 @@ class CompiledNet:
             all(d.is_exponential() for q in self.queues for d in q.service)
 
 
+#: the largest token count, capacity, server count or arc multiplicity: markings are int64
+#: vectors and the simulators add counts up in float64, exact up to 2^53
+MAX_COUNT = 2 ** 53
+#: the largest weight of an immediate mode: weights are summed into probabilities
+MAX_WEIGHT = 1e100
+
+
 def _int(v: Any, what: str, loc, *, minimum: int = 0, allow_inf: bool = False) -> int | float:
     if allow_inf and isinstance(v, float) and math.isinf(v) and v > 0:
         return math.inf
     if isinstance(v, bool) or not isinstance(v, (int, float)) or \
             (isinstance(v, float) and (not v.is_integer() or math.isinf(v))):
         raise ModelError(f"{what} must be a whole number, got {v!r}", loc)
+    if v > MAX_COUNT:
+        raise ModelError(f"{what} must be at most 2^53 = {MAX_COUNT:,}, got {v:.6g}", loc,
+                         hint="counts beyond it overflow the marking and the simulators' sums")
     v = int(v)
     if v < minimum:
         raise ModelError(f"{what} must be >= {minimum}, got {v}", loc)
     return v
 
 
-def _num(v: Any, what: str, loc, *, positive=False, nonneg=False) -> float:
+def _num(v: Any, what: str, loc, *, positive=False, nonneg=False,
+         maximum: float = math.inf) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
         raise ModelError(f"{what} must be a number, got {v!r}", loc)
     if positive and not v > 0:
         raise ModelError(f"{what} must be > 0, got {v}", loc)
     if nonneg and v < 0:
         raise ModelError(f"{what} must be >= 0, got {v}", loc)
+    if v > maximum:
+        raise ModelError(f"{what} must be at most {maximum:g}, got {v:g}", loc)
     return v
 
 
@@ -223,8 +236,11 @@ class _Compiler:
                 idx = self.color_index(p.colors, t.color, self.env, p.loc, f"initial marking of '{p.name}'")
                 # initial tokens of a queueing place start in its queue
                 target = cp.qslots[idx] if cp.queueing else cp.slots[idx]
-                m0[target] += n
                 total += n
+                if total > MAX_COUNT:     # several init terms: each in range, their sum not
+                    raise ModelError(f"the initial marking of '{p.name}' must be at most 2^53 = "
+                                     f"{MAX_COUNT:,} tokens, got {total:.6g}", p.loc)
+                m0[target] += n
             if cp.capacity is not None and total > cp.capacity:
                 raise ModelError(f"place '{p.name}' starts with {total} tokens but its capacity is "
                                  f"{cp.capacity}", p.loc)
@@ -239,7 +255,8 @@ class _Compiler:
             quantum = _num(self.ev(q.quantum), f"the quantum of queue '{q.name}'", q.loc, positive=True)
         switch = 0.0
         if q.switch is not None:
-            switch = _num(self.ev(q.switch), f"the switch cost of queue '{q.name}'", q.loc, nonneg=True)
+            switch = _num(self.ev(q.switch), f"the switch cost of queue '{q.name}'", q.loc, nonneg=True,
+                          maximum=1e100)
         disc = q.discipline
         if disc == "is":
             servers = math.inf
@@ -367,7 +384,7 @@ class _Compiler:
                     if t.kind == "immediate":
                         if m.weight is not None:
                             weight = _num(self.ev(m.weight, env), f"the weight of '{t.name}'",
-                                          m.loc or t.loc, positive=True)
+                                          m.loc or t.loc, positive=True, maximum=MAX_WEIGHT)
                     else:
                         delay = m.delay.bind(env)
                         delay.check(env)

@@ -20,6 +20,14 @@ import numpy as np
 from .errors import Loc, ModelError
 from .expr import Expr, Num, as_expr, evaluate, fmt
 
+#: the range of a time (mean, branch mean, sigma) or scv: beyond it a rate (1 / mean), or a
+#: sum of rates over servers and tokens, overflows or underflows a float in the solvers
+MIN_VALUE = 1e-100
+MAX_VALUE = 1e100
+#: the most phases of an erlang(k, mean): the CTMC expands each phase into states, and
+#: beyond it the delay is constant for any practical purpose (use det)
+MAX_ERLANG_PHASES = 1000
+
 Value = Any  # Expr | int | float
 
 
@@ -83,6 +91,10 @@ class Distribution:
         if not (v > 0) or math.isinf(v):
             raise self._fail(f"{name} must be a positive finite number, got {v}",
                              hint="times are means in seconds (or with a unit: 5 ms)")
+        if not MIN_VALUE <= v <= MAX_VALUE:
+            # beyond this, rates (1 / mean) and sums of rates overflow or underflow in the solvers
+            raise self._fail(f"{name} must be between {MIN_VALUE:g} and {MAX_VALUE:g}, got {v:g}",
+                             hint="times are means in seconds (or with a unit: 5 ms)")
 
     # subclass hooks
     def _mean(self) -> float: raise NotImplementedError
@@ -123,6 +135,8 @@ class Det(Distribution):
     def _check(self):
         if not (self.value >= 0) or math.isinf(self.value):
             raise self._fail(f"value must be >= 0 and finite, got {self.value}")
+        if self.value > MAX_VALUE:
+            raise self._fail(f"value must be at most {MAX_VALUE:g}, got {self.value:g}")
 
 
 @dataclass(frozen=True)
@@ -156,6 +170,10 @@ class Erlang(Distribution):
     def _check(self):
         if self.k != int(self.k) or self.k < 1:
             raise self._fail(f"the number of phases k must be a whole number >= 1, got {self.k}")
+        if self.k > MAX_ERLANG_PHASES:
+            # the CTMC expands every phase into states; the scv 1/k is 0 for any practical purpose
+            raise self._fail(f"the number of phases k must be at most {MAX_ERLANG_PHASES:,}, got {self.k:g}",
+                             hint="for a (nearly) constant time use det(value)")
         self._positive("mean", self.mean_)
 
 

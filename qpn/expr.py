@@ -79,10 +79,22 @@ FUNCTIONS: dict[str, tuple[int, int, Callable[..., Any]]] = {
 
 _ARITH: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b, "^": lambda a, b: a ** b,
+    "/": lambda a, b: a / b, "^": lambda a, b: _power(a, b),
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
 }
+
+def _power(a: Any, b: Any) -> Any:
+    """``a ^ b``; whole numbers whose power would exceed 1024 bits are raised as floats (an
+    exact ``10 ^ 10 ^ 10`` would take minutes and gigabytes; as a float it overflows at once)."""
+    if type(a) is int and type(b) is int and b > 0 and abs(a) > 1 and \
+            b * math.log2(abs(a)) > 1024:
+        try:
+            return float(a) ** b
+        except OverflowError:
+            raise OverflowError("the result is beyond the largest float (1.8e308)") from None
+    return a ** b
+
 
 # Printing precedence (higher binds tighter).
 PREC = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4,

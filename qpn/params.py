@@ -15,6 +15,9 @@ from .errors import ModelError, ParameterError, suggest
 from .expr import Expr, Num, evaluate, fmt, free_names, is_constant
 from .model import Include, Instance, Net, Param
 
+#: the largest whole-number parameter (int64)
+MAX_INT = 2 ** 63 - 1
+
 
 def _as_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -49,6 +52,11 @@ def param_values(net: Net, extra: Mapping[str, Any] | None = None) -> dict[str, 
             raise ModelError(f"parameter '{name}' must be a number, got {v!r}", p.loc)
         if isinstance(v, float) and math.isnan(v):
             raise ModelError(f"parameter '{name}' is not a number (NaN)", p.loc)
+        if isinstance(v, int) and not -MAX_INT <= v <= MAX_INT:
+            # numpy holds whole numbers as int64: a larger one overflows wherever it is used
+            raise ModelError(f"parameter '{name}' is out of range: whole numbers must be within "
+                             f"+/-(2^63 - 1) = {MAX_INT:,}, got {v:.6g}", p.loc,
+                             hint=f"if it is not a count, write it as a real number: {float(v):.6g}")
         state[name] = 2
         values[name] = v
         return v

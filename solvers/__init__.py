@@ -68,6 +68,13 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
     t0 = time.perf_counter()
     compiled = compile_net(net, params or None)
     solver = get_solver(method)
+    from .status import Unstable, empty_reason
+    empty = empty_reason(compiled)
+    if empty:       # every method would answer zeros and NaN (or fail on the empty arrays)
+        res = Result(method=method, model=compiled.net.name, params=dict(compiled.params),
+                     wall_time=time.perf_counter() - t0)
+        res.mark_degenerate("empty", empty)
+        return res
     problems = solver.problems(compiled, options)
     if problems:
         others = []
@@ -82,7 +89,11 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
                 others.append(m)
         raise SolverError(f"method '{method}' cannot solve this net: " + "; ".join(problems),
                           construct=problems[0], methods=others)
-    res = solver.solve(compiled, options)
+    try:
+        res = solver.solve(compiled, options)
+    except Unstable as exc:     # no numbers, but an answer: exit status 5, not an error
+        res = Result(method=method, model=compiled.net.name)
+        res.mark_degenerate("unstable", exc.reason)
     res.params = dict(compiled.params)
     if res.wall_time is None:
         res.wall_time = time.perf_counter() - t0

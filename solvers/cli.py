@@ -13,6 +13,7 @@ from qpn.errors import ParameterError, QPNError, SolverError, suggest
 
 from . import METHODS
 from .result import UNITS
+from .status import DEGENERATE, ExitStatus, epilog, exit_status
 
 KERNELS = ("auto", "qn", "lindley", "general")
 # simulator flags: attribute of args -> option name of solvers.des
@@ -115,7 +116,7 @@ def _compare_table(a, b) -> str:
 
 
 def _solve_sweep(args, net, options: dict, measures) -> int:
-    from .sweep import parse_sweeps, run_sweep, summary, sweep_text, validate
+    from .sweep import parse_sweeps, point_label, run_sweep, summary, sweep_text, validate
     sweep = parse_sweeps(args.sweep)
     for flag, bad in (("--compare", args.compare), ("--transient", args.transient),
                       ("--show-expressions", args.show_expressions)):
@@ -131,6 +132,10 @@ def _solve_sweep(args, net, options: dict, measures) -> int:
     for line in summary(sw):
         if not args.quiet or line.startswith(("error", "interrupted")):
             print(line, file=sys.stderr)
+    for p in sw.points:      # a degenerate point has no numbers: say why where they would be
+        if p.result is not None and p.result.degenerate:
+            print(f"{p.result.degenerate} at {point_label(p.params)}: {p.result.reason}",
+                  file=sys.stderr)
     sys.stdout.write(sweep_text(sw, measures))
     if args.json:
         sw.to_json(args.json)
@@ -186,21 +191,26 @@ def cmd_solve(args) -> int:
 
 
 #: exit status of a simulation that stopped before reaching its precision target
-IMPRECISE_STATUS = 3
+IMPRECISE_STATUS = int(ExitStatus.IMPRECISE)
 
 
 def _status(results: list, args) -> int:
-    """130 when interrupted, IMPRECISE_STATUS when a precision target was missed (unless
-    --allow-imprecise), else 0; says why on stderr."""
-    if any(r.partial for r in results):
+    """The exit status of these results (solvers.status.ExitStatus); says why on stderr.
+    --allow-imprecise accepts a missed precision target, not a degenerate net."""
+    kinds = [r.status for r in results]
+    if getattr(args, "allow_imprecise", False):
+        kinds = ["ok" if k == "imprecise" else k for k in kinds]
+    status = exit_status(kinds)
+    if status == ExitStatus.INTERRUPTED:
         print("error: interrupted: the results above are partial", file=sys.stderr)
-        return 130
-    missed = [r for r in results if r.imprecise]
-    if missed and not getattr(args, "allow_imprecise", False):
-        print(f"error: precision not reached ({missed[0].imprecise}); the estimates above are less "
+    elif status == ExitStatus.IMPRECISE:
+        missed = next(r for r in results if r.status == "imprecise")
+        print(f"error: precision not reached ({missed.imprecise}); the estimates above are less "
               "precise than asked (--allow-imprecise accepts them)", file=sys.stderr)
-        return IMPRECISE_STATUS
-    return 0
+    elif status != ExitStatus.OK:
+        bad = next(r for r in results if DEGENERATE.get(r.degenerate) == status)
+        print(f"error: {bad.degenerate}: {bad.reason}", file=sys.stderr)
+    return int(status)
 
 
 # ------------------------------------------------------ argument checking
@@ -263,6 +273,8 @@ _positive = lambda v: math.isfinite(v) and v > 0  # noqa: E731
 
 @cmd_solve.setup
 def _(p):
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = epilog()
     p.add_argument("--method", "-m", default="auto", choices=METHODS, help="solution method (default auto)")
     p.add_argument("--compare", choices=METHODS, help="also solve with this method and print the differences")
     p.add_argument("--measure", help="only these measures, comma separated (e.g. throughput,utilization)")

@@ -59,8 +59,24 @@ class Result:
     level: float | None = None                             # CI level, e.g. 0.95
     partial: bool = False
     imprecise: str | None = None                           # why a precision target was missed
+    degenerate: str | None = None     # 'empty' | 'deadlock' | 'unstable' (solvers.status)
+    reason: str | None = None         # what made it degenerate, e.g. the dead marking
     wall_time: float | None = None
     info: dict[str, Any] = field(default_factory=dict)     # solver details (states, residual ...)
+
+    @property
+    def status(self) -> str:
+        """How the run ended: 'partial', a degenerate kind, 'imprecise' or 'ok'."""
+        if self.partial:
+            return "partial"
+        return self.degenerate or ("imprecise" if self.imprecise else "ok")
+
+    def mark_degenerate(self, kind: str, reason: str, *, keep_rows: bool = False) -> None:
+        """Flag a net without a steady state; its rows go unless ``keep_rows`` (the numbers of
+        a deadlocked or empty net would be zeros and NaN that look like an answer)."""
+        self.degenerate, self.reason = kind, reason
+        if not keep_rows:
+            self.rows = []
 
     # -- access ------------------------------------------------------------
     def _index(self) -> dict:
@@ -120,9 +136,13 @@ class Result:
             title += f", {int(round(self.level * 100))}% confidence intervals"
         if self.partial:
             title += " (PARTIAL: stopped early)"
-        if self.imprecise:
+        if self.degenerate:
+            title += f" -- {self.degenerate.upper()}: {self.reason}"
+        elif self.imprecise:
             title += f" -- PRECISION NOT REACHED ({self.imprecise})"
         out.append(title)
+        if self.degenerate and not rows:
+            return title + "\n"          # no header over no rows
         fmt_line = lambda cells: "  ".join(  # noqa: E731
             c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
         out.append(fmt_line(head))
@@ -132,6 +152,7 @@ class Result:
 
     def to_dict(self) -> dict:
         return {"method": self.method, "model": self.model, "params": self.params,
+                "status": self.status, "reason": self.reason,
                 "level": self.level, "partial": self.partial, "imprecise": self.imprecise,
                 "precision_reached": self.imprecise is None, "wall_time": self.wall_time,
                 "explanation": self.explanation, "warnings": self.warnings,
@@ -192,4 +213,16 @@ def _jsonable_default(o):
 
 
 def _jsonable(d):
-    return json.loads(json.dumps(d, default=_jsonable_default))
+    return json.loads(json.dumps(_str_keys(d), default=_jsonable_default))
+
+
+def _str_keys(d):
+    """JSON objects take string keys only (the symbolic solver keys its closed forms by
+    (measure, element, color) tuples: '--json' raised TypeError on them)."""
+    if isinstance(d, dict):
+        return {k if isinstance(k, (str, int, float, bool)) or k is None else
+                "/".join(map(str, k)) if isinstance(k, tuple) else str(k): _str_keys(v)
+                for k, v in d.items()}
+    if isinstance(d, (list, tuple)):
+        return [_str_keys(v) for v in d]
+    return d

@@ -402,6 +402,12 @@ def title(sw) -> str:
         t += ", " + "/".join(f"{int(round(l * 100))}%" for l in sorted(levels)) + " confidence intervals"
     if sw.info.get("partial") or any(p.result is not None and p.result.partial for p in sw.points):
         t += " (PARTIAL: stopped early)"
+    kinds: dict[str, int] = {}      # points without numbers (solvers.status): say so up front
+    for p in sw.points:
+        if p.result is not None and p.result.degenerate:
+            kinds[p.result.degenerate] = kinds.get(p.result.degenerate, 0) + 1
+    if kinds:
+        t += " -- " + ", ".join(f"{k.upper()} at {n} point(s)" for k, n in kinds.items())
     return t
 
 

@@ -59,7 +59,7 @@ def test_capped_run_says_imprecise_and_is_reproduced_by_its_step_count(tmp_path,
     assert again["measures"] == capped["measures"]
 
 
-def test_deadlock_is_imprecise_and_allow_imprecise_accepts_it(tmp_path, capsys):
+def test_deadlock_exits_4_and_allow_imprecise_does_not_accept_it(tmp_path, capsys):
     # two threads take two locks in opposite order: sooner or later each holds one
     f = tmp_path / "locks.qpn"
     f.write_text("net locks\nplace a_idle init 1\nplace b_idle init 1\nplace l1 init 1\nplace l2 init 1\n"
@@ -72,13 +72,15 @@ def test_deadlock_is_imprecise_and_allow_imprecise_accepts_it(tmp_path, capsys):
                  "transition b2 : b_has2, l1 -> b_work delay exp(1)\n"
                  "transition b3 : b_work -> b_idle, l1, l2\n")
     out_json = tmp_path / "dead.json"
-    assert main(["solve", str(f), "--method", "des", "--json", str(out_json)]) == 3
+    assert main(["solve", str(f), "--method", "des", "--json", str(out_json)]) == 4
     out, err = capsys.readouterr()
     res = load(out_json)
     assert res["imprecise"] == "the net deadlocks"
+    assert res["status"] == "deadlock" and res["measures"] == []
+    assert res["reason"].startswith("the net reaches a marking where nothing can happen: 10 of 10 ")
     assert any(w.startswith("the net deadlocks: 10 of 10 replication(s)") for w in res["warnings"])
-    assert "PRECISION NOT REACHED (the net deadlocks)" in out
-    assert main(["solve", str(f), "--method", "des", "--allow-imprecise", "-q"]) == 0
+    assert "-- DEADLOCK: the net reaches a marking where nothing can happen" in out
+    assert main(["solve", str(f), "--method", "des", "--allow-imprecise", "-q"]) == 4
 
 
 def test_rare_wait_is_flagged_when_it_rests_on_a_few_long_waits():

@@ -144,20 +144,29 @@ class CTMCSolver:
         t0 = time.perf_counter()
         adaptive = o["cutoff"] is None
         cutoff = 60 if adaptive else int(o["cutoff"])
+        masses: list[float] = []
         while True:
             ctmc = build(compiled, dict(o, cutoff=cutoff))
             t1 = time.perf_counter()
-            pi, info = steady_state(ctmc.Q, o["steady"])
+            stuck = _stuck(ctmc)
+            if stuck is not None:       # no steady state to solve for (the system is singular)
+                res = Result(method="ctmc", model=compiled.net.name,
+                             info={"states": ctmc.n, "generation_seconds": t1 - t0})
+                res.mark_degenerate(*stuck)
+                return res
+            pi, info = _steady(ctmc, o["steady"])
             t2 = time.perf_counter()
             if ctmc.spec.cutoff is None or not adaptive:
                 break
             mass = float(pi[ctmc.space.blocked].sum())
+            masses.append(mass)
             # an open net: raise the cut-off until the mass at it is negligible
             if mass <= o.get("truncation", 1e-10) or cutoff >= 2000 or \
                     ctmc.n * 2.2 > int(o["limit"]):
                 break
             cutoff *= 2
         rows = measures(ctmc, pi) + _predicates(ctmc, pi, o["predicates"])
+        growing = _growing(compiled, rows, masses)
         sp = ctmc.space
         res = to_result(compiled, rows, "ctmc", states=ctmc.n, transitions=int(ctmc.Q.nnz - ctmc.n),
                         levels=sp.levels, generation_seconds=t1 - t0, solve_seconds=t2 - t1,
@@ -173,7 +182,61 @@ class CTMCSolver:
             res.info["truncated_mass"] = mass
             res.warnings.append(f"open net truncated at {ctmc.spec.cutoff} tokens; probability at the "
                                 f"cut-off {mass:.3g}" + (" (raise --cutoff)" if mass > 1e-6 else ""))
+        if growing:
+            res.mark_degenerate("unstable", growing)
         return res
+
+
+#: an open net whose probability at the population cut-off stays above this while the
+#: cut-off doubles has no steady state (a stable one loses mass there geometrically)
+UNSTABLE_MASS = 1e-3
+
+
+def _stuck(ctmc: CTMC) -> tuple[str, str] | None:
+    """('deadlock' | 'unstable', why) when a reachable tangible state has no way out.
+
+    Self-loops count as activity (a transition that fires without changing the marking).
+    In an open net a dead state at the population cut-off means tokens pile up that
+    nothing takes out: the truncation, not the net, stops them (unstable)."""
+    sp = ctmc.space
+    out = np.bincount(sp.src, weights=sp.rate, minlength=ctmc.n) if len(sp.src) else np.zeros(ctmc.n)
+    dead = np.flatnonzero(out <= 0)
+    if not len(dead):
+        return None
+    c = ctmc.spec.compiled
+    S = sp.states
+    cut = dead[sp.blocked[dead]] if ctmc.spec.cutoff is not None else dead[:0]
+    if len(cut):
+        m = S[cut[0], :c.nslots].astype(np.int64)
+        grow = m - c.m0
+        names = sorted({c.places[c.slot_place[s]].name for s in np.flatnonzero(grow == grow.max())})
+        return ("unstable", f"tokens pile up in {', '.join(repr(n) for n in names)} without bound: "
+                            f"nothing takes them out (the CTMC cut off at {ctmc.spec.cutoff} tokens "
+                            "gets stuck there)")
+    from ..status import marking_text
+    more = f" (and {len(dead) - 1} other dead marking(s))" if len(dead) > 1 else ""
+    return ("deadlock", "the net reaches a marking where nothing can happen: "
+                        f"{marking_text(c, S[dead[0]])}{more}")
+
+
+def _steady(ctmc: CTMC, method: str) -> tuple[np.ndarray, dict]:
+    """The steady state; a singular system (several closed classes) is a SolverError."""
+    try:
+        return steady_state(ctmc.Q, method)
+    except RuntimeError as exc:          # SuperLU: "Factor is exactly singular"
+        raise SolverError(f"the CTMC has no unique steady state ({exc}): the net can end in "
+                          "more than one set of markings it never leaves; simulate it "
+                          "(--method des) to see where it goes", methods=("des",)) from None
+
+
+def _growing(compiled, rows: list, masses: list[float]) -> str | None:
+    """Why an open net is unstable, judged from the mass at the cut-off as it doubled."""
+    if len(masses) < 2 or masses[-1] <= UNSTABLE_MASS or masses[-1] < 0.5 * masses[-2]:
+        return None
+    toks = {e: v for m, e, col, v in rows if m == "tokens" and col == ""}
+    worst = max(toks, key=toks.get) if toks else "?"
+    return (f"tokens in '{worst}' grow without bound (arrivals above service): the probability "
+            f"at the population cut-off stays at {masses[-1]:.3g} as the cut-off doubles")
 
 
 def solve_transient(compiled, times, options: dict | None = None) -> list[Result]:

@@ -73,6 +73,31 @@ def _csr(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx
 
 
+def _check_sentinels(slot_queue, slot_class, slot_ring, outs, timed, stim_idx, mode_col,
+                     mode_sampler, clock_kind, mode_multi) -> None:
+    """The -1 entries of the index arrays sit only where the kernels never read them.
+
+    The kernels index flat regions (``ni[ni[MODE_COL] + j]``) without bounds checks, and
+    numba, like numpy, wraps a -1 around: a stray sentinel would silently read the last
+    entry of the region before, a wrong number rather than an IndexError (issue 15)."""
+    queue = slot_queue >= 0
+    bad = []
+    if (slot_class[queue] < 0).any() or (slot_ring[~queue] < 0).any():
+        bad.append("a slot without its queue class or token ring")
+    out_slots = np.array([sl for a in outs for sl, _ in a], dtype=np.int64)
+    if len(out_slots) and ((out_slots < 0) | (out_slots >= len(slot_queue))).any():
+        bad.append("an output slot out of range")
+    t = np.asarray(timed, dtype=np.int64)
+    if len(t) and ((mode_col[t] < 0) | (mode_sampler[t] < 0)).any():
+        bad.append("a timed mode without its clock column or sampler")
+    if len(stim_idx) and not np.isin(stim_idx, t).all():
+        bad.append("an untimed mode among the timed modes to re-check")
+    if (mode_multi[clock_kind == C_MULTI] < 0).any():
+        bad.append("a multi-server clock without its clock group")
+    if bad:
+        raise AssertionError("internal: simulator index arrays: " + "; ".join(bad))
+
+
 def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a, dtype=np.int64))
 
@@ -214,6 +239,8 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
     q_dring_ptr, q_dring = _csr([sorted({int(slot_ring[d]) for d in q.dslots}) for q in c.queues])
     simm_ptr, simm_idx = _csr(simm)
     stim_ptr, stim_idx = _csr(stim)
+    _check_sentinels(slot_queue, slot_class, slot_ring, outs, timed, stim_idx, mode_col,
+                     mode_sampler, clock_kind, mode_multi)
     sinh_ptr, sinh_idx = _csr(sinh)
     scap_ptr, scap_idx = _csr(scap)
     minh_ptr, minh_grp = _csr(minh)

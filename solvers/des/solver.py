@@ -427,7 +427,11 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
         res.warnings.append("the warm-up detected is half of the run or more: the estimates may still "
                             "carry the start state (simulate longer)")
     res.warnings += _few_firings(rows, res.info["simulated_time"] - res.info["warmup_time"])
-    res.warnings += _growing(engine, lanes, first, compiled)
+    growing = _growing(engine, lanes, first, compiled)
+    res.warnings += growing
+    if growing and not res.degenerate:
+        # the estimates are kept (they show what grows) but they answer nothing: exit status 5
+        res.mark_degenerate("unstable", growing[0].split(": the model may")[0], keep_rows=True)
     res.info["kernel"] = getattr(engine, "kernel", type(engine).__name__)
     res.info["processes"] = getattr(engine, "processes", 1)
     res.info["threads"] = getattr(engine, "threads", 1)
@@ -452,10 +456,15 @@ def _precision(res: Result, rows: list, o: dict, runinfo, engine, lanes: np.ndar
     if dead is not None and np.isfinite(dead[lanes]).any():
         d = dead[lanes][np.isfinite(dead[lanes])]
         msg = (f"the net deadlocks: {len(d)} of {len(lanes)} replication(s) reached a marking where "
-               f"nothing can fire (first at t = {d.min():.6g} s); the estimates describe that dead marking")
+               f"nothing can fire (first at t = {d.min():.6g} s)")
         res.warnings.append(msg)
         info["deadlock"] = float(d.min())
         res.imprecise = "the net deadlocks"
+        # what is left of the run describes the dead marking after a warm-up cut that may
+        # remove all of it (tokens 0 where the dead marking holds 1): no numbers at all
+        res.mark_degenerate("deadlock", f"the net reaches a marking where nothing can happen: "
+                                        f"{len(d)} of {len(lanes)} replication(s) got stuck there "
+                                        f"(first at t = {d.min():.6g} s)")
     elif sequential and missed and runinfo.stopped_by != "precision":
         why = {"wall-clock cap": "stopped by the wall-clock cap", "interrupted": "interrupted"}.get(
             runinfo.stopped_by, f"stopped by {runinfo.stopped_by}")

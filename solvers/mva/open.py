@@ -37,6 +37,8 @@ from numpy.typing import ArrayLike
 
 from qpn.errors import SolverError
 
+from ..status import Unstable
+
 from .exact import MVAResult
 
 
@@ -84,8 +86,8 @@ def open_network(loads: ArrayLike, servers: ArrayLike,
 
 def _stable(U, s, names, what):
     for i in np.flatnonzero(~np.isinf(s) & (U >= 1.0)):
-        raise SolverError(f"{what} saturates {names[i]}: utilization {U[i]:.6g} >= 1 "
-                          f"(no steady state)", construct=names[i])
+        raise Unstable(f"{what} saturates {names[i]}: utilization {U[i]:.6g} >= 1 "
+                       f"(no steady state: its tokens grow without bound)", construct=names[i])
 
 
 def mixed_network(demands: ArrayLike, population: ArrayLike, loads: ArrayLike,

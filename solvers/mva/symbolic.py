@@ -42,6 +42,7 @@ from qpn.errors import ModelError, SolverError
 from qpn.expr import Num, BinOp, Call, Ref, TupleExpr, Unary, evaluate, free_names, to_sympy
 from qpn.model import EnumColors
 
+from ..status import Unstable
 from .productform import QNModel, product_form
 from .solver import net_quantities
 
@@ -364,9 +365,9 @@ def symbolic_mva(compiled, max_population: int = 12) -> tuple[np.ndarray, np.nda
     for i in range(M):
         u = float(sp.sympify(U[i]).subs(values)) if op else 0.0
         if not delay[i] and u >= servers[i]:
-            raise SolverError(f"the open workload saturates {qn.stations[i].element}: "
-                              f"utilization {u / servers[i]:.6g} >= 1 (no steady state)",
-                              construct=qn.stations[i].element)
+            raise Unstable(f"the open workload saturates {qn.stations[i].element}: "
+                           f"utilization {u / servers[i]:.6g} >= 1 (no steady state: its tokens "
+                           "grow without bound)", construct=qn.stations[i].element)
     inflate = [1 / (1 - U[i]) if servers[i] == 1 else sp.Integer(1) for i in range(M)]
     X = np.zeros(len(qn.chains), dtype=object)
     Q = np.zeros((len(qn.chains), M), dtype=object)

@@ -1,0 +1,100 @@
+"""What a solve run ended with: the exit statuses of ``qpn solve`` and the degenerate nets
+behind some of them, in one place (the CLI, its ``--help`` and the docs read them here).
+
+A *degenerate* net has no steady state to report: it is empty (no places, or no tokens
+and no transition that creates any), it deadlocks (a reachable marking where nothing can
+happen), or it is unstable (tokens pile up without bound).  A solver that finds one sets
+``Result.degenerate`` to the kind and ``Result.reason`` to what it found; the table
+header, the JSON and the exit status say so instead of printing numbers that mean nothing.
+
+>>> int(ExitStatus.DEADLOCK), exit_status(["unstable", "imprecise"])
+(4, <ExitStatus.UNSTABLE: 5>)
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Iterable
+
+import numpy as np
+
+from qpn.errors import SolverError
+
+
+class ExitStatus(IntEnum):
+    OK = 0            # the numbers answer the question
+    FAILED = 1        # a sweep point failed (its error is printed)
+    ERROR = 2         # a mistake in the model or the command line (printed with its location)
+    IMPRECISE = 3     # a simulation stopped before its precision target (--allow-imprecise: 0)
+    DEADLOCK = 4      # the net reaches a marking where nothing can happen
+    UNSTABLE = 5      # tokens pile up without bound (arrivals above service, or never leave)
+    EMPTY = 6         # nothing to solve: no places, or no tokens and no transition creating any
+    INTERRUPTED = 130  # Ctrl-C: the results printed are partial
+
+
+#: what each status means, for ``qpn solve --help`` and the docs
+MEANING = {
+    ExitStatus.OK: "solved",
+    ExitStatus.FAILED: "a sweep point failed",
+    ExitStatus.ERROR: "error in the model or the command line",
+    ExitStatus.IMPRECISE: "simulation stopped before its precision target (--allow-imprecise: 0)",
+    ExitStatus.DEADLOCK: "the net deadlocks: no steady state, no measures",
+    ExitStatus.UNSTABLE: "the net is unstable: tokens in a place grow without bound",
+    ExitStatus.EMPTY: "nothing to solve: no places, or no tokens and no transition creating any",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C): the results are partial",
+}
+
+#: Result.degenerate kinds -> exit status
+DEGENERATE = {"empty": ExitStatus.EMPTY, "deadlock": ExitStatus.DEADLOCK,
+              "unstable": ExitStatus.UNSTABLE}
+#: when runs end differently (a sweep), the status reported: the first of these that occurs
+PRECEDENCE = ("partial", "empty", "deadlock", "unstable", "imprecise")
+_STATUS = dict(DEGENERATE, partial=ExitStatus.INTERRUPTED, imprecise=ExitStatus.IMPRECISE)
+
+
+def exit_status(kinds: Iterable[str]) -> ExitStatus:
+    """The status of runs that ended with ``kinds`` ('partial', 'deadlock', ..., 'ok')."""
+    seen = set(kinds)
+    for k in PRECEDENCE:
+        if k in seen:
+            return _STATUS[k]
+    return ExitStatus.OK
+
+
+def epilog() -> str:
+    """The exit-status table of ``qpn solve --help``."""
+    return "exit status:\n" + "\n".join(f"  {int(s):>3}  {MEANING[s]}" for s in ExitStatus)
+
+
+# ------------------------------------------------------------ degenerate nets
+class Unstable(SolverError):
+    """An analytic solver found no steady state because tokens grow without bound;
+    ``solvers.solve`` turns it into a Result marked 'unstable' (exit status 5)."""
+
+    def __init__(self, reason: str, *, construct: str | None = None):
+        self.reason = reason
+        super().__init__(reason, construct=construct)
+
+
+def empty_reason(compiled) -> str | None:
+    """Why a compiled net has nothing to solve, or None.  Cheap: no state space."""
+    if not compiled.places:
+        return "the model has no places: nothing to solve"
+    if int(compiled.m0.sum()) == 0:
+        pre = compiled.pre.tocsr()
+        if all(pre[i].nnz for i in range(len(compiled.modes))):
+            return ("no tokens: the initial marking is empty and every transition needs input "
+                    "tokens, so nothing can ever happen (give a place an 'init' count)")
+    return None
+
+
+def marking_text(compiled, m: np.ndarray) -> str:
+    """A marking as 'place=count, ...' over the non-empty slots ('(empty)' if none)."""
+    parts = [compiled.slot_label(s) + (f"={int(m[s])}" if m[s] != 1 else "")
+             for s in np.flatnonzero(m[:compiled.nslots])]
+    if len(parts) > 8:
+        parts = parts[:8] + [f"... ({len(parts) - 8} more)"]
+    return ", ".join(parts) if parts else "(empty)"
+
+
+__all__ = ["Unstable", "ExitStatus", "MEANING", "DEGENERATE", "exit_status", "epilog", "empty_reason",
+           "marking_text"]
