@@ -68,7 +68,7 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
     t0 = time.perf_counter()
     compiled = compile_net(net, params or None)
     solver = get_solver(method)
-    from .status import Unstable, empty_reason
+    from .status import Degenerate, empty_reason
     empty = empty_reason(compiled)
     if empty:       # every method would answer zeros and NaN (or fail on the empty arrays)
         res = Result(method=method, model=compiled.net.name, params=dict(compiled.params),
@@ -91,9 +91,9 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
                           construct=problems[0], methods=others)
     try:
         res = solver.solve(compiled, options)
-    except Unstable as exc:     # no numbers, but an answer: exit status 5, not an error
+    except Degenerate as exc:   # no numbers, but an answer (exit status 4 or 5), not an error
         res = Result(method=method, model=compiled.net.name)
-        res.mark_degenerate("unstable", exc.reason)
+        res.mark_degenerate(exc.kind, exc.reason)
     res.params = dict(compiled.params)
     if res.wall_time is None:
         res.wall_time = time.perf_counter() - t0

@@ -66,13 +66,27 @@ def epilog() -> str:
 
 
 # ------------------------------------------------------------ degenerate nets
-class Unstable(SolverError):
-    """An analytic solver found no steady state because tokens grow without bound;
-    ``solvers.solve`` turns it into a Result marked 'unstable' (exit status 5)."""
+class Degenerate(SolverError):
+    """A solver found that the net has no steady state to report (``kind``: 'unstable',
+    'deadlock'); ``solvers.solve`` turns it into a Result marked so, with its exit status."""
+
+    kind = "degenerate"
 
     def __init__(self, reason: str, *, construct: str | None = None):
         self.reason = reason
         super().__init__(reason, construct=construct)
+
+
+class Unstable(Degenerate):
+    """No steady state because tokens grow without bound (exit status 5)."""
+
+    kind = "unstable"
+
+
+class Deadlocked(Degenerate):
+    """The net reaches a marking where nothing can happen (exit status 4)."""
+
+    kind = "deadlock"
 
 
 def empty_reason(compiled) -> str | None:
@@ -96,5 +110,5 @@ def marking_text(compiled, m: np.ndarray) -> str:
     return ", ".join(parts) if parts else "(empty)"
 
 
-__all__ = ["Unstable", "ExitStatus", "MEANING", "DEGENERATE", "exit_status", "epilog", "empty_reason",
+__all__ = ["Degenerate", "Deadlocked", "Unstable", "ExitStatus", "MEANING", "DEGENERATE", "exit_status", "epilog", "empty_reason",
            "marking_text"]

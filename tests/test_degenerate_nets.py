@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import qpn
+from conftest import MODELS
 from qpn.cli import main
 from solvers.des.flat import _check_sentinels
 from solvers.status import ExitStatus, epilog, exit_status
@@ -39,12 +40,10 @@ def _solve(tmp_path, capsys, text: str, *args: str) -> tuple[int, str, str, dict
 @pytest.mark.parametrize("method", ["auto", "ctmc", "symbolic"])
 def test_deadlock_names_the_dead_marking(tmp_path, capsys, method):
     rc, out, err, js = _solve(tmp_path, capsys, DEADLOCK, "-m", method)
-    if method == "symbolic":   # closed forms go through their own CTMC: numbers, not flagged
-        assert js["measures"]          # --json once raised TypeError on the closed forms' tuple keys
-        pytest.xfail("the symbolic CTMC does not check for dead markings yet")
     assert rc == ExitStatus.DEADLOCK == 4
     reason = "the net reaches a marking where nothing can happen: b"
-    assert out == f"dl: ctmc -- DEADLOCK: {reason}\n"
+    solver = "symbolic" if method == "symbolic" else "ctmc"   # closed forms have their own CTMC
+    assert out == f"dl: {solver} -- DEADLOCK: {reason}\n"
     assert err == f"error: deadlock: {reason}\n"
     assert (js["status"], js["reason"], js["measures"]) == ("deadlock", reason, [])
 
@@ -140,3 +139,13 @@ def test_simulator_sentinels_are_checked():
         _check_sentinels(slot_queue, slot_class, slot_ring, **dict(ok, mode_col=np.array([0, -1])))
     with pytest.raises(AssertionError, match="a slot without its queue class or token ring"):
         _check_sentinels(slot_queue, slot_class, np.array([-1, -1]), **ok)
+
+
+def test_symbolic_results_write_json(tmp_path, capsys):
+    # the closed forms are keyed by tuples: --json once raised TypeError on them
+    rc = main(["solve", f"{MODELS}/repairman.qpn", "-m", "symbolic", "-q", "--json",
+               str(tmp_path / "s.json")])
+    capsys.readouterr()
+    js = json.loads((tmp_path / "s.json").read_text())
+    assert rc == 0 and js["status"] == "ok" and js["method"] == "symbolic"
+    assert {m["measure"] for m in js["measures"]} >= {"throughput", "tokens"}
