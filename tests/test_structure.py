@@ -55,6 +55,22 @@ def test_cycle_through_a_queue_is_not_a_trap():
     assert not rep.errors
 
 
+def test_a_loop_that_fills_a_place_with_a_capacity_is_not_a_trap():
+    # a producer putting into a bounded queue in zero time stops when the queue is full
+    # (it was reported as a trap, and the CTMC then failed on its one tangible successor)
+    text = ("param n = 2\nplace idle init 1\nplace busy\nplace items capacity n\n"
+            "place cpu queue ps service exp(10 ms)\nplace workers init n\n"
+            "transition begin : idle -> busy\ntransition put : busy -> idle, items\n"
+            "transition take : items, workers -> cpu\ntransition done : cpu -> workers\n")
+    rep = qpn.check(qpn.parse(text))
+    assert not [d for d in rep.diagnostics if d.code == "timeless-trap"]
+    res = qpn.solve(qpn.parse(text), method="ctmc")
+    assert res.get("throughput", "done") == pytest.approx(1 / 0.010, rel=1e-9)  # one PS server, busy
+    # the same loop with room that never runs out is a trap
+    rep = qpn.check(qpn.parse(text.replace(" capacity n", "")))
+    assert [d.code for d in rep.errors] == ["timeless-trap"]
+
+
 def test_trap_that_consumes_more_than_it_returns_is_not_a_trap():
     # t1 needs two tokens and gives one back: it cannot fire forever
     rep = qpn.check(qpn.parse("place a init 5\nplace b\ntransition t1 : 2 a -> b\ntransition t2 : b -> a\n"))

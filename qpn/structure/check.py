@@ -232,10 +232,15 @@ def _traps(c: CompiledNet, rep: StructureReport) -> None:
         if pre[i].nnz == 0:
             groups.append([i])
     reported = set()
+    capped = set(c.cap.indices.tolist()) if c.cap is not None else set()
     for modes in groups:
         D = (post[modes] - pre[modes]).toarray().T   # slots x modes
         rows = np.flatnonzero(np.any(D != 0, axis=1))
-        A = np.hstack([D[rows], -np.eye(len(rows), dtype=np.int64)])
+        # firing forever may pile tokens up (a slack per place), except in a place with a
+        # capacity: it fills, and a loop that needs room there stops (a producer's puts
+        # into a bounded queue are not a trap)
+        free = [k for k, r in enumerate(rows) if r not in capped]
+        A = np.hstack([D[rows], -np.eye(len(rows), dtype=np.int64)[:, free]])
         try:
             flows = t_semiflows(A)
         except TooManySemiflows:

@@ -267,13 +267,15 @@ class Explorer:
         nt = len(tang_rows)
         B = sp.csc_matrix(([e[2] for e in edges_t], ([e[0] for e in edges_t], [e[1] for e in edges_t])),
                           shape=(nv, nt))
+        # spsolve returns a 1-D array when B has one column (or A one row): keep the shape
         X = spsolve(A, B)
-        X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+        X = sp.csr_matrix(np.reshape(X, (nv, nt))) if not sp.issparse(X) else X.tocsr()
         M = sp.csr_matrix(([p for _, _, p in mode_prob], ([v for v, _, _ in mode_prob],
                                                            [m for _, m, _ in mode_prob])),
                           shape=(nv, len(self.spec.compiled.modes)))
         Nm = spsolve(A, M.tocsc())
-        Nm = sp.csr_matrix(Nm) if not sp.issparse(Nm) else Nm.tocsr()
+        Nm = (sp.csr_matrix(np.reshape(Nm, (nv, len(self.spec.compiled.modes))))
+              if not sp.issparse(Nm) else Nm.tocsr())
         T = np.stack(tang_rows) if tang_rows else np.zeros((0, self.spec.ncols), dtype=np.int64)
         for i in range(len(R0)):
             e = entry_ids[i]
