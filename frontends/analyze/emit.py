@@ -96,7 +96,7 @@ def _unused(an, w) -> list[str]:
     """Comment lines for the objects of the trace that the steady state does not use."""
     from .naming import split_site
     from .objects import kind_of
-    out = []
+    seen: dict = {}
     w.info["objects_unused"] = {}
     for key in an.objects.keys():
         if key in w.objnames:
@@ -112,8 +112,11 @@ def _unused(an, w) -> list[str]:
             facts["lock"] = an.sources.object_name(lk.get("site")) or lk.get("type", "lock")
         w.info["objects_unused"][name] = {"kind": kind, "type": ev.get("type"), **facts}
         more = ", ".join(f"{k} {v}" for k, v in facts.items())
-        out.append(f"#   {ev.get('type')} {name}" + (f" ({more})" if more else "")
-                   + (f" at {ev['site']}" if ev.get("site") else ""))
+        line = (f"#   {ev.get('type')} {name}" + (f" ({more})" if more else "")
+                + (f" at {ev['site']}" if ev.get("site") else ""))
+        seen[line] = seen.get(line, 0) + 1
+    # objects made per request repeat one line per object: one line per site, counted
+    out = [ln if n == 1 else f"{ln} ({n} objects)" for ln, n in seen.items()]
     if out:
         out.insert(0, "# Objects of the trace used only in start-up, shut-down or by threads "
                       "not modelled:")
@@ -159,6 +162,7 @@ def _header(an, w) -> list[str]:
     if an.probe_ns:
         out.append(f"# The tracer's own CPU, {fmt_time(an.probe_ns)} per event (probe_ns, timed "
                    "at the traced program's exit), is taken off the demands.")
+    out += an.notes
     if w.across and w.across.lines:
         out += w.across.lines
     if w.assumptions:

@@ -103,7 +103,8 @@ class Writer:
             kind = kind_of(info.get("type", "lock"))
             line = split_site(info.get("site"))[1]
             base = an.sources.object_name(info.get("site")) or (
-                f"{info.get('type') or kind}_{line}" if line else info.get("type") or kind)
+                f"{info.get('name_type') or info.get('type') or kind}_{line}" if line
+                else info.get("type") or kind)
             base += info.get("name_suffix", "")          # a pool's completions (futures.py)
         base = ident(base)
         if base in RESERVED:

@@ -32,10 +32,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .condqueue import ITEMS_BASE
 from .structure import Loop, structure
 
 #: actions that hand an item over between threads, or synchronize rounds
 WORK_ACTIONS = frozenset({"take", "put", "await"})
+
+
+def _items(s) -> bool:
+    """An acquisition or release of an items semaphore (condqueue.py): a hand-over."""
+    return (s.action == "acquire" or s.action == "release") and s.key[0] >= ITEMS_BASE
 
 
 def work_phase(walks: dict) -> tuple[int, int] | None:
@@ -46,12 +52,14 @@ def work_phase(walks: dict) -> tuple[int, int] | None:
     lo, hi = None, None
     for w in walks.values():
         for s in w:
-            if s.action in WORK_ACTIONS:
-                if lo is None or s.ts < lo:
-                    lo = s.ts
+            if s.action in WORK_ACTIONS or _items(s):
+                # an item is taken when the acquisition ends (a worker waits from start-up on)
+                t = s.end if s.action == "acquire" else s.ts
+                if lo is None or t < lo:
+                    lo = t
                 break
         for s in reversed(w):
-            if s.action in WORK_ACTIONS:
+            if s.action in WORK_ACTIONS or _items(s):
                 if hi is None or s.end > hi:
                     hi = s.end
                 break

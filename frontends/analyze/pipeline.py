@@ -25,9 +25,11 @@ import numpy as np
 
 from qpn.errors import QPNError
 
+from .condqueue import cond_queues
 from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
+from .instances import fold_per_instance, per_instance_sites
 from .joins import batch_joiners, find_joins
 from .naming import Sources, ident, split_site
 from .objects import ObjectTable
@@ -103,6 +105,7 @@ class Analysis:
     timings: dict = field(default_factory=dict)     # seconds per stage
     joins: list = field(default_factory=list)       # joins.Join: batches that wait for a pool
     probe_ns: int = 0                 # the tracer's own CPU per event, taken off the fragments
+    notes: list = field(default_factory=list)       # header lines: what was read how
 
 
 @contextlib.contextmanager
@@ -141,7 +144,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'by_thread')
     object_events = [e for e in trace.events if e["kind"] == "object"]
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
-    objects = ObjectTable(object_events + waited)
+    by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
+    objects = ObjectTable(object_events + waited + items)
     info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
     main = h.program.get("pid") if h.program.get("pid") in by else next(
         (t for t, e in info.items() if e.get("name") == "MainThread"), None)
@@ -159,6 +163,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'sockets')
     phase = work_phase(walks)
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
+    walks, notes = fold_per_instance(walks, per_instance_sites(objects, phase))
+    notes = _handed_notes(handed) + notes
     sigs = {}                          # tid -> how often it did each token in the work phase
     for tid, w in walks.items():
         i, j = _inside(w, lo, hi)
@@ -214,7 +220,18 @@ def _analyze(trace, options: Options | None) -> Analysis:
     traced = frozenset((p, n or 0) for p, n in map(split_site, sites) if p)
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
-                    traced, _tick(timings, "rest"), joins, probe)
+                    traced, _tick(timings, "rest"), joins, probe, notes)
+
+
+def _handed_notes(handed: list) -> list[str]:
+    """Header lines for the hand-overs through a condition and a container."""
+    out = []
+    for f in handed:
+        out.append(f"# Hand-over through the condition created at {f['site']} and a container: "
+                   f"its {f['notifies']} notifies are releases of a semaphore of items "
+                   f"(suffix _items), and the {f['blocks']} passes of the waiting threads "
+                   f"through their lock block acquire one each, waiting or not.")
+    return out
 
 
 def _sources(header, opt: Options, sites: set, warnings: list) -> Sources:

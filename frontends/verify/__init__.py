@@ -23,7 +23,7 @@ from qpn.errors import QPNError
 from qpn.fileio import check_output_dir, write_atomic
 
 from .manifest import Suite, load_suite
-from .measure import ISOLATE, measure
+from .measure import ISOLATE, measure, setup
 
 MEASURES = ("throughput", "residence", "response", "tokens", "utilization", "arrivals")
 
@@ -120,7 +120,18 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
                 same = fh.read() == key and os.path.exists(path)
         except OSError:
             same = False
-        if retrace or not same:
+        if (retrace or not same) and suite.server:
+            # the server is the program traced; the load program drives it meanwhile
+            from .server import traced_server
+            load = traced_server(suite, {**cfg}, path, lambda: subprocess.run(
+                ISOLATE + argv, capture_output=True, text=True,
+                cwd=os.path.dirname(suite.program), timeout=600))
+            if load.returncode != 0:
+                raise QPNError(f"{suite.name}: the load `{' '.join(argv)}` of the traced server "
+                               f"exited with {load.returncode}: {load.stderr.strip()[-500:]}")
+            write_atomic(path + ".key", key)
+            print(f"verify {suite.name}: traced the server at {cfg}", file=log)
+        elif retrace or not same:
             run = trace_command(ISOLATE + argv, path, cwd=os.path.dirname(suite.program),
                                 stdout=subprocess.DEVNULL)
             if run.returncode != 0:
@@ -153,6 +164,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
     out_dir = out_dir or os.path.join(directory, "verify")
     os.makedirs(out_dir, exist_ok=True)
     check_output_dir(out_dir)          # before measuring and tracing, not after
+    setup(suite, log=log)
     measured = measure(suite, remeasure=remeasure, log=log)
     res = build_model(suite, out_dir, log=log, retrace=retrace or remeasure)
     write_atomic(os.path.join(out_dir, "model.qpn"), res.text)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
 
@@ -54,6 +55,9 @@ class Suite:
     set: dict = field(default_factory=dict)     # model param -> expression of the point
     bound: float | None = None         # mean epsilon above which verify fails
     solve: dict = field(default_factory=dict)   # solver options
+    server: list | None = None         # [server] command: started around each run, traced
+    port: str | None = None            # [server] port: ready when 127.0.0.1:port accepts
+    setup: list | None = None          # run once before measuring (installs the server)
 
     def points(self) -> list[dict]:
         """Every combination of the grid's values."""
@@ -62,11 +66,23 @@ class Suite:
 
     def argv(self, values: dict) -> list[str]:
         """The program's arguments for parameter ``values`` (fixed params filled in)."""
-        v = {**self.params, **values}
+        return self._fill(self.args, values, "program.args")
+
+    def server_argv(self, values: dict) -> list[str]:
+        """The server's command for ``values``; ``{python}`` is this interpreter and
+        ``{bin}`` its directory (where a package's console scripts are)."""
+        return self._fill(self.server or [], values, "server.command")
+
+    def server_port(self, values: dict) -> int:
+        return int(self._fill([self.port], values, "server.port")[0])
+
+    def _fill(self, templates: list, values: dict, where: str) -> list[str]:
+        v = {"python": sys.executable, "bin": os.path.dirname(sys.executable),
+             **self.params, **values}
         try:
-            return [str(a).format(**v) for a in self.args]
+            return [str(a).format(**v) for a in templates]
         except KeyError as exc:
-            raise QPNError(f"{self.dir}/suite.toml: program.args uses {{{exc.args[0]}}}, which no "
+            raise QPNError(f"{self.dir}/suite.toml: {where} uses {{{exc.args[0]}}}, which no "
                            "param, grid entry or build config gives") from None
 
 
@@ -119,10 +135,22 @@ def load_suite(directory: str) -> Suite:
     repeats = int(meas.get("repeats", 5))
     if repeats < 1:
         raise QPNError(f"{path}: [measure] repeats must be at least 1")
+    server, port = None, None
+    if "server" in doc:
+        srv = _need(doc, "server", "top level", dict, path)
+        server = _need(srv, "command", "server", list, path)
+        port = str(_need(srv, "port", "server", (int, str), path))
+        if not server:
+            raise QPNError(f"{path}: [server] command must not be empty")
+    setup = doc.get("setup")
+    if setup is not None and not (isinstance(setup, list) and setup):
+        raise QPNError(f"{path}: setup must be a command as a list of strings, e.g. "
+                       '["{python}", "-m", "pip", "install", "waitress"]')
     return Suite(directory, doc.get("name", os.path.basename(os.path.abspath(directory))), program,
                  list(_need(prog, "args", "program", list, path)), dict(doc.get("params", {})),
                  grid, configs, kind, expr, repeats, over, values, pattern,
-                 dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})))
+                 dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
+                 server, port, setup)
 
 
 __all__ = ["Suite", "load_suite", "KINDS"]

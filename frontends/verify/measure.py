@@ -15,6 +15,7 @@ the two values of ``over`` (per second: start-up and shut-down cancel);
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -43,10 +44,15 @@ def _loadavg() -> float | None:
 def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
     """One isolated run of the program: {"wall": s, "value": float | None, "load": 1-min load}."""
     argv = [sys.executable, suite.program] + suite.argv(values)
-    t0 = time.perf_counter()
-    p = subprocess.run(ISOLATE + argv, capture_output=True, text=True, timeout=timeout,
-                       cwd=os.path.dirname(suite.program))
-    wall = time.perf_counter() - t0
+    server = contextlib.nullcontext()
+    if suite.server:                         # a server, and the program is its load
+        from .server import running_server
+        server = running_server(suite, values)
+    with server:
+        t0 = time.perf_counter()
+        p = subprocess.run(ISOLATE + argv, capture_output=True, text=True, timeout=timeout,
+                           cwd=os.path.dirname(suite.program))
+        wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise QPNError(f"{suite.name}: `{' '.join(argv)}` exited with {p.returncode}: "
                        f"{p.stderr.strip()[-500:]}")
@@ -69,7 +75,8 @@ def runs_of(suite, point: dict) -> list[dict]:
 
 def program_key(suite, values: dict) -> str:
     """The program file's hash and its arguments: what a cached sample or trace is of."""
-    return f"{_file_hash(suite.program, os.path.getmtime(suite.program))} {json.dumps(suite.argv(values))}"
+    key = f"{_file_hash(suite.program, os.path.getmtime(suite.program))} {json.dumps(suite.argv(values))}"
+    return key + (f" server {json.dumps(suite.server_argv(values))}" if suite.server else "")
 
 
 @functools.lru_cache(maxsize=32)
@@ -77,6 +84,18 @@ def _file_hash(path: str, mtime: float) -> str:
     """sha256 of a file, read once per modification (``mtime`` is part of the key)."""
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+def setup(suite, log=sys.stderr) -> None:
+    """Run the suite's ``setup`` command (installs what the suite runs, e.g. a server)."""
+    if not suite.setup:
+        return
+    argv = suite._fill(suite.setup, {}, "setup")
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=suite.dir, timeout=900)
+    if p.returncode != 0:
+        raise QPNError(f"{suite.name}: setup `{' '.join(argv)}` exited with {p.returncode}: "
+                       f"{(p.stderr or p.stdout).strip()[-500:]}")
+    print(f"verify {suite.name}: setup `{' '.join(argv)}` done", file=log)
 
 
 def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
@@ -133,4 +152,4 @@ def _values(suite, points, cache) -> dict:
     return out
 
 
-__all__ = ["measure", "run_once", "runs_of", "program_key", "ISOLATE"]
+__all__ = ["measure", "setup", "run_once", "runs_of", "program_key", "ISOLATE"]

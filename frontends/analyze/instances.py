@@ -1,0 +1,102 @@
+"""Synchronization objects made per request: one kind of object, not shared mutexes.
+
+A server that makes a lock (or a condition) per connection or per request
+creates many objects at one code site while it works; waitress makes a lock,
+an RLock and a condition per connection (channel.py).  Taken one by one, every
+request's lock is another object: every iteration of a worker then has other
+tokens, no two iterations look alike, the loop's work is pruned as tiny
+fragments, and identical workers become separate pools.
+
+Such an object only contends within its instance (one connection, one
+request), between the few threads that share that instance, never across
+requests.  The model therefore does not make it a shared mutex: its
+operations fold, so the code run while holding it stays CPU of the fragment
+around it, and the time threads waited for it (within one instance) is
+reported in the model's header rather than modelled.
+
+A site is *per instance* when it created at least :data:`MIN_CREATED` objects
+of a synchronization type during the work phase (or during the whole trace
+when there is no work phase).  Objects made once at start-up -- also an array
+of lock stripes, made before the work -- stay shared objects.
+
+>>> from frontends.analyze.objects import ObjectTable
+>>> evs = [{"kind": "object", "tid": 1, "ts": t, "obj": 100 + t, "type": "lock", "site": "c.py:65"}
+...        for t in (10, 20, 30)] + [{"kind": "object", "tid": 1, "ts": 0, "obj": 7,
+...                                   "type": "lock", "site": "m.py:3"}]
+>>> found = per_instance_sites(ObjectTable(evs), (5, 40))
+>>> sorted(found), len(found["c.py:65"]["keys"])
+(['c.py:65'], 3)
+"""
+from __future__ import annotations
+
+import collections
+
+from .fit import fmt_time
+from .objects import ObjectTable
+from .steps import fold
+
+#: objects made at one site during the work phase that make the site per-instance
+MIN_CREATED = 3
+#: object types that are synchronization (per-request queues are hand-overs: kept)
+SYNC_TYPES = ("lock", "rlock", "monitor", "cond", "sem", "bsem", "rwlock")
+#: step actions on synchronization objects
+SYNC_ACTIONS = frozenset({"lock", "unlock", "wait", "notify", "notify_all", "acquire", "release"})
+
+
+def per_instance_sites(objects: ObjectTable, phase: tuple | None) -> dict:
+    """site -> {"type", "created", "keys"} of the sites that make objects per instance."""
+    lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
+    by_site: dict = collections.defaultdict(list)
+    for key in objects.by_type(*SYNC_TYPES):
+        ev = objects.info(key)
+        if ev.get("site"):
+            by_site[(ev["site"], ev["type"])].append((ev["ts"], key))
+    out: dict = {}
+    for (site, typ), made in by_site.items():
+        inside = sum(1 for ts, _ in made if lo <= ts <= hi)
+        if inside >= MIN_CREATED:
+            d = out.setdefault(site, {"types": {}, "keys": set()})
+            d["types"][typ] = len(made)
+            d["keys"].update(k for _, k in made)
+    return out
+
+
+def fold_per_instance(walks: dict, sites: dict) -> tuple[dict, list[str]]:
+    """(walks with the per-instance objects' steps folded, header lines saying so)."""
+    if not sites:
+        return walks, []
+    site_of = {k: s for s, d in sites.items() for k in d["keys"]}
+    stats: dict = {s: {"locks": 0, "contended": 0, "waited": 0, "waits": 0} for s in sites}
+    out = {}
+    for tid, w in walks.items():
+        hit = False
+        for s in w:
+            if s.action in SYNC_ACTIONS and s.key in site_of:
+                hit = True
+                st = stats[site_of[s.key]]
+                if s.action == "lock":
+                    st["locks"] += 1
+                    if s.blocked:
+                        st["contended"] += 1
+                        st["waited"] += s.blocked
+                elif s.action == "wait":
+                    st["waits"] += 1
+                    st["waited"] += s.blocked
+        out[tid] = fold(w, lambda s: not (s.action in SYNC_ACTIONS and s.key in site_of),
+                        discard_leading=False, in_place=True) if hit else w
+    lines = ["# Objects made per request (many at one site while working) contend only within "
+             "their instance: not modelled as shared objects; code run while holding them "
+             "stays CPU of the fragment around it:"]
+    for site in sorted(sites):
+        d, st = sites[site], stats[site]
+        made = ", ".join(f"{n} {t}" for t, n in sorted(d["types"].items()))
+        what = f"{st['locks']} acquisitions, {st['contended']} contended"
+        if st["waits"]:
+            what += f", {st['waits']} condition waits"
+        if st["waited"]:
+            what += f", {fmt_time(st['waited'])} waited in all (not modelled)"
+        lines.append(f"#   {site}: {made} made; {what} in all")
+    return out, lines
+
+
+__all__ = ["per_instance_sites", "fold_per_instance", "MIN_CREATED"]
