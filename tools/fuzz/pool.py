@@ -25,7 +25,7 @@ def _worker(conn, budget: float, memory: int, workdir: str, quick: bool) -> None
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent handles Ctrl-C
     from .runner import run_command
-    for model in WARMUP:
+    for model in WARMUP if not quick else WARMUP[:1]:
         path = os.path.join(ROOT, model)
         if os.path.exists(path):
             for argv in (["solve", path, "-m", "des", "--events", "500", "-R", "2", "--threads", "1",
@@ -62,11 +62,18 @@ class Worker:
                                 daemon=True)
         self.proc.start()
         child.close()
-        if not self.conn.poll(600) or self.conn.recv()[0] != "ready":
-            raise RuntimeError("fuzz worker did not start")
-        self.task = None
+        self.task, self.ready = None, False
+
+    def wait_ready(self) -> None:
+        """Wait for the worker's warm-up (left running while the parent makes
+        the first inputs)."""
+        if not self.ready:
+            if not self.conn.poll(600) or self.conn.recv()[0] != "ready":
+                raise RuntimeError("fuzz worker did not start")
+            self.ready = True
 
     def submit(self, kind: str, data: bytes, only=None) -> None:
+        self.wait_ready()
         self.task = (kind, data, only)
         self.current = None
         self.deadline = time.monotonic() + self._hard_limit(kind, only)
