@@ -25,7 +25,9 @@ def _worker(conn, budget: float, memory: int, workdir: str, quick: bool) -> None
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent handles Ctrl-C
     from .runner import run_command
-    for model in WARMUP if not quick else WARMUP[:1]:
+    # every kernel, even for the quick slice: in a fresh clone the first solve
+    # compiles what numba has not cached, which would read as a HANG
+    for model in WARMUP:
         path = os.path.join(ROOT, model)
         if os.path.exists(path):
             for argv in (["solve", path, "-m", "des", "--events", "500", "-R", "2", "--threads", "1",
