@@ -11,5 +11,7 @@ Run a campaign from the repository root (docs/robustness.md)::
 
     python -m tools.fuzz --models 2000 --traces 500 --seed 1 --out fuzz-out
 """
-from .campaign import Campaign, run_campaign  # noqa: F401
-from .runner import FAILURES, Outcome  # noqa: F401
+from .campaign import Campaign, run_campaign
+from .runner import FAILURES, Outcome
+
+__all__ = ["Campaign", "run_campaign", "FAILURES", "Outcome"]

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import mutate
-from .corpus import ROOT, model_seeds, trace_seeds
+from .corpus import model_seeds, trace_seeds
 from .netgen import generated_models
 from .pool import DEFAULT_MEMORY, Pool
 from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
@@ -84,6 +84,7 @@ class Campaign:
     seconds: float = 0.0
     slowest: list = field(default_factory=list)               # (seconds, command, origin)
     command_seconds: Counter = field(default_factory=Counter)  # command -> seconds spent
+    interrupted: bool = False
 
     def record(self, origin: str, kind: str, data: bytes, results: list[Outcome]) -> None:
         self.inputs[kind] += 1
@@ -109,6 +110,7 @@ class Campaign:
             by_class[outcome] += n
         return {
             "inputs": dict(self.inputs), "seconds": round(self.seconds, 1),
+            "interrupted": self.interrupted,
             "inputs_per_second": round(self.total / self.seconds, 2) if self.seconds else None,
             "runs_by_outcome": dict(by_class),
             "runs_by_command": {f"{c} {o}": n for (c, o), n in sorted(self.outcomes.items())},
@@ -132,10 +134,13 @@ def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: flo
             w.wait_ready()
         t0 = time.perf_counter()        # throughput without the start (seeds, numba caches)
         items = itertools.chain([first] if first else [], items)
-        for origin, kind, data, results in pool.map(items):
-            camp.record(origin, kind, data, results)
-            if progress:
-                progress(camp)
+        try:
+            for origin, kind, data, results in pool.map(items):
+                camp.record(origin, kind, data, results)
+                if progress:
+                    progress(camp)
+        except KeyboardInterrupt:       # report what was found so far
+            camp.interrupted, shrink = True, False
         camp.seconds = time.perf_counter() - t0
         if shrink:
             for f in camp.failures.values():

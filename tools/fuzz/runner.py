@@ -26,8 +26,8 @@ import gc
 import io
 import os
 import re
+import shutil
 import signal
-import sys
 import time
 import traceback
 import warnings
@@ -61,6 +61,7 @@ QUICK_MODEL_COMMANDS = {n: a for n, a in MODEL_COMMANDS.items() if n != "show"}
 QUICK_MODEL_COMMANDS["solve"] = ["solve", MODEL_FILE, "--method", "auto"] + QUICK_SOLVE_BUDGET
 TRACE_COMMANDS = {
     "trace-check": ["trace-check", TRACE_FILE],
+    "trace-check --lenient": ["trace-check", TRACE_FILE, "--lenient"],
     "build": ["build", TRACE_FILE, "-o", "built.qpn"],
 }
 
@@ -164,10 +165,12 @@ def run_command(name: str, argv: list[str], budget: float) -> tuple[Outcome, str
     for w in caught:
         if issubclass(w.category, RuntimeWarning):
             where = os.path.relpath(w.filename, ROOT)
+            if where.startswith(".."):         # a library's file: its package path
+                where = w.filename.split("site-packages" + os.sep)[-1]
             res.notes.append((f"{w.category.__name__} in {name}: {_normalized(str(w.message))} "
                               f"@ {where}:{w.lineno}", str(w.message)))
     if name == "solve" and res.outcome == OK and re.search(r"\b(nan|inf)\b", stdout):
-        res.notes.append((f"solve exited 0 with nan/inf in its table", stdout[:400]))
+        res.notes.append(("solve exited 0 with nan/inf in its table", stdout[:400]))
     if res.outcome == USER_ERROR and name in MODEL_COMMANDS and "error" in res.detail \
             and not re.search(r"\S+:\d+:\d+: ", res.detail) \
             and "Traceback" not in res.detail:
@@ -243,7 +246,6 @@ def _clean(workdir: str) -> None:
         if os.path.islink(path):
             continue
         if os.path.isdir(path):
-            import shutil
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)
