@@ -37,6 +37,7 @@ KNOWN = {
     # (timing-dependent: seen under load only)
     "HANG in check @ qpn/structure/reachability.py (enabled_modes)",
     "HANG in check @ qpn/structure/reachability.py (explore)",
+    "HANG in check @ qpn/structure/reachability.py (<listcomp>)",
 }
 
 SLICE_SEED = 20251126
@@ -91,7 +92,7 @@ def test_a_command_over_its_budget_is_a_hang(monkeypatch):
     _selftest(monkeypatch, spin)
     t0 = time.perf_counter()
     res, _ = run_command("selftest", ["selftest", "m.qpn"], 0.2)
-    assert res.outcome == HANG and coarse(res.signature) == "HANG in selftest @ qpn/cli.py (main)"
+    assert (res.outcome, res.signature) == (HANG, "HANG in selftest @ qpn/cli.py (main)")
     assert time.perf_counter() - t0 < 2
 
 

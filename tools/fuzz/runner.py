@@ -133,7 +133,9 @@ def run_command(name: str, argv: list[str], budget: float) -> tuple[Outcome, str
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
         except FuzzTimeout as exc:
-            res.outcome, res.signature = HANG, f"HANG in {name} @ {project_frame(exc.__traceback__)}"
+            # where the alarm struck within a loop is chance: no line number
+            where = re.sub(r":\d+ \(", " (", project_frame(exc.__traceback__))
+            res.outcome, res.signature = HANG, f"HANG in {name} @ {where}"
         except MemoryError as exc:
             res.outcome = MEMORY
             res.signature = f"MemoryError @ {project_frame(exc.__traceback__)}"
