@@ -18,6 +18,7 @@ from tools.fuzz import mutate  # noqa: E402
 from tools.fuzz.campaign import Finding, coarse, run_campaign, shrink_input  # noqa: E402
 from tools.fuzz.corpus import model_seeds  # noqa: E402
 from tools.fuzz.netgen import generated_models  # noqa: E402
+from tools.fuzz.pool import Pool  # noqa: E402
 from tools.fuzz.runner import (CRASH, HANG, MEMORY, OK, USER_ERROR, WRONG,  # noqa: E402
                                Outcome, run_command)
 
@@ -162,3 +163,27 @@ def test_shrinking_keeps_the_failure_and_drops_the_rest():
     pool = _FakePool()
     assert shrink_input(pool, f) == b"BAD\n"
     assert pool.runs <= 80
+
+
+def _dying_worker(conn, budget, memory, workdir, quick):
+    """A stand-in worker: ends its process on its first input (a segfault, the
+    kernel's OOM killer), or never answers (a hang no alarm reaches)."""
+    conn.send(("ready", None))
+    kind, data, only = conn.recv()
+    conn.send(("begin", "build"))
+    if data == b"die":
+        os._exit(3)
+    time.sleep(600)
+
+
+def test_a_worker_that_dies_or_hangs_past_its_alarm_is_replaced():
+    with Pool(1, budget=0.1, memory=0, target=_dying_worker, slack=0.5) as pool:
+        res = pool.run("trace", b"die")
+        assert [(r.command, r.outcome, r.signature) for r in res] == \
+            [("build", CRASH, "worker died (exit 3) in build")]
+        t0 = time.perf_counter()
+        res = pool.run("trace", b"spin")
+        assert [(r.command, r.outcome, r.signature) for r in res] == \
+            [("build", HANG, "HANG in build @ (not interruptible: killed)")]
+        assert time.perf_counter() - t0 < 10
+        assert pool.workers[0].proc.is_alive()        # a fresh worker took over

@@ -3,8 +3,9 @@
 It mutates every model and trace the project ships or its tests use, generates
 small nets from a grammar-aware Hypothesis strategy, runs ``check``, ``show``,
 ``fmt``, ``flatten`` and ``solve --method auto`` on models and ``trace-check``
-and ``build`` on traces, in-process in a worker with a wall and memory budget,
-and sorts each run into OK, USER_ERROR, CRASH, HANG or MEMORY.  Failures are
+(strict and lenient) and ``build`` on traces, in-process in a worker with a wall
+and memory budget, and sorts each run into OK, USER_ERROR, CRASH, HANG, MEMORY
+or WRONG (``fmt`` output that does not load or is not canonical).  Failures are
 deduplicated by signature and reported with one small reproducing input each.
 
 Run a campaign from the repository root (docs/robustness.md)::

@@ -50,8 +50,14 @@ def _worker(conn, budget: float, memory: int, workdir: str, quick: bool) -> None
 
 
 class Worker:
-    def __init__(self, budget: float, memory: int, base: str, index: int, quick: bool):
+    """One worker process; ``target`` is its main function (``_worker``; the
+    tests give a stand-in that dies or hangs) and ``slack`` the seconds granted
+    beyond the alarm before it is killed."""
+
+    def __init__(self, budget: float, memory: int, base: str, index: int, quick: bool,
+                 target=_worker, slack: float = 10.0):
         self.budget, self.memory, self.quick = budget, memory, quick
+        self.target, self.slack = target, slack
         self.workdir = make_workdir(os.path.join(base, f"w{index}"))
         self.proc = None
         self.start()
@@ -59,8 +65,8 @@ class Worker:
     def start(self) -> None:
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, self.budget, self.memory, self.workdir,
-                                                         self.quick),
+        self.proc = ctx.Process(target=self.target,
+                                args=(child, self.budget, self.memory, self.workdir, self.quick),
                                 daemon=True)
         self.proc.start()
         child.close()
@@ -83,7 +89,7 @@ class Worker:
 
     def _hard_limit(self, kind: str, only) -> float:
         n = len(only) if only else len(commands_for(kind))
-        return self.budget * (n + 1) * 1.5 + 10    # the alarm should fire long before
+        return self.budget * (n + 1) * 1.5 + self.slack    # the alarm should fire long before
 
     def poll(self) -> list[Outcome] | None:
         """The results when the task is done (restarting the worker when it hung
@@ -134,9 +140,10 @@ class Pool:
     """``jobs`` workers; :meth:`map` runs inputs and yields (input, outcomes)."""
 
     def __init__(self, jobs: int = 1, budget: float = 5.0, memory: int = DEFAULT_MEMORY,
-                 quick: bool = False):
+                 quick: bool = False, target=_worker, slack: float = 10.0):
         self.base = tempfile.mkdtemp(prefix="qpn-fuzz-")
-        self.workers = [Worker(budget, memory, self.base, i, quick) for i in range(jobs)]
+        self.workers = [Worker(budget, memory, self.base, i, quick, target, slack)
+                        for i in range(jobs)]
 
     def map(self, items, only=None):
         """items: iterable of (key, kind, data).  Yields (key, kind, data, outcomes)
