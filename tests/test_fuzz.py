@@ -34,6 +34,8 @@ KNOWN = {
     # a trace line that is not UTF-8
     "UnicodeDecodeError @ frontends/trace.py (__init__)",
     "UnicodeDecodeError @ frontends/trace.py (_chunks)",
+    # a trace field that is null passes the reader and reaches the analyzer
+    "TypeError @ frontends/analyze/steps.py (thread_steps)",
     # check's reachability exploration of a large marking graph outlives the budget
     # (timing-dependent: seen under load only)
     "HANG in check @ qpn/structure/reachability.py (enabled_modes)",
@@ -46,8 +48,10 @@ SLICE_SEED = 20251126
 
 def test_fast_slice_finds_no_new_crash_hang_or_memory_failure(tmp_path_factory):
     t0 = time.perf_counter()
+    # seeds that are the same in every run and checkout: the traces of the test
+    # programs (timed runs) are left to the campaigns
     camp = run_campaign(300, 200, SLICE_SEED, jobs=2, budget=10.0, shrink=False, quick=True,
-                        cache_dir=str(tmp_path_factory.mktemp("fuzz-seeds")))
+                        programs="none", cache_dir=str(tmp_path_factory.mktemp("fuzz-seeds")))
     assert dict(camp.inputs) == {"model": 300, "trace": 200}
     # the inputs reach past the parser: every command succeeds on a good share
     ok = {c: n for (c, o), n in camp.outcomes.items() if o == OK}
@@ -59,7 +63,7 @@ def test_fast_slice_finds_no_new_crash_hang_or_memory_failure(tmp_path_factory):
                        for sig, f in sorted(new.items()))
     assert not new, "new failures (reproduce with python -m tools.fuzz, docs/robustness.md):\n" + report
     print(f"fuzz slice: {camp.total} inputs in {time.perf_counter() - t0:.1f} s, "
-          f"{len(camp.failures)} known failure signature(s)")
+          f"known failure signatures: {sorted({coarse(s) for s in camp.failures})}")
 
 
 # ---------------------------------------------------------------- the parts

@@ -78,7 +78,7 @@ def trace_seeds(cache_dir: str, programs: str = "quick") -> dict[str, bytes]:
                 + "\n").encode()
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "models_synth", "*.qpn"))):
         name = os.path.splitext(os.path.basename(path))[0]
-        dest = os.path.join(cache_dir, f"synth-{name}.jsonl")
+        dest = os.path.abspath(os.path.join(cache_dir, f"synth-{name}.jsonl"))
         if not os.path.exists(dest):
             _synth(path, dest)
         if os.path.exists(dest):
@@ -102,9 +102,18 @@ def _read(path: str) -> bytes:
 
 
 def _synth(model: str, dest: str) -> None:
+    """``qpn synth`` is deterministic (simulated clock, seed 1); the model's path
+    is relative so that the trace's header, and so its mutants, are the same in
+    every checkout."""
     from qpn.cli import main
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        main(["synth", model, "-o", dest, "--time", "1s", "--max-events", "400"])
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            main(["synth", os.path.relpath(model, ROOT), "-o", os.path.abspath(dest), "--time", "1s",
+                  "--max-events", "400"])
+    finally:
+        os.chdir(cwd)
 
 
 def _trace_program(prog: str, dest: str) -> None:
