@@ -1,0 +1,43 @@
+"""``python -m tools.fuzz --models N --traces M --seed S --out DIR [--jobs J]``"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .campaign import run_campaign
+from .pool import DEFAULT_MEMORY
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.fuzz", description=__doc__)
+    p.add_argument("--models", type=int, default=1000, help="model inputs (default 1000)")
+    p.add_argument("--traces", type=int, default=200, help="trace inputs (default 200)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--out", required=True, help="directory for report.json, report.txt, repro files")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--budget", type=float, default=5.0,
+                   help="wall seconds per command before it counts as a HANG (default 5)")
+    p.add_argument("--memory", type=float, default=DEFAULT_MEMORY / 2 ** 30,
+                   help="address-space limit per worker in GiB (default 3)")
+    p.add_argument("--programs", choices=("quick", "all", "none"), default="quick",
+                   help="test programs to trace for seed traces (default quick: three)")
+    p.add_argument("--no-shrink", action="store_true", help="keep the first small repro as found")
+    a = p.parse_args(argv)
+    last = [0]
+
+    def progress(camp) -> None:
+        if camp.total - last[0] >= 100 or camp.total == 1:
+            last[0] = camp.total
+            print(f"{camp.total} inputs, {len(camp.failures)} failure signature(s)",
+                  file=sys.stderr, flush=True)
+
+    camp = run_campaign(a.models, a.traces, a.seed, jobs=a.jobs, budget=a.budget,
+                        memory=int(a.memory * 2 ** 30), out=a.out, shrink=not a.no_shrink,
+                        programs=a.programs, progress=progress)
+    with open(f"{a.out}/report.txt", encoding="utf-8") as fh:
+        sys.stdout.write(fh.read())
+    return 1 if camp.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

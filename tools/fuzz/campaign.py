@@ -1,0 +1,238 @@
+"""A campaign: make the inputs, run them in a pool, deduplicate the failures by
+signature, shrink one reproducing input per signature, write the report."""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import mutate
+from .corpus import model_seeds, trace_seeds
+from .netgen import generated_models
+from .pool import DEFAULT_MEMORY, Pool
+from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
+
+GENERATED_SHARE = 0.25      # of the models: Hypothesis nets; the rest mutate the seeds
+
+
+def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: str = "quick"):
+    """Yield (origin, kind, data): the seeds themselves first, then mutants
+    round-robin over the seeds, and Hypothesis nets among the models."""
+    rng = random.Random(seed)
+    # the trace seeds first: tracing the test programs overlaps the workers' start
+    tseeds = trace_seeds(cache_dir, programs) if traces else {}
+    mseeds = model_seeds()
+    n_gen = int(models * GENERATED_SHARE) if models >= 8 else 0
+    gen = generated_models(n_gen, seed) if n_gen else []
+    names = sorted(mseeds)
+    shipped = [n for n in names if ":" not in n]
+    made = 0
+    for name in names[:models]:
+        yield name, "model", mseeds[name].encode()
+        made += 1
+    gi = 0
+    while made < models:
+        if gen and gi < len(gen) and rng.random() < n_gen / max(1, models - len(names)):
+            yield f"hypothesis #{gi}", "model", gen[gi].encode()
+            gi += 1
+        else:
+            # mostly the shipped models: their mutants get past the parser more often
+            # than those of the error catalogue's one-line mistakes
+            pool = shipped if shipped and rng.random() < 0.8 else names
+            name = pool[made % len(pool)]
+            yield f"mutant of {name}", "model", mutate.mutate_model(rng, mseeds[name])
+        made += 1
+    if traces:
+        tnames = sorted(tseeds)
+        for k in range(traces):
+            name = tnames[k % len(tnames)]
+            if k < len(tnames):
+                yield name, "trace", tseeds[name]
+            else:
+                yield f"mutant of {name}", "trace", mutate.mutate_trace(rng, tseeds[name])
+
+
+@dataclass
+class Finding:
+    signature: str
+    outcome: str
+    kind: str
+    commands: set = field(default_factory=set)
+    count: int = 0
+    origin: str = ""
+    data: bytes = b""
+    detail: str = ""
+
+    def add(self, res: Outcome, origin: str, kind: str, data: bytes, detail: str) -> None:
+        self.count += 1
+        self.commands.add(res.command)
+        if not self.data or len(data) < len(self.data):
+            self.origin, self.data, self.detail = origin, data, detail
+
+
+@dataclass
+class Campaign:
+    inputs: Counter = field(default_factory=Counter)          # kind -> inputs run
+    outcomes: Counter = field(default_factory=Counter)        # (command, outcome) -> runs
+    failures: dict = field(default_factory=dict)              # signature -> Finding
+    suspects: dict = field(default_factory=dict)              # signature -> Finding
+    seconds: float = 0.0
+    slowest: list = field(default_factory=list)               # (seconds, command, origin)
+    command_seconds: Counter = field(default_factory=Counter)  # command -> seconds spent
+    interrupted: bool = False
+
+    def record(self, origin: str, kind: str, data: bytes, results: list[Outcome]) -> None:
+        self.inputs[kind] += 1
+        for r in results:
+            self.outcomes[(r.command, r.outcome)] += 1
+            if r.outcome in FAILURES:
+                self.failures.setdefault(r.signature, Finding(r.signature, r.outcome, kind)).add(
+                    r, origin, kind, data, r.detail)
+            for sig, detail in r.notes:
+                self.suspects.setdefault(sig, Finding(sig, SUSPECT, kind)).add(
+                    r, origin, kind, data, detail)
+            self.slowest.append((r.seconds, r.command, origin))
+            self.command_seconds[r.command] += r.seconds
+        self.slowest = sorted(self.slowest, reverse=True)[:10]
+
+    @property
+    def total(self) -> int:
+        return sum(self.inputs.values())
+
+    def summary(self) -> dict:
+        by_class = Counter()
+        for (_, outcome), n in self.outcomes.items():
+            by_class[outcome] += n
+        return {
+            "inputs": dict(self.inputs), "seconds": round(self.seconds, 1),
+            "interrupted": self.interrupted,
+            "inputs_per_second": round(self.total / self.seconds, 2) if self.seconds else None,
+            "runs_by_outcome": dict(by_class),
+            "runs_by_command": {f"{c} {o}": n for (c, o), n in sorted(self.outcomes.items())},
+            "seconds_by_command": {c: round(t, 1) for c, t in self.command_seconds.most_common()},
+            "slowest": [{"seconds": round(s, 3), "command": c, "input": o} for s, c, o in self.slowest],
+        }
+
+
+def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: float = 5.0,
+                 memory: int = DEFAULT_MEMORY, out: str | None = None, shrink: bool = True,
+                 programs: str = "quick", cache_dir: str | None = None, progress=None,
+                 quick: bool = False) -> Campaign:
+    """Run a campaign; with ``out`` write report.json, report.txt and one
+    reproducing input per failure signature there."""
+    cache_dir = cache_dir or os.path.join(out or ".", "seeds")
+    camp = Campaign()
+    with Pool(jobs, budget, memory, quick) as pool:
+        items = make_inputs(models, traces, seed, cache_dir, programs)
+        first = next(items, None)
+        for w in pool.workers:
+            w.wait_ready()
+        t0 = time.perf_counter()        # throughput without the start (seeds, numba caches)
+        items = itertools.chain([first] if first else [], items)
+        try:
+            for origin, kind, data, results in pool.map(items):
+                camp.record(origin, kind, data, results)
+                if progress:
+                    progress(camp)
+        except KeyboardInterrupt:       # report what was found so far
+            camp.interrupted, shrink = True, False
+        camp.seconds = time.perf_counter() - t0
+        if shrink:
+            for f in camp.failures.values():
+                if f.outcome not in (HANG, MEMORY):
+                    f.data = shrink_input(pool, f)
+    if out:
+        write_report(camp, out, seed)
+    return camp
+
+
+def shrink_input(pool: Pool, f: Finding, max_runs: int = 80) -> bytes:
+    """A smaller input that fails with the same signature: whole lines, then
+    single tokens, removed greedily while the failure stays (bounded runs)."""
+    runs = 0
+    only = tuple(sorted(f.commands))[:1]
+
+    def fails(data: bytes) -> bool:
+        nonlocal runs
+        runs += 1
+        return any(r.signature == f.signature for r in pool.run(f.kind, data, only))
+
+    data = f.data
+    if not fails(data):             # flaky (timing, state): keep what was seen
+        return data
+    for unit in ("lines", "tokens"):
+        if unit == "tokens" and f.kind != "model":
+            break
+        parts = _split(data, unit)
+        chunk = max(1, len(parts) // 2)
+        while chunk >= 1 and runs < max_runs:
+            i, changed = 0, False
+            while i < len(parts) and runs < max_runs:
+                trial = parts[:i] + parts[i + chunk:]
+                if trial and fails(b"".join(trial)):
+                    parts, changed = trial, True
+                else:
+                    i += chunk
+            if not changed:
+                chunk //= 2
+        data = b"".join(parts)
+    return data
+
+
+def _split(data: bytes, unit: str) -> list[bytes]:
+    if unit == "lines":
+        return data.splitlines(keepends=True)
+    # tokens of the UTF-8 text; bytes that do not decode stay as one part
+    text = data.decode("utf-8", "surrogateescape")
+    return [t.encode("utf-8", "surrogateescape") for _, t in mutate.tokens(text)]
+
+
+def coarse(signature: str) -> str:
+    """A signature without its line number, for lists that must survive edits
+    elsewhere in the file: ``E @ path:12 (f)`` -> ``E @ path (f)``."""
+    return re.sub(r":\d+ \(", " (", signature)
+
+
+def _slug(sig: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", sig).strip("-")[:60]
+
+
+def write_report(camp: Campaign, out: str, seed: int) -> None:
+    os.makedirs(out, exist_ok=True)
+    entries = []
+    for group, findings in (("failures", camp.failures), ("suspects", camp.suspects)):
+        os.makedirs(os.path.join(out, group), exist_ok=True)
+        ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
+        for i, f in enumerate(ordered, 1):
+            ext = ".qpn" if f.kind == "model" else ".jsonl"
+            name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{ext}")
+            with open(os.path.join(out, name), "wb") as fh:
+                fh.write(f.data)
+            entries.append({"group": group, "signature": f.signature, "outcome": f.outcome,
+                            "kind": f.kind, "commands": sorted(f.commands), "count": f.count,
+                            "origin": f.origin, "repro": name, "detail": f.detail})
+    report = {"seed": seed, **camp.summary(), "findings": entries}
+    with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=1)
+    with open(os.path.join(out, "report.txt"), "w", encoding="utf-8") as fh:
+        fh.write(report_text(camp, seed, entries))
+
+
+def report_text(camp: Campaign, seed: int, entries: list[dict]) -> str:
+    s = camp.summary()
+    lines = [f"qpn fuzz campaign, seed {seed}: {s['inputs']} inputs in {s['seconds']} s "
+             f"({s['inputs_per_second']} inputs/s)",
+             "runs by outcome: " + ", ".join(f"{k} {v}" for k, v in sorted(s["runs_by_outcome"].items())),
+             f"{len(camp.failures)} failure signature(s), {len(camp.suspects)} suspect note(s)", ""]
+    for e in entries:
+        lines.append(f"[{e['outcome']}] {e['signature']}  ({e['count']}x, {', '.join(e['commands'])}; "
+                     f"from {e['origin']})")
+        lines.append(f"    repro: {e['repro']}")
+        if e["detail"] and e["group"] == "failures":
+            lines.append("    " + e["detail"].strip().splitlines()[-1][:200])
+    return "\n".join(lines) + "\n"
