@@ -513,6 +513,9 @@ class _Builder(SoftwareBuilder, Transformer):
         tok, unit = c
         text = str(tok)
         value: int | float = int(text) if text.isdigit() else float(text)
+        if value == math.inf:
+            raise self.err(f"the number {text} is beyond the largest float (1.8e308)", tok,
+                           hint="write 'inf' where an unlimited value is meant")
         if unit is not None and str(unit) not in UNITS:
             u = str(unit)
             raise self.err(f"unknown unit '{u}'", unit, expected="a time unit: " + ", ".join(UNITS),

@@ -168,7 +168,7 @@ class Erlang(Distribution):
     def _sample(self, rng, size): return rng.gamma(self.k, self.mean_ / self.k, size)
 
     def _check(self):
-        if self.k != int(self.k) or self.k < 1:
+        if not math.isfinite(self.k) or self.k != int(self.k) or self.k < 1:
             raise self._fail(f"the number of phases k must be a whole number >= 1, got {self.k}")
         if self.k > MAX_ERLANG_PHASES:
             # the CTMC expands every phase into states; the scv 1/k is 0 for any practical purpose

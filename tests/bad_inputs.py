@@ -89,6 +89,9 @@ CASES = [
      "the initial marking of 'a' must be at most 2^53 = 9,007,199,254,740,992, got 1e+38", 2, 7),
     ("init-sum-beyond-2-53", "colors k = {u, v}\nplace a : k init 9007199254740992 u, 1 v\n",
      "the initial marking of 'a' must be at most 2^53", 2, 7),
+    ("number-beyond-float", "param t = 1e999 ms\n", "the number 1e999 is beyond the largest float", 1, 11),
+    ("erlang-infinite-phases", "place p queue is service erlang(inf, 1)\n",
+     "the number of phases k must be a whole number >= 1, got inf", 1, 26),
     ("power-beyond-float", "param n = 10 ^ 10 ^ 10\n",
      "cannot compute '10 ^ 10 ^ 10': the result is beyond the largest float", 1, 11),
     ("erlang-too-many-phases", "place a queue is service erlang(1e308, 1)\n",
@@ -96,7 +99,7 @@ CASES = [
     ("mean-below-range", "place a queue is service exp(1e-320)\n",
      "exp: mean must be between 1e-100 and 1e+100", 1, 26),
     ("det-above-range", "place a queue is service det(1e200)\n", "det: value must be at most 1e+100", 1, 26),
-    ("weight-infinite", "place a init 1\ntransition t { mode x : a -> a weight 1e999\n mode y : a -> a }\n",
+    ("weight-infinite", "place a init 1\ntransition t { mode x : a -> a weight 1e300 * 1e300\n mode y : a -> a }\n",
      "the weight of 't' must be at most 1e+100, got inf", 2, 21),
     # --- hierarchy
     ("unknown-subnet", "instance s = Srv()\n", "undefined subnet 'Srv'", 1, 10),

@@ -374,3 +374,20 @@ def test_shared_queue_and_lcfs_pr_general_service():
     # the cache's hyperexponential service enters through its mean only (insensitivity)
     assert res.get("utilization", "cache") == pytest.approx(
         res.get("throughput", "from_cache") * (0.9 * 100e-6 + 0.1 * 2e-3), rel=1e-9)
+
+
+def test_more_servers_than_customers_is_a_delay_station():
+    # 2^31 servers once made exact MVA allocate per-server probabilities (MemoryError)
+    D = np.array([[0.1, 0.2, 0.3]])
+    many = exact_mva(D, [5], [1, 1, 2 ** 31])
+    delay = exact_mva(D, [5], [1, 1, math.inf])
+    assert np.allclose(many.throughput, delay.throughput, rtol=1e-12)
+    assert np.allclose(many.queue_length, delay.queue_length, rtol=1e-12)
+    five = exact_mva(D, [5], [1, 1, 5])               # exactly as many servers as customers
+    assert np.allclose(five.throughput, delay.throughput, rtol=1e-12)
+
+
+def test_schweitzer_converges_for_a_huge_population():
+    # the tolerance is per customer: with 2^31 customers an absolute 1e-10 was never met
+    res = schweitzer(np.array([[1.0, 0.2, 0.1]]), [2 ** 31], [math.inf, 1, 1])
+    assert res.converged and res.throughput[0] == pytest.approx(5.0, rel=1e-9)  # the 0.2 s station

@@ -66,6 +66,8 @@ def _core(D, N, delay, F, Q0, tol, max_iter):
     Q = Q0.copy()
     # (N_c - [c = k]) for every (k, c); frac uses N_c only where N_c > 0
     dec = Nf[None, :] - np.eye(C)
+    # tol is per customer: queue lengths of 2^31 customers cannot move by less than 1e-10
+    tol = tol * max(1.0, float(Nf.max(initial=0.0)))
     it = 0
     for it in range(1, max_iter + 1):
         frac = np.where(live[:, None], Q / np.where(live, Nf, 1.0)[:, None], 0.0)

@@ -156,6 +156,9 @@ def exact_mva(demands: ArrayLike, population: ArrayLike,
     (a delay station).
     """
     D, N, s = _check(demands, population, servers)
+    # a station with at least as many servers as there are customers never queues: it is
+    # a delay station (and its marginal probabilities need not be kept per server)
+    s = np.where(s >= max(int(N.sum()), 1), np.inf, s)
     C, M = D.shape
     if np.any((N > 0) & (D.sum(axis=1) <= 0)):
         raise ValueError("a chain with customers has no service demand anywhere")

@@ -1,4 +1,7 @@
-"""``python -m tools.fuzz --models N --traces M --seed S --out DIR [--jobs J]``"""
+"""``python -m tools.fuzz --models N --traces M --seed S --out DIR [--jobs J]``
+
+``python -m tools.fuzz --replay FILE_OR_DIR ...``: run saved inputs (.qpn models, .jsonl
+traces: a report's failures/ directory) again and print each one's outcomes."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +16,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", type=int, default=1000, help="model inputs (default 1000)")
     p.add_argument("--traces", type=int, default=200, help="trace inputs (default 200)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--out", required=True, help="directory for report.json, report.txt, repro files")
+    p.add_argument("--out", help="directory for report.json, report.txt, repro files")
+    p.add_argument("--replay", nargs="+", metavar="PATH",
+                   help="run these saved inputs (files, or directories of them) instead")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--budget", type=float, default=5.0,
                    help="wall seconds per command before it counts as a HANG (default 5)")
@@ -23,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="test programs to trace for seed traces (default quick: three)")
     p.add_argument("--no-shrink", action="store_true", help="keep the first small repro as found")
     a = p.parse_args(argv)
+    if a.replay:
+        return replay(a.replay, a.budget, int(a.memory * 2 ** 30))
+    if not a.out:
+        p.error("--out is required for a campaign")
     last = [0]
 
     def progress(camp) -> None:
@@ -37,6 +46,30 @@ def main(argv: list[str] | None = None) -> int:
     with open(f"{a.out}/report.txt", encoding="utf-8") as fh:
         sys.stdout.write(fh.read())
     return 1 if camp.failures else 0
+
+
+def replay(paths: list[str], budget: float, memory: int) -> int:
+    """Run saved inputs again; 1 if any still fails."""
+    import os
+    from .pool import Pool
+    from .runner import FAILURES
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            files += sorted(os.path.join(path, f) for f in os.listdir(path))
+        else:
+            files.append(path)
+    items = [(f, "trace" if f.endswith(".jsonl") else "model", open(f, "rb").read())
+             for f in files if f.endswith((".qpn", ".jsonl"))]
+    bad = 0
+    with Pool(1, budget, memory) as pool:
+        for f, _kind, _data, outcomes in pool.map(items):
+            worst = [o for o in outcomes if o.outcome in FAILURES]
+            bad += bool(worst)
+            text = "; ".join(f"{o.command} {o.signature}" for o in worst) or \
+                ", ".join(f"{o.command} {o.outcome}" for o in outcomes)
+            print(f"{'FAIL' if worst else 'ok  '} {os.path.basename(f)}: {text}", flush=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
