@@ -26,16 +26,6 @@ from tools.fuzz.runner import (CRASH, HANG, MEMORY, OK, USER_ERROR, WRONG,  # no
 #: slice below finds on the current code.  Each is a bug being fixed elsewhere;
 #: once a fix is merged its line goes, and the slice keeps it fixed.
 KNOWN = {
-    # a huge integer parameter or count: int() of it overflows a C long
-    "OverflowError @ qpn/compile.py (compile_places)",
-    "OverflowError @ solvers/des/events.py (_initial_room)",
-    # erlang(1e38, ...): the CTMC allocates a phase-type matrix of k phases
-    "ValueError @ solvers/ctmc/phase.py (_erlang)",
-    # a trace line that is not UTF-8
-    "UnicodeDecodeError @ frontends/trace.py (__init__)",
-    "UnicodeDecodeError @ frontends/trace.py (_chunks)",
-    # a trace field that is null passes the reader and reaches the analyzer
-    "TypeError @ frontends/analyze/steps.py (thread_steps)",
     # check's reachability exploration of a large marking graph outlives the budget
     # (timing-dependent: seen under load only)
     "HANG in check @ qpn/structure/reachability.py (enabled_modes)",
