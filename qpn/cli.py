@@ -176,6 +176,14 @@ def _load_plugins() -> None:
                 raise
 
 
+def _memory_size(text: str) -> int:
+    from .resources import parse_size
+    try:
+        return parse_size(text)
+    except QPNError as exc:
+        raise argparse.ArgumentTypeError(str(exc).splitlines()[0].removeprefix("error: ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     _load_plugins()
     parser = argparse.ArgumentParser(
@@ -190,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--set", action="append", metavar="NAME=VALUE",
                            help="override a parameter (repeatable)")
         setup(p)
+        p.add_argument("--memory-limit", metavar="SIZE", type=_memory_size,
+                       help="refuse computations estimated to need more memory than SIZE "
+                            "(e.g. 8GiB; default: half of the available memory, or $QPN_MEMORY_LIMIT)")
         p.set_defaults(func=fn)
     return parser
 
@@ -200,10 +211,21 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from . import progress, resources
+    resources.set_memory_limit(getattr(args, "memory_limit", None))
+    progress.configure(quiet=bool(getattr(args, "quiet", False)))
     try:
         rc = int(args.func(args) or 0)
     except QPNError as exc:
         print(str(exc), file=sys.stderr)
+        return 2
+    except MemoryError:
+        # an allocation no estimate foresaw: still no traceback
+        from .resources import OPTION, format_size, memory_limit
+        limit, source = memory_limit()
+        print(f"error: out of memory: an allocation failed that no estimate foresaw (memory "
+              f"limit {format_size(limit)}, {source})\nhint: use smaller parameters, or a lower "
+              f"{OPTION} so that qpn refuses earlier", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
