@@ -77,7 +77,8 @@ def progress(desc: str, total: float | None = None, unit: str = "it", *,
     from tqdm import tqdm
     forced = os.environ.get("QPN_PROGRESS", "").strip() == "1"
     bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
-               dynamic_ncols=True, unit_scale=True, delay=0 if forced else delay,
+               dynamic_ncols=True, unit_scale=total is None or total >= 10_000,
+               delay=0 if forced else delay,
                mininterval=0.25)
     try:
         yield bar
