@@ -215,6 +215,22 @@ def main(argv: list[str] | None = None) -> int:
     resources.set_memory_limit(getattr(args, "memory_limit", None))
     progress.configure(quiet=bool(getattr(args, "quiet", False)))
     try:
+        rc = _run(args)
+    finally:   # in-process callers (tests) get the process defaults back
+        resources.set_memory_limit(None)
+        progress.configure(quiet=False)
+    if argv is None and getattr(args, "exit_now", False):
+        # the command's outputs are written and closed; freeing its millions of
+        # objects one by one would take the process another second (qpn build)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
+
+
+def _run(args) -> int:
+    """Run the command; user errors become messages and exit statuses."""
+    try:
         rc = int(args.func(args) or 0)
     except QPNError as exc:
         print(str(exc), file=sys.stderr)
@@ -235,12 +251,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
-    if argv is None and getattr(args, "exit_now", False):
-        # the command's outputs are written and closed; freeing its millions of
-        # objects one by one would take the process another second (qpn build)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(rc)
     return rc
 
 
