@@ -67,7 +67,27 @@ def cmd_check(args) -> int:
         parts.append(f"{rep.markings} reachable markings")
     status = "errors" if rep.errors else ("warnings" if rep.warnings else "ok")
     print(f"{args.file}: {status}: " + ", ".join(parts))
+    states = _state_count(net)
+    if states:
+        print(f"{args.file}: the CTMC has {states}")
     return 1 if rep.errors else 0
+
+
+def _state_count(net) -> str | None:
+    """The CTMC's state bound (or exact count), when the solvers are installed and the
+    net is small enough to count quickly; a bounded net can still be far too large."""
+    try:
+        from solvers.ctmc.spec import build_spec
+    except ModuleNotFoundError:
+        return None
+    from .compile import compile_net
+    c = compile_net(net.flatten())
+    if not c.modes or len(c.modes) > 500 or c.nslots > 1000:
+        return None
+    try:
+        return build_spec(c, rr="ps").estimate_phrase()
+    except QPNError:
+        return None
 
 
 @cmd_check.setup

@@ -162,3 +162,17 @@ def test_sweep_progress_on_tqdm(monkeypatch, capsys):
     assert len(sw.points) == 2
     err = capsys.readouterr().err
     assert "solving 2 points (mva):   0%|          | 0/2 " in err   # a total, so an ETA
+
+
+def test_check_states_the_bound_and_says_it_is_one(capsys):
+    assert main(["check", "models/fifo_departure.qpn", *HUGE]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # bounded, but not small: check says so instead of passing it quietly
+    assert out == ["models/fifo_departure.qpn: ok: 2 places, 2 transitions, bounded (covered by "
+                   "2 P-invariant(s))",
+                   "models/fifo_departure.qpn: the CTMC has more than 1e308 states (upper bound "
+                   "from a product over P-invariants)"]
+    assert main(["check", "models/mutex.qpn"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "models/mutex.qpn: the CTMC has at most 6 states (a proven upper bound from the "
+        "P-invariants)")
