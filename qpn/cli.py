@@ -67,7 +67,27 @@ def cmd_check(args) -> int:
         parts.append(f"{rep.markings} reachable markings")
     status = "errors" if rep.errors else ("warnings" if rep.warnings else "ok")
     print(f"{args.file}: {status}: " + ", ".join(parts))
+    states = _state_count(net)
+    if states:
+        print(f"{args.file}: the CTMC has {states}")
     return 1 if rep.errors else 0
+
+
+def _state_count(net) -> str | None:
+    """The CTMC's state bound (or exact count), when the solvers are installed and the
+    net is small enough to count quickly; a bounded net can still be far too large."""
+    try:
+        from solvers.ctmc.spec import build_spec
+    except ModuleNotFoundError:
+        return None
+    from .compile import compile_net
+    c = compile_net(net.flatten())
+    if not c.modes or len(c.modes) > 500 or c.nslots > 1000:
+        return None
+    try:
+        return build_spec(c, rr="ps").estimate_phrase()
+    except QPNError:
+        return None
 
 
 @cmd_check.setup
@@ -179,6 +199,14 @@ def _load_plugins() -> None:
                 raise
 
 
+def _memory_size(text: str) -> int:
+    from .resources import parse_size
+    try:
+        return parse_size(text)
+    except QPNError as exc:
+        raise argparse.ArgumentTypeError(str(exc).splitlines()[0].removeprefix("error: ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     _load_plugins()
     parser = argparse.ArgumentParser(
@@ -193,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--set", action="append", metavar="NAME=VALUE",
                            help="override a parameter (repeatable)")
         setup(p)
+        p.add_argument("--memory-limit", metavar="SIZE", type=_memory_size,
+                       help="refuse computations estimated to need more memory than SIZE "
+                            "(e.g. 8GiB; default: half of the available memory, or $QPN_MEMORY_LIMIT)")
         p.set_defaults(func=fn)
     return parser
 
@@ -203,10 +234,37 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from . import progress, resources
+    resources.set_memory_limit(getattr(args, "memory_limit", None))
+    progress.configure(quiet=bool(getattr(args, "quiet", False)))
+    try:
+        rc = _run(args)
+    finally:   # in-process callers (tests) get the process defaults back
+        resources.set_memory_limit(None)
+        progress.configure(quiet=False)
+    if argv is None and getattr(args, "exit_now", False):
+        # the command's outputs are written and closed; freeing its millions of
+        # objects one by one would take the process another second (qpn build)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
+
+
+def _run(args) -> int:
+    """Run the command; user errors become messages and exit statuses."""
     try:
         rc = int(args.func(args) or 0)
     except QPNError as exc:
         print(str(exc), file=sys.stderr)
+        return 2
+    except MemoryError:
+        # an allocation no estimate foresaw: still no traceback
+        from .resources import OPTION, format_size, memory_limit
+        limit, source = memory_limit()
+        print(f"error: out of memory: an allocation failed that no estimate foresaw (memory "
+              f"limit {format_size(limit)}, {source})\nhint: use smaller parameters, or a lower "
+              f"{OPTION} so that qpn refuses earlier", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -216,12 +274,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
-    if argv is None and getattr(args, "exit_now", False):
-        # the command's outputs are written and closed; freeing its millions of
-        # objects one by one would take the process another second (qpn build)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(rc)
     return rc
 
 

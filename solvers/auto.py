@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from qpn.distributions import Erlang, Exp, HyperExp, HyperExpFit
 from qpn.errors import SolverError
+from qpn.resources import MemoryLimitError
 
 from . import get_solver, register
 from .result import Result
@@ -40,19 +41,23 @@ def choose(compiled, options: dict) -> tuple[str, str]:
     ctmc = get_solver("ctmc")
     problems = ctmc.problems(compiled, options) + _non_ph(compiled)
     if not problems:
-        from .ctmc.solver import _options
+        from .ctmc.solver import _options, probe, size_problem
         from .ctmc.spec import build_spec
         o = _options(options)
         try:
             spec = build_spec(compiled, cutoff=int(o["cutoff"] or 60), rr=o["rr"])
         except SolverError as exc:
             problems = [str(exc)]
+        except MemoryLimitError as exc:
+            problems = [str(exc).splitlines()[0].removeprefix("error: ")]
         else:
-            if spec.estimate <= int(o["limit"]):
-                return "ctmc", (f"not product form ({why_not_pf}); the CTMC has about "
-                                f"{spec.estimate:,.0f} states and every delay is exponential or "
+            probe(spec, o["limit"])   # a bound too high for the limits: count exactly if small
+            too_large = size_problem(spec, o["limit"])
+            if too_large is None:
+                return "ctmc", (f"not product form ({why_not_pf}); the CTMC has "
+                                f"{spec.estimate_phrase()} and every delay is exponential or "
                                 "phase-type")
-            problems = [f"the CTMC would have about {spec.estimate:.3g} states (limit {int(o['limit']):,})"]
+            problems = [too_large]
     return "des", f"not product form ({why_not_pf}); not for the CTMC: {problems[0]}"
 
 

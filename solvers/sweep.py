@@ -18,13 +18,13 @@ analytic methods solve the points one after another.  Both give a
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import itertools
 import json
 import math
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
@@ -245,24 +245,24 @@ def run_sweep(net, method: str, sweep: dict[str, list], options: dict | None = N
         out = SweepResult([PointResult(dict(p.params), p.result) for p in sw.points],
                           dict(getattr(sw, "info", {}) or {}))
     else:
+        from qpn.progress import NullBar, progress as bar_on_stderr
         from . import solve
         out = SweepResult()
         points = sweep_points(sweep)
+        bars = bar_on_stderr(f"solving {len(points)} points ({method})", total=len(points),
+                             unit="points") if progress else contextlib.nullcontext(NullBar())
         try:
-            for i, pt in enumerate(points):
-                if progress:
-                    print(f"\rsolving point {i + 1}/{len(points)}", end="", file=sys.stderr, flush=True)
-                try:
-                    out.points.append(PointResult(pt, solve(net, method=method, options=options, **pt)))
-                except QPNError as exc:
-                    out.points.append(PointResult(pt, None, str(exc)))
+            with bars as bar:
+                for pt in points:
+                    try:
+                        out.points.append(PointResult(pt, solve(net, method=method, options=options, **pt)))
+                    except QPNError as exc:
+                        out.points.append(PointResult(pt, None, str(exc)))
+                    bar.update(1)
         except KeyboardInterrupt:
             out.info["partial"] = True
             out.points += [PointResult(pt, None, "not solved: interrupted")
                            for pt in points[len(out.points):]]
-        finally:
-            if progress:
-                print("\r" + " " * 40 + "\r", end="", file=sys.stderr, flush=True)
         if all(p.result is None for p in out.points) and not out.info.get("partial"):
             first = out.points[0]
             raise SolverError(f"error at {point_label(first.params)}: {first.error}"

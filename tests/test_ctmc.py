@@ -243,7 +243,7 @@ def test_refuses_large_state_space_with_estimate():
     net = qpn.load(f"{MODELS}/bench/closed_network.qpn")
     # C(2000 + 4, 4) markings of 2000 jobs over 5 stations, before anything is generated
     assert f"{math.comb(2004, 4):.2g}" == "6.7e+11"
-    with pytest.raises(SolverError, match=r"estimated at 6\.7e\+11 states.*--method des"):
+    with pytest.raises(SolverError, match=r"at most 6\.7e\+11 states \(a proven upper bound.*--method des"):
         ctmc(net, N=2000)
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
+from .. import resources
 from ..colors import color_label
 from ..compile import CompiledNet, compile_net
 from ..errors import Loc
@@ -90,10 +92,17 @@ def _merged(c: CompiledNet):
             if p.qslots is not None:
                 unit_of[p.qslots[k]] = u
     n = len(labels)
-    fold = np.zeros((c.nslots, n), dtype=np.int64)
-    fold[np.arange(c.nslots), unit_of] = 1
-    C = ((c.post - c.pre).toarray() @ fold).T if len(c.modes) else np.zeros((n, 0), dtype=np.int64)
-    m0 = c.m0 @ fold
+    # a sparse fold: a dense (modes x slots) @ (slots x units) product of a 61-place,
+    # 77-color net ran for minutes in numpy's integer matmul
+    fold = sp.csr_matrix((np.ones(c.nslots, dtype=np.int64), (np.arange(c.nslots), unit_of)),
+                         shape=(c.nslots, n))
+    if len(c.modes):
+        resources.require(f"the incidence matrix ({n:,} places x colors by {len(c.modes):,} "
+                          "modes)", 8.0 * n * len(c.modes))
+        C = np.asarray(((c.post - c.pre) @ fold).T.toarray(), dtype=np.int64)
+    else:
+        C = np.zeros((n, 0), dtype=np.int64)
+    m0 = np.asarray(fold.T @ c.m0, dtype=np.int64)
     return C, m0, labels, places
 
 

@@ -8,15 +8,17 @@ sorted key index.  No Python loop runs per state.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpn import progress, resources
 from qpn.errors import SolverError
 
 from .dynamics import Dynamics
-from .spec import CTMCSpec
+from .spec import CTMCSpec, events_per_state
 
 MAX_ROUNDS = 64
 
@@ -81,8 +83,8 @@ class Registry:
         new = ~found
         nnew = int(new.sum())
         if self.size + nnew > self.limit:
-            raise SolverError(f"the state space exceeds the limit of {self.limit} states "
-                              f"({self.size + nnew} generated so far)",
+            raise SolverError(f"the state space exceeds the limit of {self.limit:,} states "
+                              f"({self.size + nnew:,} generated so far; set --limit to raise it)",
                               construct="state-space size", methods=("des",))
         new_ids = np.arange(self.size, self.size + nnew, dtype=np.int64)
         uid[new] = new_ids
@@ -96,6 +98,11 @@ class Registry:
                 self.ids = np.insert(self.ids, at, new_ids)
             self.size += nnew
         return uid[inv.ravel()], new_ids
+
+    def nbytes(self) -> int:
+        """Bytes held: stored rows, keys and ids."""
+        held = sum(b.nbytes for b in self.blocks)
+        return held + (self.keys.nbytes + self.ids.nbytes if self.keys is not None else 0)
 
     def rows(self) -> np.ndarray:
         return np.concatenate(self.blocks) if self.blocks else np.zeros((0, 0), dtype=np.int32)
@@ -120,6 +127,9 @@ class StateSpace:
 
 class Explorer:
     def __init__(self, spec: CTMCSpec, limit: int = 2_000_000):
+        if len(spec.bounds) != spec.ncols:   # build_spec left a chain too large unlaid
+            resources.require(f"the CTMC with {spec.estimate_phrase()}", spec.memory_bytes(),
+                              hint="use --method des or smaller parameters")
         self.spec = spec
         self.dyn = Dynamics(spec)
         self.keyer = Keyer(spec.bounds)
@@ -287,6 +297,45 @@ class Explorer:
         return tuple(np.concatenate([o[k] for o in out]) for k in range(3))
 
     # ----------------------------------------------------------------- BFS
+    def _level(self, dyn, reg, frontier, frontier_rows, srcs, dsts, rates, blocked_parts):
+        """Successors of one breadth-first level; the next frontier (ids, rows)."""
+        S = frontier_rows.astype(np.int64)  # new ids are the rows of the last block
+        dyn.blocked_by_cutoff = np.zeros(len(S), dtype=bool)
+        branches = []
+        for (br, mode) in dyn.timed_events(S):
+            Rb, wb, pb = br
+            if mode >= 0:
+                self.flows.append((frontier[pb], mode, wb))
+            branches.append((Rb, wb, pb))
+        branches += dyn.queue_events(S)
+        if dyn.blocked_by_cutoff.any():
+            blocked_parts.append(frontier[dyn.blocked_by_cutoff])
+        if not branches:
+            return np.zeros(0, dtype=np.int64), None
+        Rb = np.concatenate([b[0] for b in branches])
+        wb = np.concatenate([b[1] for b in branches])
+        pb = frontier[np.concatenate([b[2] for b in branches])]
+        Rb, wb, pb = self.resolve(Rb, wb, pb)
+        ids, new = reg.lookup_or_add(Rb)
+        srcs.append(pb)
+        dsts.append(ids)
+        rates.append(wb)
+        return new, (reg.blocks[-1] if len(new) else None)
+
+    def _check_memory(self, reg, frontier: int, edges, flows) -> None:
+        """Stop when what is held, the next level's successor rows and the generator
+        to come would cross the memory limit (the same refusal as before exploring)."""
+        held = reg.nbytes() + sum(a.nbytes for part in edges for a in part)
+        held += sum(f[0].nbytes + f[2].nbytes for f in flows)
+        E = events_per_state(self.spec)
+        level = 3 * 8 * frontier * E * self.spec.ncols     # successor rows and their copies
+        after = held                                       # rows and edges concatenated, then Q
+        need = held + max(level, after)
+        if not resources.fits(need):
+            resources.require(f"the CTMC exploration, at {reg.size:,} states so far (the estimate "
+                              f"was {self.spec.estimate_phrase()})", need,
+                              hint="use --method des or smaller parameters")
+
     def run(self) -> StateSpace:
         t0 = time.perf_counter()
         dyn = self.dyn
@@ -303,33 +352,20 @@ class Explorer:
         frontier = new
         frontier_rows = reg.blocks[-1] if len(new) else None
         levels = 0
-        while len(frontier):
-            levels += 1
-            S = frontier_rows.astype(np.int64)  # new ids are the rows of the last block
-            dyn.blocked_by_cutoff = np.zeros(len(S), dtype=bool)
-            branches = []
-            for (br, mode) in dyn.timed_events(S):
-                Rb, wb, pb = br
-                if mode >= 0:
-                    self.flows.append((frontier[pb], mode, wb))
-                branches.append((Rb, wb, pb))
-            branches += dyn.queue_events(S)
-            if dyn.blocked_by_cutoff.any():
-                blocked_parts.append(frontier[dyn.blocked_by_cutoff])
-            if not branches:
-                frontier = np.zeros(0, dtype=np.int64)
-                continue
-            Rb = np.concatenate([b[0] for b in branches])
-            wb = np.concatenate([b[1] for b in branches])
-            pb = frontier[np.concatenate([b[2] for b in branches])]
-            Rb, wb, pb = self.resolve(Rb, wb, pb)
-            ids, new = reg.lookup_or_add(Rb)
-            srcs.append(pb)
-            dsts.append(ids)
-            rates.append(wb)
-            frontier = new
-            frontier_rows = reg.blocks[-1] if len(new) else None
+        guess = self.spec.estimate
+        total = guess if math.isfinite(guess) and guess <= self.limit else None
+        with progress.progress("exploring the CTMC", total=total, unit="states") as bar:
+            bar.update(reg.size)
+            while len(frontier):
+                levels += 1
+                self._check_memory(reg, len(frontier), (srcs, dsts, rates), self.flows)
+                frontier, frontier_rows = self._level(dyn, reg, frontier, frontier_rows, srcs, dsts,
+                                                      rates, blocked_parts)
+                if bar.total is not None and reg.size > bar.total:
+                    bar.total = reg.size      # an estimate, not a bound, was too low
+                bar.update(len(frontier))
         states = reg.rows()
+
         flows = self.flows
         fs = np.concatenate([f[0] for f in flows]) if flows else np.zeros(0, np.int64)
         fm = np.concatenate([np.full(len(f[0]), f[1]) for f in flows]) if flows else np.zeros(0, np.int64)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qpn import progress, resources
 from qpn.errors import QPNError, SolverError
 
 from ..measures import derive, to_result
@@ -21,6 +22,8 @@ from .explore import Explorer, StateSpace
 from .linalg import generator, steady_state, transient
 from .spec import FLAG_DONE, CTMCSpec, build_spec
 
+#: default cap on tangible states (a time budget more than a memory one); the memory
+#: limit (qpn.resources) lowers it on machines that cannot hold that many
 DEFAULT_LIMIT = 2_000_000
 
 
@@ -37,7 +40,7 @@ class CTMC:
 
 
 def _options(options: dict) -> dict:
-    o = {"limit": DEFAULT_LIMIT, "cutoff": None, "det_order": 20, "rr": None,
+    o = {"limit": None, "cutoff": None, "det_order": 20, "rr": None,
          "steady": "auto", "predicates": {}}
     o.update({k: v for k, v in (options or {}).items() if v is not None})
     return o
@@ -48,14 +51,63 @@ def build(compiled, options: dict | None = None) -> CTMC:
     o = _options(options or {})
     cutoff = o["cutoff"] if o["cutoff"] is not None else 60
     spec = build_spec(compiled, cutoff=int(cutoff), det_order=int(o["det_order"]), rr=o["rr"])
-    limit = int(o["limit"])
-    if spec.estimate > limit:
-        raise SolverError(f"the state space is estimated at {spec.estimate:.3g} states, above the "
-                          f"limit of {limit:,} (set --limit to raise it); use --method des or "
-                          "smaller parameters", construct="state-space size", methods=("des",))
-    space = Explorer(spec, limit).run()
+    space = probe(spec, o["limit"])
+    if space is None:
+        limit = check_size(spec, o["limit"])
+        space = Explorer(spec, limit).run()
     Q = generator(space.src, space.dst, space.rate, len(space.states))
     return CTMC(spec, space, Q)
+
+
+#: states a bounded exploration may generate to count exactly when the bound is too high
+PROBE_STATES = 50_000
+
+
+def probe(spec: CTMCSpec, limit: int | None):
+    """When the state bound is above the limits, explore up to PROBE_STATES: a chain
+    that ends there is counted exactly (spec.estimate becomes its size) and returned."""
+    if size_problem(spec, limit) is None or len(spec.bounds) != spec.ncols:
+        return None
+    n = min(PROBE_STATES, state_limit(spec, limit))
+    if not resources.fits(n * spec.bytes_per_state):
+        return None
+    try:
+        space = Explorer(spec, n).run()
+    except SolverError:
+        return None
+    spec.estimate, spec.estimate_kind, spec.estimate_how = float(len(space.states)), "exact", \
+        "exploring it"
+    return space
+
+
+def state_limit(spec: CTMCSpec, limit: int | None) -> int:
+    """The state cap: ``limit`` (--limit) or DEFAULT_LIMIT."""
+    return DEFAULT_LIMIT if limit is None else int(limit)
+
+
+def size_problem(spec: CTMCSpec, limit: int | None) -> str | None:
+    """Why the chain is too large to generate (states or memory), or None."""
+    n = state_limit(spec, limit)
+    if spec.estimate > n:
+        return (f"the CTMC has {spec.estimate_phrase()}, above the limit of {n:,} states")
+    if not resources.fits(spec.memory_bytes()):
+        return (f"the CTMC with {spec.estimate_phrase()} would need about "
+                f"{resources.format_size(spec.memory_bytes())}, above the memory limit of "
+                f"{resources.format_size(resources.memory_limit()[0])}")
+    return None
+
+
+def check_size(spec: CTMCSpec, limit: int | None) -> int:
+    """Refuse before generating when the state estimate is above the state limit or its
+    memory above the memory limit; the state limit to explore with."""
+    n = state_limit(spec, limit)
+    if spec.estimate > n:
+        raise SolverError(f"the CTMC has {spec.estimate_phrase()}, above the limit of {n:,} states "
+                          "(set --limit to raise it); use --method des or smaller parameters",
+                          construct="state-space size", methods=("des",))
+    resources.require(f"the CTMC with {spec.estimate_phrase()}", spec.memory_bytes(),
+                      hint="use --method des or smaller parameters")
+    return n
 
 
 def class_busy(spec: CTMCSpec, states: np.ndarray) -> list[np.ndarray]:
@@ -162,7 +214,8 @@ class CTMCSolver:
             masses.append(mass)
             # an open net: raise the cut-off until the mass at it is negligible
             if mass <= o.get("truncation", 1e-10) or cutoff >= 2000 or \
-                    ctmc.n * 2.2 > int(o["limit"]):
+                    ctmc.n * 2.2 > state_limit(ctmc.spec, o["limit"]) or \
+                    not resources.fits(ctmc.n * 2.2 * ctmc.spec.bytes_per_state):
                 break
             cutoff *= 2
         rows = measures(ctmc, pi) + _predicates(ctmc, pi, o["predicates"])
@@ -220,9 +273,15 @@ def _stuck(ctmc: CTMC) -> tuple[str, str] | None:
 
 
 def _steady(ctmc: CTMC, method: str) -> tuple[np.ndarray, dict]:
-    """The steady state; a singular system (several closed classes) is a SolverError."""
+    """The steady state, with the solver's memory checked first and a ticking bar; a
+    singular system (several closed classes) is a SolverError."""
+    nnz = ctmc.Q.nnz
+    # the iterative solvers hold about six copies of Q (transposes, triangles, factors)
+    resources.require(f"solving the CTMC of {ctmc.n:,} states ({nnz:,} nonzeros)",
+                      6 * 16.0 * nnz + 10 * 8.0 * ctmc.n, hint="use --method des")
     try:
-        return steady_state(ctmc.Q, method)
+        with progress.ticking(f"solving the CTMC ({ctmc.n:,} states)"):
+            return steady_state(ctmc.Q, method)
     except RuntimeError as exc:          # SuperLU: "Factor is exactly singular"
         raise SolverError(f"the CTMC has no unique steady state ({exc}): the net can end in "
                           "more than one set of markings it never leaves; simulate it "

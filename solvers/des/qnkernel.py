@@ -75,6 +75,10 @@ class _Q:
 
     def grow(self, L: int):
         new = self.cap * 2
+        from qpn import resources
+        resources.require(f"the simulator's queue of {new:,} places x {L:,} lanes",
+                          8.0 * new * L * (2 + (self.K if self.bag is not None else 0)),
+                          hint="the queue grows without bound: is the net stable?")
         if self.ordered:
             idx = (self.head[None, :] + np.arange(self.cap)[:, None]) % self.cap
             rc = np.zeros((new, L), dtype=np.int64)

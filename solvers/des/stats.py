@@ -65,6 +65,12 @@ class Stats:
                  point: np.ndarray | None = None, npoints: int | None = None):
         self.L, self.S, self.M, self.R = L, nslots, nmodes, nunits
         self.qclasses = qclasses
+        from qpn import resources
+        per_lane = (buckets + 2) * (2 * nslots + nmodes + 3 * nunits + sum(qclasses) + 1)
+        hist = nunits * (npoints or 1) * NBINS if histograms else 0
+        resources.require(f"the simulator's statistics ({L:,} lanes x {nslots:,} slots x "
+                          f"{buckets} buckets)", 8.0 * (L * per_lane + hist),
+                          hint="use fewer replications or sweep points")
         self.B = buckets
         self.width = width                     # steps per bucket (of the live lanes)
         self.point = np.zeros(L, dtype=np.int64) if point is None else np.asarray(point, dtype=np.int64)

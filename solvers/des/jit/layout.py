@@ -148,7 +148,13 @@ def pow2(n: int, least: int = 8) -> int:
 
 
 def rows(where: dict, L: int) -> tuple[np.ndarray, np.ndarray]:
-    """Zeroed si, sf for L lanes."""
+    """Zeroed si, sf for L lanes (refused first when above the memory limit: token
+    stores are as long as the populations that can reach them)."""
+    from qpn import resources
+    wi, wf = where["_width_int"], where["_width_float"]
+    resources.require(f"the simulator's state ({L:,} lanes x {wi + wf:,} entries of token "
+                      "stores, clocks and counters)", 8.0 * L * (wi + wf),
+                      hint="use smaller populations or fewer replications")
     return (np.zeros((L, where["_width_int"]), dtype=np.int64),
             np.zeros((L, where["_width_float"]), dtype=np.float64))
 

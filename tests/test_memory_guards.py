@@ -1,0 +1,178 @@
+"""Memory guards: refuse before allocating, with the estimate, the limit and the option
+that raises it (issue 15: a 2^31 population in a FIFO place ran into 24 GB)."""
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+import qpn
+from qpn import resources
+from qpn.cli import main
+from qpn.resources import MemoryLimitError, parse_size
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HUGE = ["--set", "window=2147483648"]
+
+
+def test_parse_size_units_and_errors():
+    assert parse_size("8GiB") == 8 * 2**30
+    assert parse_size("2g") == 2 * 2**30
+    assert parse_size("500 MB") == 500_000_000
+    with pytest.raises(qpn.QPNError, match="'lots' is not a memory size"):
+        parse_size("lots")
+
+
+def test_limit_sources_in_order(monkeypatch):
+    monkeypatch.setenv(resources.ENV, "3GiB")
+    assert resources.memory_limit() == (3 * 2**30, "set by QPN_MEMORY_LIMIT")
+    resources.set_memory_limit("1GiB")
+    try:
+        assert resources.memory_limit() == (2**30, "set by --memory-limit")
+    finally:
+        resources.set_memory_limit(None)
+    monkeypatch.delenv(resources.ENV)
+    limit, source = resources.memory_limit()
+    assert source.startswith("half of the ") and 0 < limit <= resources.available_memory()
+
+
+def test_require_message(monkeypatch):
+    monkeypatch.setenv(resources.ENV, "1GiB")
+    with pytest.raises(MemoryLimitError) as info:
+        resources.require("the thing", 3 * 2**30, hint="use less")
+    assert str(info.value) == (
+        "error: the thing would need about 3.0 GiB, above the memory limit of 1.0 GiB "
+        "(set by QPN_MEMORY_LIMIT)\nhint: raise the limit with --memory-limit SIZE or "
+        "QPN_MEMORY_LIMIT=SIZE (e.g. --memory-limit 4GiB), or use less")
+
+
+def test_ctmc_of_a_huge_fifo_population_is_refused_with_the_bound(capsys):
+    rc = main(["solve", "models/fifo_departure.qpn", *HUGE, "--method", "ctmc"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("the CTMC has more than 1e308 states (upper bound from a product over "
+                          "P-invariants), above the limit of 2,000,000 states (set --limit")
+
+
+def test_simulator_of_a_huge_population_is_refused_with_the_estimate(capsys):
+    rc = main(["solve", "models/fifo_departure.qpn", *HUGE, "--method", "des",
+               "--memory-limit", "1GiB"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("error: the simulator's state (10 lanes x 4,294,967,618 entries of "
+                          "token stores, clocks and counters) would need about 320.0 GiB, above "
+                          "the memory limit of 1.0 GiB (set by --memory-limit)\n")
+    assert "--memory-limit 401GiB" in err
+
+
+def test_ctmc_memory_refusal_names_the_bound_and_the_option(capsys):
+    # 23,751 states need a few MiB: a 1 MiB limit refuses before exploring
+    rc = main(["solve", "models/bench/closed_network.qpn", "--method", "ctmc",
+               "--memory-limit", "1MiB"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("error: the CTMC with at most 23,751 states (a proven upper bound from "
+                          "the P-invariants) would need about ")
+    assert "above the memory limit of 1.0 MiB (set by --memory-limit)" in err
+
+
+def test_auto_turns_to_simulation_when_the_ctmc_does_not_fit(monkeypatch):
+    from qpn.compile import compile_net
+    from solvers.auto import choose
+    monkeypatch.setenv(resources.ENV, "1MiB")
+    c = compile_net(qpn.load("models/bench/closed_network.qpn").with_params(N=30).flatten())
+    method, why = choose(c, {})
+    assert method in ("mva", "des")
+    if method == "des":
+        assert "above the memory limit of 1.0 MiB" in why
+
+
+def test_bad_memory_limit_option_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["check", "models/mm1.qpn", "--memory-limit", "lots"])
+    assert info.value.code == 2
+    assert "argument --memory-limit: 'lots' is not a memory size" in capsys.readouterr().err
+
+
+def _wide_net(P: int = 61, K: int = 77) -> str:
+    """A 61-place, 77-color cycle (the net on which `qpn check` hung for > 100 s)."""
+    lines = ["net wide", f"colors c = 1 .. {K}"]
+    for i in range(P):
+        q = "\n    queue ps\n    service exp(1 ms)" if i % 2 else ""
+        init = ("\n    init " + ", ".join(str(k) for k in range(1, K + 1))) if i == 0 else ""
+        lines.append(f"place p{i} : c{q}{init}")
+    for i in range(P):
+        lines.append(f"transition t{i} : p{i}(x) -> p{(i + 1) % P}(x)"
+                     + (" delay exp(1 ms)" if i % 2 == 0 else ""))
+    return "\n".join(lines) + "\n"
+
+
+def test_check_of_a_wide_colored_net_is_fast(tmp_path, capsys):
+    path = tmp_path / "wide.qpn"
+    path.write_text(_wide_net())
+    from qpn.structure.check import _merged
+    from qpn.compile import compile_net
+    C, m0, labels, _ = _merged(compile_net(qpn.load(str(path)).flatten()))
+    assert C.shape == (61 * 77, 61 * 77) and int(m0.sum()) == 77
+    assert (C.sum(axis=0) == 0).all()        # every mode moves one token along
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out.endswith("wide.qpn: ok: 61 places, 61 transitions\n")
+
+
+def _run_limited(args: list[str], vmem: int) -> subprocess.CompletedProcess:
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (vmem, vmem))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop(resources.ENV, None)
+    return subprocess.run([sys.executable, "-m", "qpn.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, preexec_fn=limit)
+
+
+@pytest.mark.parametrize("method", ["ctmc", "des", "auto"])
+def test_refusal_happens_before_allocation_under_ulimit(method):
+    # 3 GiB of address space: a process that tried would die with MemoryError (or be
+    # killed); the guard derives its limit from the room left and refuses first
+    proc = _run_limited(["solve", "models/fifo_departure.qpn", *HUGE, "--method", method], 3 * 2**30)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "out of memory" not in proc.stderr
+    assert ("would need about" in proc.stderr) or ("more than 1e308 states" in proc.stderr)
+
+
+def test_progress_goes_to_stderr_only_and_not_with_quiet(monkeypatch, capsys):
+    monkeypatch.setenv("QPN_PROGRESS", "1")      # as on a terminal
+    assert main(["solve", "models/mutex.qpn", "--method", "ctmc"]) == 0
+    out, err = capsys.readouterr()
+    assert "exploring the CTMC" in err and "solving the CTMC (6 states)" in err
+    assert "exploring" not in out and "\r" not in out
+    assert main(["solve", "models/mutex.qpn", "--method", "ctmc", "-q"]) == 0
+    out2, err2 = capsys.readouterr()
+    assert "exploring" not in err2 and out2 == out
+    monkeypatch.delenv("QPN_PROGRESS")             # pytest's stderr is no terminal
+    assert main(["solve", "models/mutex.qpn", "--method", "ctmc"]) == 0
+    assert "exploring" not in capsys.readouterr().err
+
+
+def test_sweep_progress_on_tqdm(monkeypatch, capsys):
+    from solvers.sweep import run_sweep
+    monkeypatch.setenv("QPN_PROGRESS", "1")
+    sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.1, 0.2]}, progress=True)
+    assert len(sw.points) == 2
+    err = capsys.readouterr().err
+    assert "solving 2 points (mva):   0%|          | 0/2 " in err   # a total, so an ETA
+
+
+def test_check_states_the_bound_and_says_it_is_one(capsys):
+    assert main(["check", "models/fifo_departure.qpn", *HUGE]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # bounded, but not small: check says so instead of passing it quietly
+    assert out == ["models/fifo_departure.qpn: ok: 2 places, 2 transitions, bounded (covered by "
+                   "2 P-invariant(s))",
+                   "models/fifo_departure.qpn: the CTMC has more than 1e308 states (upper bound "
+                   "from a product over P-invariants)"]
+    assert main(["check", "models/mutex.qpn"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "models/mutex.qpn: the CTMC has at most 6 states (a proven upper bound from the "
+        "P-invariants)")

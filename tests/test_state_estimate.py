@@ -1,0 +1,98 @@
+"""The CTMC state bound: never below the exact count when labelled a bound, close on
+closed networks, exact when a small probe finishes (issue 15)."""
+from __future__ import annotations
+
+import pytest
+
+import qpn
+from qpn.compile import compile_net
+from solvers.ctmc.explore import Explorer
+from solvers.ctmc.spec import build_spec
+from solvers.auto import choose
+
+MODELS = "models"
+
+
+def _spec(net, **kw):
+    return build_spec(compile_net(net.flatten()), cutoff=60, **kw)
+
+
+def _exact(spec) -> int:
+    return len(Explorer(spec, 500_000).run().states)
+
+
+# (model, overrides, largest bound / exact ratio allowed)
+CASES = [
+    ("models/mm1.qpn", {}, 1.05),
+    ("models/tandem.qpn", {}, 1.0),
+    ("models/repairman.qpn", {}, 1.0),
+    ("models/mutex.qpn", {}, 1.0),
+    ("models/webserver.qpn", {}, 1.05),
+    ("models/shared_queue.qpn", {}, 1.0),
+    ("models/bench/closed3.qpn", {}, 1.0),
+    ("models/counted_loop.qpn", {}, 1.0),
+    ("tests/models_des/pool30.qpn", {}, 1.05),     # was 1,891 for 91 states
+    ("tests/models_des/connpool.qpn", {}, 1.0),    # was 50 for 22
+    ("models/fifo_departure.qpn", {}, 2.5),        # was 14 for 57: below the exact count
+    ("models/fifo_departure.qpn", {"window": 3}, 2.5),
+    ("models/barrier.qpn", {}, 1.2),
+    ("models/priorities.qpn", {}, 40),             # non-preemptive priorities: serving flags
+    ("models/subnets.qpn", {}, 4),
+    ("models/sw_producer_consumer.qpn", {}, 3.5),
+]
+
+
+@pytest.mark.parametrize("path,sets,factor", CASES)
+def test_bound_is_above_the_exact_count_and_close(path, sets, factor):
+    net = qpn.load(path)
+    if sets:
+        net = net.with_params(**sets)
+    spec = _spec(net)
+    exact = _exact(spec)
+    assert spec.estimate_kind == "upper bound"
+    assert spec.estimate >= exact
+    assert spec.estimate <= factor * exact
+
+
+def test_open_unit_determined_by_a_mixed_sign_invariant_adds_no_freedom():
+    # response.running = requests in the system: no P-invariant covers it, so it was
+    # cut off at 60 on its own: 1.5e19 for 1,470 states; the probe then counts exactly
+    spec = _spec(qpn.load("tests/models_roundtrip/rt_server.qpn"))
+    assert 1_470 <= spec.estimate < 1e7
+    method, why = choose(compile_net(qpn.load("tests/models_roundtrip/rt_server.qpn").flatten()), {})
+    assert method == "ctmc"
+    assert "the CTMC has 1,470 states (exact, counted by exploring it)" in why
+
+
+def test_closed_network_bound_is_exact_and_labelled():
+    net = qpn.load("models/bench/closed_network.qpn")
+    spec = _spec(net)
+    assert spec.estimate == 23_751 == _exact(spec)
+    assert spec.estimate_phrase() == ("at most 23,751 states (a proven upper bound from the "
+                                      "P-invariants)")
+
+
+def _many_colors(K: int, N: int) -> str:
+    """A closed cycle of K colors through a FIFO-departure PS station and a FCFS one."""
+    return (f"net colors_cycle\ncolors c = 1 .. {K}\n"
+            f"place think : c\n    queue is\n    service exp(1)\n    init " +
+            ", ".join(f"{N} {k}" if N != 1 else f"{k}" for k in range(1, K + 1)) + "\n"
+            "place work : c\n    queue ps\n    service exp(500 ms)\n    departure fifo\n"
+            "place disk : c\n    queue fcfs\n    service exp(200 ms)\n"
+            "transition go : think(x) -> work(x)\ntransition io : work(x) -> disk(x)\n"
+            "transition back : disk(x) -> think(x)\n")
+
+
+@pytest.mark.parametrize("K,N", [(2, 1), (3, 1), (2, 2)])
+def test_many_colors_with_fifo_departure_bound_holds(K, N):
+    spec = _spec(qpn.parse(_many_colors(K, N)))
+    exact = _exact(spec)
+    assert exact <= spec.estimate <= 60 * exact
+
+
+def test_huge_fifo_population_is_counted_without_allocating():
+    # 2^31 tokens in a FIFO-ordered place: the line would have 2^31 positions
+    spec = _spec(qpn.load("models/fifo_departure.qpn").with_params(window=2**31))
+    assert spec.estimate == float("inf")
+    assert spec.estimate_phrase().startswith("more than 1e308 states (upper bound")
+    assert len(spec.bounds) == 0          # not laid out: nothing of that size was made
