@@ -95,6 +95,52 @@ def recorded_runs(name, *args, runs=1):
     return out
 
 
+WAITRESS_REQUESTS = 60
+WAITRESS_TRACE = os.path.join(TRACES, "waitress-2-0.jsonl.gz")
+
+
+def trace_waitress(out: str, port: int = 18797):
+    """Trace waitress-serve (suites/waitress, 2 threads) while WAITRESS_REQUESTS requests
+    come in, at most 4 at a time, each on its own connection: the Trace."""
+    import threading
+    import time
+    import urllib.request
+    from frontends.trace import read_trace
+    from frontends.verify.manifest import load_suite
+    from frontends.verify.server import traced_server
+    ok = []
+    gate = threading.Semaphore(4)
+
+    def one():
+        with gate:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/?n=20000", timeout=30) as r:
+                ok.append(len(r.read()) == 64)
+
+    def load():
+        ths = [threading.Thread(target=one) for _ in range(WAITRESS_REQUESTS)]
+        for th in ths:
+            th.start()
+            time.sleep(0.004)
+        for th in ths:
+            th.join()
+        return sum(ok)
+
+    suite = load_suite(os.path.join(ROOT, "suites", "waitress"))
+    served = traced_server(suite, {"threads": 2, "port": port}, out, load)
+    assert served == WAITRESS_REQUESTS
+    return read_trace(out)
+
+
+def recorded_waitress():
+    """The recorded trace of :func:`trace_waitress` (tests/traces/record.py writes it)."""
+    from frontends.trace import read_trace
+    with gzip.open(WAITRESS_TRACE, "rt", encoding="utf-8") as fh:
+        tr = read_trace(fh)
+    tr.header.program["cwd"] = os.path.join(ROOT, "suites", "waitress")
+    tr.path = WAITRESS_TRACE
+    return tr
+
+
 def traces_from(source, tmp_path_factory, name, *args, runs=1):
     """``runs`` traces of a program, recorded or fresh (``source`` in SOURCES)."""
     if source == "recorded":

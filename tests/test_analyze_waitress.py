@@ -5,51 +5,21 @@ What it got wrong before (issue 14): the workers' Condition + deque hand-over wa
 as `lock; wait; unlock` with nobody notifying, the per-connection locks made every
 worker iteration different (91% of their CPU pruned), and the two identical workers
 became two pools."""
-import os
 import re
-import threading
-import time
-import urllib.request
 
 import pytest
 
+from analyze_support import SOURCES, WAITRESS_REQUESTS as REQUESTS, recorded_waitress, trace_waitress
 from frontends.analyze import build
-from frontends.trace import read_trace
-from frontends.verify.manifest import load_suite
-from frontends.verify.server import traced_server
-
-pytest.importorskip("waitress", reason="suites/waitress installs it: pip install waitress")
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REQUESTS = 60
 
 
-def _load(port: int) -> int:
-    """REQUESTS requests, 4 at a time at most, each on its own connection."""
-    ok = []
-    gate = threading.Semaphore(4)
-
-    def one():
-        with gate:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/?n=20000", timeout=30) as r:
-                ok.append(len(r.read()) == 64)
-    ths = [threading.Thread(target=one) for _ in range(REQUESTS)]
-    for th in ths:
-        th.start()
-        time.sleep(0.004)
-    for th in ths:
-        th.join()
-    return sum(ok)
-
-
-@pytest.fixture(scope="module")
-def waitress_model(tmp_path_factory):
-    suite = load_suite(os.path.join(ROOT, "suites", "waitress"))
-    out = str(tmp_path_factory.mktemp("waitress") / "w.jsonl")
-    values = {"threads": 2, "port": 18797}
-    served = traced_server(suite, values, out, lambda: _load(values["port"]))
-    assert served == REQUESTS
-    tr = read_trace(out)
+@pytest.fixture(scope="module", params=SOURCES)
+def waitress_model(request, tmp_path_factory):
+    """The recorded trace in the default run (tests/traces), a fresh one when measured."""
+    if request.param == "recorded":
+        tr = recorded_waitress()
+    else:
+        tr = trace_waitress(str(tmp_path_factory.mktemp("waitress") / "w.jsonl"))
     return tr, build(tr)
 
 
