@@ -251,6 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     return rc
 
 
+def _where(exc: BaseException) -> str:
+    """'path:line (function)' of the innermost frame of qpn's own code in a traceback."""
+    import traceback
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    ours = tuple(root + d + os.sep for d in ("qpn", "solvers", "frontends", "dsl"))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(ours)]
+    if not frames:
+        return "qpn"
+    f = frames[-1]
+    return f"{f.filename[len(root):]}:{f.lineno} ({f.name})"
+
+
 def _run(args) -> int:
     """Run the command; user errors become messages and exit statuses."""
     try:
@@ -258,13 +270,14 @@ def _run(args) -> int:
     except QPNError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    except MemoryError:
-        # an allocation no estimate foresaw: still no traceback
+    except MemoryError as exc:
+        # an allocation no estimate foresaw: still no traceback, but where it happened
+        # (a bug to report; the fuzzing harness counts it as a memory failure)
         from .resources import OPTION, format_size, memory_limit
         limit, source = memory_limit()
-        print(f"error: out of memory: an allocation failed that no estimate foresaw (memory "
-              f"limit {format_size(limit)}, {source})\nhint: use smaller parameters, or a lower "
-              f"{OPTION} so that qpn refuses earlier", file=sys.stderr)
+        print(f"error: out of memory in {_where(exc)}: an allocation failed that no estimate "
+              f"foresaw (memory limit {format_size(limit)}, {source})\nhint: use smaller "
+              f"parameters, or a lower {OPTION} so that qpn refuses earlier", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -66,8 +66,8 @@ def _selftest(monkeypatch, body):
 
 @pytest.mark.parametrize("body, outcome, signature", [
     (lambda: 0, OK, None),
-    (lambda: int("x"), CRASH, "ValueError @ qpn/cli.py (main)"),
-    (lambda: (_ for _ in ()).throw(MemoryError()), MEMORY, "MemoryError @ qpn/cli.py (main)"),
+    (lambda: int("x"), CRASH, "ValueError @ qpn/cli.py (_run)"),
+    (lambda: (_ for _ in ()).throw(MemoryError()), MEMORY, "MemoryError @ qpn/cli.py (_run)"),
     (lambda: print("oops", file=sys.stderr) or 1, USER_ERROR, None),
     (lambda: 1, CRASH, "exit 1 with no message in selftest"),
     (lambda: print(f'Traceback (most recent call last):\n  File "{ROOT}/qpn/model.py", line 7, in f\n'
@@ -87,7 +87,7 @@ def test_a_command_over_its_budget_is_a_hang(monkeypatch):
     _selftest(monkeypatch, spin)
     t0 = time.perf_counter()
     res, _ = run_command("selftest", ["selftest", "m.qpn"], 0.2)
-    assert (res.outcome, res.signature) == (HANG, "HANG in selftest @ qpn/cli.py (main)")
+    assert (res.outcome, res.signature) == (HANG, "HANG in selftest @ qpn/cli.py (_run)")
     assert time.perf_counter() - t0 < 2
 
 

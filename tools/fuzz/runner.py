@@ -105,6 +105,10 @@ def printed_frame(text: str) -> str:
     return project_frame(frames)
 
 
+#: qpn's message for a MemoryError no estimate foresaw (qpn/cli.py): a MEMORY failure
+_UNFORESEEN = re.compile(r"error: out of memory in (\S+ \(\S+\)): an allocation failed")
+
+
 def _on_alarm(signum, frame):
     raise FuzzTimeout()
 
@@ -159,6 +163,9 @@ def run_command(name: str, argv: list[str], budget: float) -> tuple[Outcome, str
             res.outcome = CRASH
             res.signature = f"printed traceback @ {printed_frame(stderr + stdout)}"
             res.detail = stderr[-1500:]
+        elif (m := _UNFORESEEN.search(stderr)):
+            res.outcome, res.signature = MEMORY, f"MemoryError @ {m[1]}"
+            res.detail = stderr[-600:]
         elif res.rc != 0:
             res.outcome = USER_ERROR if (stderr.strip() or stdout.strip()) else CRASH
             res.detail = stderr.strip()[:600] or stdout.strip()[:600]
