@@ -224,8 +224,12 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
     est = count_states(spec, totals, unit_of, C)
     spec.estimate, spec.estimate_kind, spec.estimate_how = est.states, est.kind, est.how
     spec.bytes_per_state = bytes_per_state(spec)
-    if not resources.fits(spec.memory_bytes()):
-        return spec   # not laid out: ctmc.solver.build refuses it, saying the estimate
+    if not resources.fits(32.0 * cols):
+        # not laid out (a queue line of 2^31 positions): ctmc.solver.build refuses it,
+        # saying the estimate.  A layout that fits is made even when the bound's memory
+        # does not, so that a bounded probe can count the chain exactly (a bound of 1.2e9
+        # states for a chain of 1,730 was refused before anything was explored)
+        return spec
     for qs in queues:
         if qs.index in seq_start:
             at = seq_start[qs.index]
