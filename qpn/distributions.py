@@ -208,6 +208,10 @@ class HyperExp(Distribution):
             self._positive("branch mean", m)
 
 
+#: largest scv of hyperexp(mean = ..., scv = ...): its two branches stay representable
+MAX_HYPEREXP_SCV = 1e12
+
+
 @dataclass(frozen=True)
 class HyperExpFit(Distribution):
     """Two-phase hyperexponential with balanced means fitted to (mean, scv >= 1)."""
@@ -231,6 +235,10 @@ class HyperExpFit(Distribution):
         if not self.scv_ >= 1:
             raise self._fail(f"scv must be >= 1 for a hyperexponential, got {self.scv_}",
                              hint="for scv < 1 use erlang(k, mean) or gamma(mean, scv)")
+        if self.scv_ > MAX_HYPEREXP_SCV:
+            # the rare branch's probability, ~1 / (2 scv), would round to 0
+            raise self._fail(f"scv must be at most {MAX_HYPEREXP_SCV:g} for a hyperexponential, "
+                             f"got {self.scv_:g}", hint="give the branches: hyperexp(p: mean, ...)")
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ CASES = [
      "the initial marking of 'a' must be at most 2^53 = 9,007,199,254,740,992, got 1e+38", 2, 7),
     ("init-sum-beyond-2-53", "colors k = {u, v}\nplace a : k init 9007199254740992 u, 1 v\n",
      "the initial marking of 'a' must be at most 2^53", 2, 7),
+    ("hyperexp-scv-too-large", "place p queue is service hyperexp(mean = 1, scv = 2 ^ 63)\n",
+     "scv must be at most 1e+12 for a hyperexponential", 1, 26),
     ("number-beyond-float", "param t = 1e999 ms\n", "the number 1e999 is beyond the largest float", 1, 11),
     ("erlang-infinite-phases", "place p queue is service erlang(inf, 1)\n",
      "the number of phases k must be a whole number >= 1, got inf", 1, 26),

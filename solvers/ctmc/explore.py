@@ -126,7 +126,7 @@ class StateSpace:
 
 
 class Explorer:
-    def __init__(self, spec: CTMCSpec, limit: int = 2_000_000):
+    def __init__(self, spec: CTMCSpec, limit: int = 2_000_000, seconds: float | None = None):
         if len(spec.bounds) != spec.ncols:   # build_spec left a chain too large unlaid
             resources.require(f"the CTMC with {spec.estimate_phrase()}", spec.memory_bytes(),
                               hint="use --method des or smaller parameters")
@@ -134,6 +134,7 @@ class Explorer:
         self.dyn = Dynamics(spec)
         self.keyer = Keyer(spec.bounds)
         self.limit = limit
+        self.seconds = seconds          # a probe's wall budget: SolverError past it
         self.imm = np.asarray(spec.immediate, dtype=np.int64)
         self.flows: list[tuple[np.ndarray, int, np.ndarray]] = []
 
@@ -222,7 +223,11 @@ class Explorer:
             entry_ids.append(vkeys[k])
         todo = list(range(len(vrows)))
         mode_prob: list[tuple[int, int, float]] = []
+        t0 = time.perf_counter()
         while todo:
+            if self.seconds is not None and time.perf_counter() - t0 > self.seconds:
+                raise SolverError(f"exploration stopped after {self.seconds:g} s in "
+                                  f"{len(vrows):,} vanishing markings", construct="state-space size")
             batch = np.stack([vrows[v] for v in todo])
             E, P = self._immediate_choice(batch)
             nxt = []
@@ -358,6 +363,9 @@ class Explorer:
             bar.update(reg.size)
             while len(frontier):
                 levels += 1
+                if self.seconds is not None and time.perf_counter() - t0 > self.seconds:
+                    raise SolverError(f"exploration stopped after {self.seconds:g} s at "
+                                      f"{reg.size:,} states", construct="state-space size")
                 self._check_memory(reg, len(frontier), (srcs, dsts, rates), self.flows)
                 frontier, frontier_rows = self._level(dyn, reg, frontier, frontier_rows, srcs, dsts,
                                                       rates, blocked_parts)

@@ -59,8 +59,10 @@ def build(compiled, options: dict | None = None) -> CTMC:
     return CTMC(spec, space, Q)
 
 
-#: states a bounded exploration may generate to count exactly when the bound is too high
+#: states a bounded exploration may generate to count exactly when the bound is too high,
+#: and the wall time it may take (a chain it cannot count that fast is taken as too large)
 PROBE_STATES = 50_000
+PROBE_SECONDS = 2.0
 
 
 def probe(spec: CTMCSpec, limit: int | None):
@@ -72,7 +74,7 @@ def probe(spec: CTMCSpec, limit: int | None):
     if not resources.fits(n * spec.bytes_per_state):
         return None
     try:
-        space = Explorer(spec, n).run()
+        space = Explorer(spec, n, seconds=PROBE_SECONDS).run()
     except SolverError:
         return None
     spec.estimate, spec.estimate_kind, spec.estimate_how = float(len(space.states)), "exact", \
