@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="test programs to trace for seed traces (default quick: three)")
     p.add_argument("--no-shrink", action="store_true", help="keep the first small repro as found")
     a = p.parse_args(argv)
+    # Ctrl-C or SIGTERM stops a campaign with its report written (KeyboardInterrupt),
+    # also when it was started in the background, where SIGINT starts out ignored
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if a.replay:
         return replay(a.replay, a.budget, int(a.memory * 2 ** 30))
     if not a.out:
