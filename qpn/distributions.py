@@ -147,7 +147,7 @@ class Uniform(Distribution):
     kind = "uniform"
 
     def _mean(self): return (self.lo + self.hi) / 2
-    def _scv(self): return ((self.hi - self.lo) ** 2 / 12) / self._mean() ** 2
+    def _scv(self): return ((self.hi - self.lo) / self._mean()) ** 2 / 12   # no overflow
     def _sample(self, rng, size): return rng.uniform(self.lo, self.hi, size)
 
     def _check(self):

@@ -34,6 +34,8 @@ from math import comb, factorial, lgamma, log
 import numpy as np
 
 GF_CELLS = 2_000_000        # largest generating-function array (float64 cells)
+#: cell-terms the generating function may take in all (above it: the product bound)
+GF_WORK = 2e8
 MAX_INVARIANTS = 22         # variables of the generating function
 MAX_BONFERRONI = 300        # immediate modes taken into the subtraction
 RANK_UNITS = 600            # units x modes beyond which open units are not reduced
@@ -104,7 +106,10 @@ def count_states(spec, totals, unit_of, C) -> StateEstimate:
     shape = tuple(int(t) + 1 for _y, t in chosen) + ((cut + 1,) if open_units else ())
     cells = float(np.prod(shape, dtype=float)) if shape else 1.0
     biggest_L = max((q.L for q in seq), default=0)
-    if cells * (biggest_L + 1) <= GF_CELLS and biggest_L <= 150 and \
+    top = max(shape) if shape else 1
+    # the series is convolved once per unit, each time over every cell up to `top` terms
+    work = cells * (biggest_L + 1) * max(nunits, 1) * top
+    if cells * (biggest_L + 1) <= GF_CELLS and work <= GF_WORK and biggest_L <= 150 and \
             all(int(t) >= 0 for _y, t in chosen):
         est = _generating(spec, chosen, unit_of, ctx)
         how = "the P-invariants" + (" and the cut-off" if open_units else "")
@@ -428,6 +433,8 @@ def _conv_dir(a: np.ndarray, direction: np.ndarray, kernel: np.ndarray) -> np.nd
 
 def _conv_full(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Truncated product of two multivariate series of the same shape."""
+    if a.ndim == 0:                     # no invariant chosen: series of one term
+        return a * b
     out = np.zeros_like(a)
     for idx in zip(*np.nonzero(b)):
         src = tuple(slice(0, n - i) for n, i in zip(a.shape, idx))

@@ -53,6 +53,11 @@ class PhaseType:
 
 
 def _erlang(k: int, mean: float) -> tuple[np.ndarray, np.ndarray]:
+    if not mean > 0:
+        from qpn.errors import SolverError
+        raise SolverError("a time of 0 has no phase-type form for the CTMC: make the step an "
+                          "immediate transition, or simulate (--method des)",
+                          construct="zero time", methods=("des",))
     rate = k / mean
     T = np.diag(np.full(k, -rate))
     for i in range(k - 1):
