@@ -35,7 +35,7 @@ import numpy as np
 
 GF_CELLS = 2_000_000        # largest generating-function array (float64 cells)
 #: cell-terms the generating function may take in all (above it: the product bound)
-GF_WORK = 2e8
+GF_WORK = 3e9                # about a second
 MAX_INVARIANTS = 22         # variables of the generating function
 MAX_BONFERRONI = 300        # immediate modes taken into the subtraction
 RANK_UNITS = 600            # units x modes beyond which open units are not reduced

@@ -5,6 +5,7 @@ program; it rewrites tests/traces/*.jsonl.gz::
 
     python tests/traces/record.py            # all recordings
     python tests/traces/record.py mapreduce  # those of programs whose name starts so
+    python tests/traces/record.py verify     # the small suite of tests/test_verify.py
 
 Each trace is taken like the live tests take theirs (own session, autogroup
 nice -19); of ``tries`` traces of one recording slot taken while the rest of the
@@ -66,9 +67,27 @@ def _quietly(take, what: str, tries: int):
     return out
 
 
+def record_verify_small(tmp: str) -> None:
+    """Measure and trace tests/test_verify.py's small suite for its recorded test."""
+    import pathlib
+    from test_verify import RECORDED, SMALL
+    from frontends.verify import verify
+    suite = pathlib.Path(tmp) / "verify_small"
+    suite.mkdir()
+    (suite / "suite.toml").write_text(SMALL)
+    _quietly(lambda: verify(str(suite)), "the small verify suite", 1)
+    os.makedirs(RECORDED, exist_ok=True)
+    shutil.copy(suite / ".verify-cache.json", os.path.join(RECORDED, "verify-cache.json"))
+    for i in range(2):
+        _save(str(suite / "verify" / f"trace{i}.jsonl"), os.path.join(RECORDED, f"trace{i}.jsonl.gz"))
+        shutil.copy(suite / "verify" / f"trace{i}.jsonl.key", os.path.join(RECORDED, f"trace{i}.jsonl.key"))
+
+
 def record(prefix: str = "", tries: int = 3) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         factory = _Factory(tmp)
+        if "verify_small".startswith(prefix) or prefix.startswith("verify"):
+            record_verify_small(tmp)
         if "waitress".startswith(prefix) or prefix.startswith("waitress"):
             path = os.path.join(tmp, "waitress.jsonl")
             _quietly(lambda: trace_waitress(path), "waitress", 1)
