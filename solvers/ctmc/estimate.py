@@ -50,14 +50,14 @@ class StateEstimate:
 
     def phrase(self) -> str:
         """'at most 1,234 states (an upper bound from the P-invariants)'."""
-        n = fmt_count(self.states)
+        n = fmt_count(self.states) + (" state" if self.states == 1 else " states")
         if not math.isfinite(self.states):
             return f"more than 1e308 states ({self.kind} from {self.how})"
         if self.kind == "exact":
-            return f"{n} states (exact, counted by {self.how})"
+            return f"{n} (exact, counted by {self.how})"
         if self.kind == "upper bound":
-            return f"at most {n} states (a proven upper bound from {self.how})"
-        return f"about {n} states (an estimate from {self.how}, not a bound)"
+            return f"at most {n} (a proven upper bound from {self.how})"
+        return f"about {n} (an estimate from {self.how}, not a bound)"
 
 
 def fmt_count(x: float) -> str:
