@@ -161,8 +161,10 @@ def cmd_build(args) -> int:
     opt = Options(prune=args.prune, demands=args.demands,
                   io_threshold=_time_ns(args.io_threshold),
                   gil=False if args.no_gil else None, source_dir=args.source_dir)
-    res = build_file(args.trace[0], args.output, opt, strict=not args.lenient, name=args.name,
-                     others=tuple(args.trace[1:]))
+    from qpn.progress import ticking
+    with ticking(f"building the model from {len(args.trace)} trace(s)"):
+        res = build_file(args.trace[0], args.output, opt, strict=not args.lenient, name=args.name,
+                         others=tuple(args.trace[1:]))
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     info = res.info

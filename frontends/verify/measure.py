@@ -28,6 +28,7 @@ import time
 
 from qpn.errors import QPNError
 from qpn.fileio import write_atomic
+from qpn.progress import progress
 
 ISOLATE = ["setsid", "sh", "-c", 'echo -19 > /proc/self/autogroup 2>/dev/null; exec "$@"', "sh"]
 NOISY = 0.25
@@ -110,12 +111,15 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
     configs = [(i, c) for i, p in enumerate(points) for c in runs_of(suite, p)]
     need = {program_key(suite, c): c for _, c in configs}
     todo = [k for k in need if len(cache.get(k, [])) < suite.repeats]
-    for r in range(suite.repeats):
-        for k in todo:
-            if len(cache.setdefault(k, [])) <= r:
-                cache[k].append(run_once(suite, need[k]))
-        if todo:
-            print(f"verify {suite.name}: round {r + 1}/{suite.repeats} measured", file=log)
+    runs = sum(max(0, suite.repeats - len(cache.get(k, []))) for k in todo)
+    with progress(f"verify {suite.name}: measuring", total=runs or None, unit="runs") as bar:
+        for r in range(suite.repeats):
+            for k in todo:
+                if len(cache.setdefault(k, [])) <= r:
+                    cache[k].append(run_once(suite, need[k]))
+                    bar.update(1)
+            if todo:
+                print(f"verify {suite.name}: round {r + 1}/{suite.repeats} measured", file=log)
     out = _values(suite, points, cache)
     noisy = [i for i, v in out.items() if v["spread"] > NOISY]
     if noisy and todo:                       # one more round for the noisy points
