@@ -101,6 +101,14 @@ def empty_reason(compiled) -> str | None:
     return None
 
 
+def deadlock_reason(compiled, states: np.ndarray, dead: np.ndarray) -> str:
+    """Why a chain deadlocks: its first dead marking (``states[dead[0]]``) and how many
+    others there are."""
+    more = f" (and {len(dead) - 1} other dead marking(s))" if len(dead) > 1 else ""
+    return ("the net reaches a marking where nothing can happen: "
+            f"{marking_text(compiled, states[dead[0]])}{more}")
+
+
 def marking_text(compiled, m: np.ndarray) -> str:
     """A marking as 'place=count, ...' over the non-empty slots ('(empty)' if none)."""
     parts = [compiled.slot_label(s) + (f"={int(m[s])}" if m[s] != 1 else "")
@@ -111,4 +119,4 @@ def marking_text(compiled, m: np.ndarray) -> str:
 
 
 __all__ = ["Degenerate", "Deadlocked", "Unstable", "ExitStatus", "MEANING", "DEGENERATE", "exit_status", "epilog", "empty_reason",
-           "marking_text"]
+           "marking_text", "deadlock_reason"]

@@ -80,19 +80,24 @@ def recorded_runs(name, *args, runs=1):
 
     The trace's working directory is this checkout's (the programs' sources are
     read from there for names), wherever it was recorded."""
-    from frontends.trace import read_trace
     if (name, tuple(args), runs) not in RECORDINGS:
         pytest.fail(f"no recording of {name} {args} x{runs}: add it to RECORDINGS and run "
                     "python tests/traces/record.py")
     out = []
     for i in range(runs):
-        path = recorded_path(name, args, i)
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            tr = read_trace(fh)
-        tr.header.program["cwd"] = ROOT
-        tr.path = path
+        tr = read_recorded(recorded_path(name, args, i), ROOT)
         out.append((tr, thread_cpu_ns(tr, list(tr.by_thread()))))
     return out
+
+
+def read_recorded(path, cwd):
+    """A recorded (gzipped) trace, its working directory this checkout's ``cwd``."""
+    from frontends.trace import read_trace
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        tr = read_trace(fh)
+    tr.header.program["cwd"] = cwd
+    tr.path = path
+    return tr
 
 
 WAITRESS_REQUESTS = 60
@@ -133,12 +138,7 @@ def trace_waitress(out: str, port: int = 18797):
 
 def recorded_waitress():
     """The recorded trace of :func:`trace_waitress` (tests/traces/record.py writes it)."""
-    from frontends.trace import read_trace
-    with gzip.open(WAITRESS_TRACE, "rt", encoding="utf-8") as fh:
-        tr = read_trace(fh)
-    tr.header.program["cwd"] = os.path.join(ROOT, "suites", "waitress")
-    tr.path = WAITRESS_TRACE
-    return tr
+    return read_recorded(WAITRESS_TRACE, os.path.join(ROOT, "suites", "waitress"))
 
 
 def traces_from(source, tmp_path_factory, name, *args, runs=1):

@@ -225,9 +225,7 @@ class Explorer:
         mode_prob: list[tuple[int, int, float]] = []
         t0 = time.perf_counter()
         while todo:
-            if self.seconds is not None and time.perf_counter() - t0 > self.seconds:
-                raise SolverError(f"exploration stopped after {self.seconds:g} s in "
-                                  f"{len(vrows):,} vanishing markings", construct="state-space size")
+            self._in_time(t0, f"{len(vrows):,} vanishing markings")
             batch = np.stack([vrows[v] for v in todo])
             E, P = self._immediate_choice(batch)
             nxt = []
@@ -327,6 +325,12 @@ class Explorer:
         rates.append(wb)
         return new, (reg.blocks[-1] if len(new) else None)
 
+    def _in_time(self, t0: float, where: str) -> None:
+        """A probe's wall budget (``seconds``): SolverError once it is spent."""
+        if self.seconds is not None and time.perf_counter() - t0 > self.seconds:
+            raise SolverError(f"exploration stopped after {self.seconds:g} s at {where}",
+                              construct="state-space size")
+
     def _check_memory(self, reg, frontier: int, edges, flows) -> None:
         """Stop when what is held, the next level's successor rows and the generator
         to come would cross the memory limit (the same refusal as before exploring)."""
@@ -363,9 +367,7 @@ class Explorer:
             bar.update(reg.size)
             while len(frontier):
                 levels += 1
-                if self.seconds is not None and time.perf_counter() - t0 > self.seconds:
-                    raise SolverError(f"exploration stopped after {self.seconds:g} s at "
-                                      f"{reg.size:,} states", construct="state-space size")
+                self._in_time(t0, f"{reg.size:,} states")
                 self._check_memory(reg, len(frontier), (srcs, dsts, rates), self.flows)
                 frontier, frontier_rows = self._level(dyn, reg, frontier, frontier_rows, srcs, dsts,
                                                       rates, blocked_parts)

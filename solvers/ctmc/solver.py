@@ -268,10 +268,8 @@ def _stuck(ctmc: CTMC) -> tuple[str, str] | None:
         return ("unstable", f"tokens pile up in {', '.join(repr(n) for n in names)} without bound: "
                             f"nothing takes them out (the CTMC cut off at {ctmc.spec.cutoff} tokens "
                             "gets stuck there)")
-    from ..status import marking_text
-    more = f" (and {len(dead) - 1} other dead marking(s))" if len(dead) > 1 else ""
-    return ("deadlock", "the net reaches a marking where nothing can happen: "
-                        f"{marking_text(c, S[dead[0]])}{more}")
+    from ..status import deadlock_reason
+    return ("deadlock", deadlock_reason(c, S, dead))
 
 
 def _steady(ctmc: CTMC, method: str) -> tuple[np.ndarray, dict]:

@@ -104,11 +104,8 @@ def symbolic_ctmc(c, options: dict | None = None):
     moving = np.zeros(n, dtype=bool)
     moving[base.src[base.rate > 0]] = True
     if not moving.all():          # a dead marking: the closed forms would be numbers for nothing
-        from ..status import Deadlocked, marking_text
-        dead = np.flatnonzero(~moving)
-        more = f" (and {len(dead) - 1} other dead marking(s))" if len(dead) > 1 else ""
-        raise Deadlocked("the net reaches a marking where nothing can happen: "
-                         f"{marking_text(c, base.states[dead[0]])}{more}")
+        from ..status import Deadlocked, deadlock_reason
+        raise Deadlocked(deadlock_reason(c, base.states, np.flatnonzero(~moving)))
     if n > MAX_STATES:
         raise SolverError(f"{n} states: too many for a symbolic solution (limit {MAX_STATES})",
                           construct="state-space size", methods=("ctmc",))
