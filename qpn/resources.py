@@ -23,6 +23,7 @@ import math
 import os
 import re
 import resource
+import time
 
 from .errors import QPNError
 
@@ -137,11 +138,23 @@ def _address_room() -> int | None:
     return max(soft - mapped, 0)
 
 
+#: a reading of the machine is reused this long: a loop that checks its memory at
+#: every step (CTMC levels) must not read /proc thousands of times a second
+READING_SECONDS = 0.2
+_reading: tuple[float, int] | None = None
+
+
 def available_memory() -> int:
     """Bytes this process could still allocate: the least of the machine's available
     memory, the cgroup's room and the address-space room (4 GiB if none is known)."""
+    global _reading
+    now = time.monotonic()
+    if _reading is not None and now - _reading[0] < READING_SECONDS:
+        return _reading[1]
     rooms = [r for r in (_meminfo("MemAvailable"), _cgroup_room(), _address_room()) if r is not None]
-    return min(rooms) if rooms else 4 * 2**30
+    room = min(rooms) if rooms else 4 * 2**30
+    _reading = (now, room)
+    return room
 
 
 def set_memory_limit(limit: int | str | None) -> None:

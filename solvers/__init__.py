@@ -68,13 +68,20 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
     t0 = time.perf_counter()
     compiled = compile_net(net, params or None)
     solver = get_solver(method)
-    from .status import Degenerate, empty_reason
+    from .status import Degenerate, empty_reason, source_traps
+    from qpn.errors import ModelError
     empty = empty_reason(compiled)
     if empty:       # every method would answer zeros and NaN (or fail on the empty arrays)
         res = Result(method=method, model=compiled.net.name, params=dict(compiled.params),
                      wall_time=time.perf_counter() - t0)
         res.mark_degenerate("empty", empty)
         return res
+    traps = source_traps(compiled)
+    if traps:   # every method would spin in zero time (the simulator for 10^5 firings first)
+        where = next((t.loc for t in compiled.net.flatten().transitions if t.name == traps[0]), None)
+        raise ModelError(f"timeless trap: immediate transition(s) {', '.join(repr(t) for t in traps)} "
+                         "have no input place, so they fire forever in zero time", where,
+                         hint="give it a delay (a timed source), an input place or an inhibitor arc")
     problems = solver.problems(compiled, options)
     if problems:
         others = []

@@ -101,6 +101,20 @@ def empty_reason(compiled) -> str | None:
     return None
 
 
+def source_traps(compiled) -> list[str]:
+    """Transitions that keep a net at time 0: an immediate mode with no input arc, no
+    inhibitor arc and no output place with a capacity is enabled in every marking, so it
+    fires forever in zero time.  Cheap (no state space).  Only the sure case of the
+    structural check's timeless traps: a loop of immediate modes may also have a way out
+    (a retry loop that leaves with probability 1/2), which only a run can tell."""
+    pre, post = compiled.pre.tocsr(), compiled.post.tocsr()
+    inhibited = {int(i) for i in compiled.inh_mode}
+    capped = set(compiled.cap.tocsr().indices.tolist())
+    return sorted({m.transition for i, m in enumerate(compiled.modes)
+                   if m.kind == "immediate" and pre[i].nnz == 0 and i not in inhibited
+                   and not capped.intersection(post[i].indices.tolist())})
+
+
 def deadlock_reason(compiled, states: np.ndarray, dead: np.ndarray) -> str:
     """Why a chain deadlocks: its first dead marking (``states[dead[0]]``) and how many
     others there are."""
@@ -118,5 +132,5 @@ def marking_text(compiled, m: np.ndarray) -> str:
     return ", ".join(parts) if parts else "(empty)"
 
 
-__all__ = ["Degenerate", "Deadlocked", "Unstable", "ExitStatus", "MEANING", "DEGENERATE", "exit_status", "epilog", "empty_reason",
+__all__ = ["Degenerate", "Deadlocked", "Unstable", "ExitStatus", "MEANING", "DEGENERATE", "exit_status", "epilog", "empty_reason", "source_traps",
            "marking_text", "deadlock_reason"]

@@ -149,3 +149,80 @@ def test_symbolic_results_write_json(tmp_path, capsys):
     js = json.loads((tmp_path / "s.json").read_text())
     assert rc == 0 and js["status"] == "ok" and js["method"] == "symbolic"
     assert {m["measure"] for m in js["measures"]} >= {"throughput", "tokens"}
+
+
+def test_overloaded_queue_stops_doubling_its_cutoff_once_the_mass_stays_flat(tmp_path, capsys):
+    # mass at the cut-off 1 - 1/rho = 0.5 at 60, 120 and 240: no need to go on to 3,840
+    rc, out, err, js = _solve(tmp_path, capsys, MM1_OVERLOAD, "-m", "ctmc")
+    assert rc == 5 and js["info"]["cutoff"] == 240
+    assert js["info"]["truncated_mass"] == pytest.approx(0.5, abs=1e-6)
+
+
+# an immediate transition with no input place is enabled in every marking
+SOURCE_TRAP = ("net trap\nplace q queue ps service exp(10) init 3\nplace r init 1\n"
+               "transition t0 immediate : -> q, r\ntransition t1 : r -> q delay exp(1)\n"
+               "transition t2 : q ->\n")
+
+
+@pytest.mark.parametrize("method", ["auto", "des", "ctmc", "mva"])
+def test_an_immediate_source_is_refused_with_its_location(tmp_path, capsys, method):
+    rc, out, err, js = _solve(tmp_path, capsys, SOURCE_TRAP, "-m", method)
+    assert rc == 2 and "m.qpn:4:12: error: timeless trap: immediate transition(s) 't0' have no input" in err
+    assert "hint: give it a delay" in err
+
+
+def test_an_immediate_source_that_an_inhibitor_stops_is_solved(tmp_path, capsys):
+    text = SOURCE_TRAP.replace("transition t0 immediate : -> q, r",
+                               "transition t0 immediate : -> q, r unless 3 q")
+    rc, out, err, js = _solve(tmp_path, capsys, text, "-m", "des", "--events", "2000", "-R", "2",
+                              "--allow-imprecise")
+    assert rc in (0, 3), err
+    assert "timeless trap" not in err
+
+
+def test_a_trap_that_fills_a_queue_is_caught_across_store_growth(tmp_path, capsys):
+    # each firing adds a token to q: the simulator's store grows (a return from the compiled
+    # loop) many times before 10^5 firings; the count must survive those returns
+    text = "net trap\nplace p init 1\nplace q queue fcfs service exp(1)\ntransition t immediate : p -> p, q\n"
+    from qpn.errors import SolverError
+    from solvers.des.jit.loop import MAX_IMMEDIATE
+    with pytest.raises(SolverError, match=r"timeless trap: immediate transitions keep firing"):
+        qpn.solve(qpn.parse(text), method="des", options={"events": 1000, "replications": 2})
+    assert MAX_IMMEDIATE == 100_000
+
+
+def test_two_to_the_31_tokens_are_not_a_negative_count(tmp_path, capsys):
+    # the barrier with 2^31 parties: the CTMC is refused by its bound, the simulator by
+    # its memory estimate; no state with a wrapped int32 count ('deadlock ... =-2147483648')
+    text = open(f"{MODELS}/barrier.qpn").read().replace("param parties = 3", "param parties = 2147483648")
+    assert "2147483648" in text
+    for method in ("auto", "ctmc"):
+        rc, out, err, js = _solve(tmp_path, capsys, text, "-m", method, "--limit", "20000")
+        assert rc == 2 and "deadlock" not in err and "-2147483648" not in err + out
+        assert "above the limit" in err or "memory limit" in err
+
+
+def test_the_state_registry_keeps_counts_beyond_int32():
+    from solvers.ctmc.explore import Registry
+    reg = Registry(lambda R: R[:, 0].copy(), 1, 10)
+    ids, new = reg.lookup_or_add(np.array([[2**31], [5]], dtype=np.int64))
+    assert sorted(reg.rows().ravel().tolist()) == [5, 2**31]
+
+
+def test_a_batch_of_tokens_with_several_first_phases_is_merged_or_refused():
+    # hyperexponential service: each token picks one of two first phases; 40 tokens
+    # started together make 41 distinct rows (not 2^40), 2*10^6 would make too many
+    from qpn.errors import SolverError
+    base = ("net h\nplace q queue is service hyperexp(0.5: 1, 0.5: 2) init N\n"
+            "transition t : q -> q\n")
+    res = qpn.solve(qpn.parse(base.replace("N", "40")), method="ctmc")
+    assert res.info["states"] == 41
+    assert res.get("tokens", "q") == pytest.approx(40, rel=1e-12)
+    from qpn import resources
+    resources.set_memory_limit(2**60)    # past the bound's guards, to the batch itself
+    try:
+        with pytest.raises(SolverError, match="ways to pick their first phases"):
+            qpn.solve(qpn.parse(base.replace("N", "2000000")), method="ctmc",
+                      options={"limit": 10**13, "cutoff": 60})
+    finally:
+        resources.set_memory_limit(None)

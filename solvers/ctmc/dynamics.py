@@ -16,6 +16,22 @@ from .spec import FLAG_DONE, FLAG_SERVING, CTMCSpec, QueueSpec
 Branch = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
+#: rows one batch of tokens may split into when each picks a first phase of service
+MAX_ENTRY_ROWS = 1_000_000
+
+
+def _merge_rows(R, w, par, got):
+    """Equal (row, parent, pending) triples as one, their weights summed."""
+    key = np.hstack([R, par[:, None], got])
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    if len(uniq) == len(key):
+        return R, w, par, got
+    inv = inv.ravel()
+    nr = R.shape[1]
+    return (uniq[:, :nr].copy(), np.bincount(inv, weights=w, minlength=len(uniq)),
+            uniq[:, nr].copy(), uniq[:, nr + 1:].copy())
+
+
 def _take(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return rows[idx].copy()
 
@@ -132,9 +148,34 @@ class Dynamics:
                 R, w, par = self._settle(q, qi, R, w, par)
             elif q.max_phases > 1:
                 for k in range(len(q.classes)):
-                    for rep in range(int(got[:, k].max())):
-                        R, w, par, got = self._counts_initial_phase(q, qi, k, R, w, par, got, rep)
+                    R, w, par, got = self._enter_phases(q, qi, k, R, w, par, got)
         return self.timed_update(R, w, par)
+
+    def _enter_phases(self, q, qi, k, R, w, par, got):
+        """Tokens of class ``k`` (``got[:, k]`` per row) take their first phase.  One start
+        phase: added at once, whatever their number; several: one token at a time, equal
+        rows merged, refused beyond MAX_ENTRY_ROWS (a count of 2^31 tokens must not loop)."""
+        A = self.qtab[qi]["A"][k]
+        starts = np.flatnonzero(A > 0)
+        n = got[:, k]
+        if len(starts) == 1:
+            if starts[0] > 0:
+                R = R.copy()
+                R[:, q.phase_cols[k][starts[0] - 1]] += n
+            return R, w, par, got
+        top = int(n.max()) if len(n) else 0
+        rows = len(R) * math.comb(top + len(starts) - 1, len(starts) - 1)
+        if rows > MAX_ENTRY_ROWS:
+            from qpn.errors import SolverError
+            raise SolverError(f"{top} tokens starting service in '{q.name}' have {rows:.3g} ways to "
+                              f"pick their first phases (more than {MAX_ENTRY_ROWS:,}): the CTMC is "
+                              "too large; simulate it (--method des)", construct="state space",
+                              methods=("des",))
+        for rep in range(top):
+            R, w, par, got = self._counts_initial_phase(q, qi, k, R, w, par, got, rep)
+            if top > 1:     # one token splits a row into distinct rows: nothing to merge
+                R, w, par, got = _merge_rows(R, w, par, got)
+        return R, w, par, got
 
     def _counts_initial_phase(self, q, qi, k, R, w, par, got, rep):
         A = self.qtab[qi]["A"][k]
@@ -516,6 +557,5 @@ class Dynamics:
                 for k, slot in enumerate(q.classes):
                     got = np.zeros((len(R), len(q.classes)), dtype=np.int64)
                     got[:, k] = c.m0[slot]
-                    for rep in range(int(c.m0[slot])):
-                        R, w, par, got = self._counts_initial_phase(q, qi, k, R, w, par, got, rep)
+                    R, w, par, got = self._enter_phases(q, qi, k, R, w, par, got)
         return self.timed_update(R, w, par)

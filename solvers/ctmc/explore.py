@@ -17,6 +17,8 @@ import numpy as np
 from qpn import progress, resources
 from qpn.errors import SolverError
 
+INT32_MAX = np.iinfo(np.int32).max
+
 from .dynamics import Dynamics
 from .spec import CTMCSpec, events_per_state
 
@@ -63,6 +65,7 @@ class Registry:
         self.keys = None
         self.ids = np.zeros(0, dtype=np.int64)
         self.blocks: list[np.ndarray] = []
+        self._block_bytes = 0
         self.size = 0
         self.limit = limit
 
@@ -89,7 +92,11 @@ class Registry:
         new_ids = np.arange(self.size, self.size + nnew, dtype=np.int64)
         uid[new] = new_ids
         if nnew:
-            self.blocks.append(R[first[new]].astype(np.int32))
+            block = R[first[new]]
+            # int32 halves the memory; a count beyond it (2^31 tokens) keeps int64
+            small = block.size == 0 or (block.max() <= INT32_MAX and block.min() >= -INT32_MAX)
+            self.blocks.append(block.astype(np.int32) if small else block)
+            self._block_bytes += self.blocks[-1].nbytes
             if self.keys is None or len(self.keys) == 0:
                 self.keys, self.ids = uk[new], new_ids
             else:
@@ -101,7 +108,7 @@ class Registry:
 
     def nbytes(self) -> int:
         """Bytes held: stored rows, keys and ids."""
-        held = sum(b.nbytes for b in self.blocks)
+        held = self._block_bytes
         return held + (self.keys.nbytes + self.ids.nbytes if self.keys is not None else 0)
 
     def rows(self) -> np.ndarray:
@@ -334,8 +341,15 @@ class Explorer:
     def _check_memory(self, reg, frontier: int, edges, flows) -> None:
         """Stop when what is held, the next level's successor rows and the generator
         to come would cross the memory limit (the same refusal as before exploring)."""
-        held = reg.nbytes() + sum(a.nbytes for part in edges for a in part)
-        held += sum(f[0].nbytes + f[2].nbytes for f in flows)
+        # edges and flows only grow: add the bytes of the parts not counted yet (a sum over
+        # all of them at every level made a long, thin exploration quadratic)
+        counted = self._counted
+        for k, part in enumerate(edges):
+            counted[1] += sum(a.nbytes for a in part[counted[0][k]:])
+            counted[0][k] = len(part)
+        counted[3] += sum(f[0].nbytes + f[2].nbytes for f in flows[counted[2]:])
+        counted[2] = len(flows)
+        held = reg.nbytes() + counted[1] + counted[3]
         E = events_per_state(self.spec)
         level = 3 * 8 * frontier * E * self.spec.ncols     # successor rows and their copies
         after = held                                       # rows and edges concatenated, then Q
@@ -357,6 +371,7 @@ class Explorer:
         uid, inv = np.unique(ids, return_inverse=True)
         init_prob = np.bincount(inv.ravel(), weights=w, minlength=len(uid))
         srcs, dsts, rates = [], [], []
+        self._counted = [[0, 0, 0], 0, 0, 0]   # parts of edges counted, their bytes; flows, bytes
         blocked_parts = []
         frontier = new
         frontier_rows = reg.blocks[-1] if len(new) else None

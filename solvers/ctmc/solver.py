@@ -215,7 +215,7 @@ class CTMCSolver:
             mass = float(pi[ctmc.space.blocked].sum())
             masses.append(mass)
             # an open net: raise the cut-off until the mass at it is negligible
-            if mass <= o.get("truncation", 1e-10) or cutoff >= 2000 or \
+            if mass <= o.get("truncation", 1e-10) or cutoff >= 2000 or _plainly_growing(masses) or \
                     ctmc.n * 2.2 > state_limit(ctmc.spec, o["limit"]) or \
                     not resources.fits(ctmc.n * 2.2 * ctmc.spec.bytes_per_state):
                 break
@@ -245,6 +245,21 @@ class CTMCSolver:
 #: an open net whose probability at the population cut-off stays above this while the
 #: cut-off doubles has no steady state (a stable one loses mass there geometrically)
 UNSTABLE_MASS = 1e-3
+
+
+def _plainly_growing(masses: list[float]) -> bool:
+    """Whether the mass at the cut-off has stayed flat over three cut-offs (60, 120, 240):
+    no need to double further.  A stable net's mass there falls at least like 1/cut-off
+    (halves as the cut-off doubles: the mass at N is at most about 1/(N - mode), and
+    geometrically so past the mode); an unstable one keeps it (1 - 1/rho for an
+    overloaded queue).  Doubling on to 3,840 cost a 3,841-level exploration and a
+    stalled solver for an overloaded M/M/1 (22 s)."""
+    if len(masses) >= 2 and min(masses[-2:]) > 0.5 and masses[-1] >= 0.8 * masses[-2]:
+        return True     # more mass at the cut-off than below it, twice: rising, not falling
+    if len(masses) < 3:
+        return False
+    a, b, c = masses[-3:]
+    return min(a, b, c) > 10 * UNSTABLE_MASS and b >= 0.8 * a and c >= 0.8 * b
 
 
 def _stuck(ctmc: CTMC) -> tuple[str, str] | None:

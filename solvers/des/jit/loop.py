@@ -97,8 +97,7 @@ def fire(ni, nf, si, sf, hist, j: int, now: float, g, with_hist: bool) -> None:
         cnt = ni[ni[OUT_CNT] + i]
         if ni[ni[SLOT_QUEUE] + s] >= 0:
             kg = ni[ni[SLOT_CLASS] + s]
-            for _ in range(cnt):
-                queue_arrive(ni, nf, si, sf, kg, now, now, g)
+            queue_arrive(ni, nf, si, sf, kg, now, now, g, cnt)
             change(ni, si, sf, s, cnt, now)
         else:
             put_tokens(ni, si, sf, s, cnt, now, now)
@@ -169,15 +168,20 @@ def _choose_immediate(ni, nf, si, sf, g) -> int:
 @kernel
 def settle(ni, nf, si, sf, hist, g, with_hist: bool) -> int:
     now = sf[ni[SF_T]]
-    for _ in range(MAX_IMMEDIATE):
+    # the count of firings in a row lives in the lane (info[2]), so that it survives a
+    # return to grow a store: a trap that fills a queue must still be caught
+    row = ni[SI_INFO] + 2
+    while si[row] < MAX_IMMEDIATE:
         _refresh_immediate(ni, si)
         if si[ni[SI_EN_N]] == 0:
+            si[row] = 0
             return OK
         j = _choose_immediate(ni, nf, si, sf, g)
         r = room_for_mode(ni, si, j)
         if r != OK:
             return r
         fire(ni, nf, si, sf, hist, j, now, g, with_hist)
+        si[row] += 1
     si[ni[SI_INFO]] = -1
     return TRAP
 
@@ -349,8 +353,7 @@ def start_lane(ni, nf, si, sf, g) -> None:
             continue
         if ni[ni[SLOT_QUEUE] + s] >= 0:
             kg = ni[ni[SLOT_CLASS] + s]
-            for _ in range(n0):
-                queue_arrive(ni, nf, si, sf, kg, 0.0, 0.0, g)
+            queue_arrive(ni, nf, si, sf, kg, 0.0, 0.0, g, n0)
             change(ni, si, sf, s, n0, 0.0)
         else:
             put_tokens(ni, si, sf, s, n0, 0.0, 0.0)

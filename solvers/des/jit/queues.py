@@ -427,38 +427,43 @@ def _work_event(ni, nf, si, sf, q: int, now: float, g) -> None:
 
 # --------------------------------------------------------------- dispatch
 @kernel
-def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g) -> None:
-    """A token of class ``kg`` (entered its place at ``t0``) joins its queue (room checked)."""
+def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g, cnt: int) -> None:
+    """``cnt`` tokens of class ``kg`` (entered their place at ``t0``) join their queue (room
+    checked).  A work queue is rescheduled once for the batch: its scan is O(tokens), so a
+    barrier releasing 65,536 tokens must not scan once per token."""
     q = ni[ni[SLOT_QUEUE] + ni[ni[CLS_QSLOT] + kg]]
     kind = ni[ni[Q_KIND] + q]
     if kind != Q_WORK:
-        _rate_account(ni, si, sf, q, now)
-        r = ni[ni[Q_STORE] + q]
-        if kind != Q_RATE_FCFS:
-            r += kg - ni[ni[Q_KPTR] + q]
-        ring_push(ni, si, sf, r, t0, kg)
-        _rate_reschedule(ni, si, sf, q, now, g)
+        for _ in range(cnt):
+            _rate_account(ni, si, sf, q, now)
+            r = ni[ni[Q_STORE] + q]
+            if kind != Q_RATE_FCFS:
+                r += kg - ni[ni[Q_KPTR] + q]
+            ring_push(ni, si, sf, r, t0, kg)
+            _rate_reschedule(ni, si, sf, q, now, g)
         return
     _advance(ni, nf, si, sf, q, now)
     w = ni[ni[Q_STORE] + q]
-    i = ni[ni[L_W_OFF] + w] + si[ni[SI_WN] + w]
-    si[ni[SI_WN] + w] += 1
     c = ni[SI_Q_COUNTER] + q
-    si[ni[SI_WCLS] + i] = kg
-    si[ni[SI_WSEQ] + i] = si[c]
-    si[ni[SI_WRSEQ] + i] = si[c]
-    si[ni[SI_WFLAG] + i] = 0
-    si[c] += 1
-    sf[ni[SF_WT0] + i] = t0
-    sf[ni[SF_WWORK] + i] = draw(ni, nf, si, sf, ni[ni[CLS_SAMPLER] + kg], g)
-    if ni[ni[Q_DISC] + q] == D_RR:
-        # a token that starts running at once pays the context switch too
-        sf[ni[SF_WSETUP] + i] = sf[ni[PF_SWITCH] + q]
-        sf[ni[SF_WQLEFT] + i] = sf[ni[PF_QUANTUM] + q]
-    else:
-        sf[ni[SF_WSETUP] + i] = 0.0
-        sf[ni[SF_WQLEFT] + i] = 0.0
-    _start(ni, nf, si, sf, q, g)
+    disc = ni[ni[Q_DISC] + q]
+    for _ in range(cnt):
+        i = ni[ni[L_W_OFF] + w] + si[ni[SI_WN] + w]
+        si[ni[SI_WN] + w] += 1
+        si[ni[SI_WCLS] + i] = kg
+        si[ni[SI_WSEQ] + i] = si[c]
+        si[ni[SI_WRSEQ] + i] = si[c]
+        si[ni[SI_WFLAG] + i] = 0
+        si[c] += 1
+        sf[ni[SF_WT0] + i] = t0
+        sf[ni[SF_WWORK] + i] = draw(ni, nf, si, sf, ni[ni[CLS_SAMPLER] + kg], g)
+        if disc == D_RR:
+            # a token that starts running at once pays the context switch too
+            sf[ni[SF_WSETUP] + i] = sf[ni[PF_SWITCH] + q]
+            sf[ni[SF_WQLEFT] + i] = sf[ni[PF_QUANTUM] + q]
+        else:
+            sf[ni[SF_WSETUP] + i] = 0.0
+            sf[ni[SF_WQLEFT] + i] = 0.0
+        _start(ni, nf, si, sf, q, g)
     _work_reschedule(ni, nf, si, sf, q, now)
 
 
