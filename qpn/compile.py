@@ -34,6 +34,10 @@ from .model import EnumColors, Net, Place, Queue, QueueingPlace, RecordColors, T
 from .params import param_values
 
 MAX_BINDINGS = 1_000_000
+#: slots and color bindings a net may unfold into (about 10-30 us each to compile):
+#: beyond it, compiling is refused with the estimate; loading checks a sample
+MAX_EXPANSION = 500_000
+CHECKED_SAMPLE = 1_000
 
 
 @dataclass
@@ -176,6 +180,7 @@ class _Compiler:
                     self.env[v] = v
         self.cvalues: dict[str, list] = {}
         self.cindex: dict[str, dict] = {}
+        self.sample: int | None = None     # bindings per mode to check (None: all)
 
     def values_of(self, csname: str | None) -> list:
         if csname is None:
@@ -278,13 +283,16 @@ class _Compiler:
                 prio_default = v
             else:
                 prio[self.color_value(p.colors, c, self.env, p.loc)] = v
+        bound_once: dict[int, Distribution] = {}   # every color binds in the same env
         for c, s, qs in zip(colors, slots, qslots):
             d = by_color.get(c, default)
             if d is None:
                 raise ModelError(f"queueing place '{p.name}' has no service time for color "
                                  f"'{color_label(c)}'", p.loc)
-            bound = d.bind(self.env)
-            bound.check(self.env)
+            bound = bound_once.get(id(d))
+            if bound is None:
+                bound = bound_once[id(d)] = d.bind(self.env)
+                bound.check(self.env)
             cq.classes.append(qs)
             cq.dslots.append(s)
             cq.service.append(bound)
@@ -327,6 +335,39 @@ class _Compiler:
                     pat(t.color, csname)
         return out
 
+    def expansion(self) -> list[tuple[int, str, Any]]:
+        """(size, what, loc) of every place (its slots) and mode (its variable bindings,
+        guards not applied): what compiling will enumerate, counted before doing it."""
+        self.place_colors = {p.name: p.colors for p in self.net.places}
+        out = []
+        for p in self.net.places:
+            n = len(self.values_of(p.colors)) * (2 if isinstance(p, QueueingPlace) else 1)
+            out.append((n, f"place '{p.name}'", p.loc))
+        for t in self.net.transitions:
+            for m in t.modes:
+                n = 1
+                for cs in self.variables(m).values():
+                    n *= len(self.values_of(cs))
+                out.append((n, f"transition '{t.name}'", m.loc or t.loc))
+        return out
+
+    def check_expansion(self, limit: int, refuse: bool) -> bool:
+        """Whether the net unfolds within ``limit`` slots and bindings.  When it does not:
+        a ModelError with the estimate, located at the largest part (``refuse``), else
+        False (the caller then checks a sample of each mode's bindings)."""
+        parts = self.expansion()
+        total = sum(n for n, _w, _l in parts)
+        if total <= limit:
+            return True
+        if not refuse:
+            return False
+        parts.sort(key=lambda x: -x[0])
+        top = ", ".join(f"{w} {n:,}" for n, w, _l in parts[:3])
+        raise ModelError(f"the net unfolds into {total:,} slots and color bindings, more than the "
+                         f"limit of {limit:,} ({top}); compiling it would take minutes", parts[0][2],
+                         hint="use smaller color sets or parameters (--set NAME=VALUE), or a "
+                              "probabilistic loop instead of a counted one")
+
     def bindings(self, t: Transition, mode):
         vars_ = self.variables(mode)
         if not vars_:
@@ -341,7 +382,10 @@ class _Compiler:
             raise ModelError(f"transition '{t.name}' has {total} variable bindings (limit "
                              f"{MAX_BINDINGS})", mode.loc or t.loc,
                              hint="use fewer variables or smaller color sets")
-        for combo in itertools.product(*domains):
+        combos = itertools.product(*domains)
+        if self.sample is not None:       # validating a net too large to unfold: a sample
+            combos = itertools.islice(combos, self.sample)
+        for combo in combos:
             b = dict(zip(names, combo))
             env = dict(self.env)
             for n, v in b.items():
@@ -448,6 +492,8 @@ def compile_net(net: Net, params: Mapping[str, Any] | None = None, *,
         net = net.with_params(**params)
     values = param_values(net)
     comp = _Compiler(net, values)
+    if not comp.check_expansion(MAX_EXPANSION, refuse=not check_only):
+        comp.sample = CHECKED_SAMPLE
     places, queues, slot_place, slot_color, slot_q, m0 = comp.compile_places()
     modes, pre, post, inh_rows, inh_thr, inh_mode = comp.compile_transitions(places)
     if check_only:

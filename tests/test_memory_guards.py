@@ -176,3 +176,38 @@ def test_check_states_the_bound_and_says_it_is_one(capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         "models/mutex.qpn: the CTMC has at most 6 states (a proven upper bound from the "
         "P-invariants)")
+
+
+def _counted_loop(tmp_path, threads: int):
+    text = open(os.path.join(os.path.dirname(__file__), "..", "models", "counted_loop.qpn")).read()
+    assert "param threads = 2" in text
+    f = tmp_path / "loop.qpn"
+    f.write_text(text.replace("param threads = 2", f"param threads = {threads}"))
+    return f
+
+
+def test_a_net_that_unfolds_too_far_is_refused_with_the_estimate(tmp_path, capsys):
+    # 65,536 threads x 6 loop counts: 786,432 slots in 'cpu' alone, 1,835,008 in all
+    f = _counted_loop(tmp_path, 65536)
+    for argv in (["check", str(f)], ["solve", str(f), "-q"], ["show", str(f)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "loop.qpn:17:7: error: the net unfolds into 1,835,008 slots and color bindings, more " \
+               "than the limit of 500,000 (place 'cpu' 786,432, transition 'again' 393,216" in err
+        assert "hint: use smaller color sets or parameters (--set NAME=VALUE)" in err
+    # loading (fmt) checks a sample of the bindings and keeps working
+    assert main(["fmt", str(f)]) == 0
+    assert "param threads = 65536" in capsys.readouterr().out
+    # the same model with smaller parameters solves
+    assert main(["check", str(f), "--set", "threads=2"]) == 0
+
+
+def test_expansion_estimate_counts_slots_and_bindings():
+    from qpn.compile import _Compiler
+    from qpn.params import param_values
+    net = qpn.parse("colors n = 1 .. 10\nplace a : n init 1, 2\n"
+                    "place q : n queue fcfs service exp(1)\n"
+                    "transition t : a(x) -> q(1) when x > 5\ntransition u : q(y) -> a(y)\n").flatten()
+    parts = _Compiler(net, param_values(net)).expansion()
+    # a: 10 slots; q: 10 x 2 (queue and depository); t, u: 10 bindings each (guards not applied)
+    assert sorted(n for n, _w, _l in parts) == [10, 10, 10, 20]

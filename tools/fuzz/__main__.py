@@ -31,8 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C or SIGTERM stops a campaign with its report written (KeyboardInterrupt),
     # also when it was started in the background, where SIGINT starts out ignored
     import signal
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    from .netgen import STOP
+
+    def stop(signum, frame):
+        STOP.set()    # remembered: Hypothesis's gc callback may swallow the first interrupt
+        signal.default_int_handler(signum, frame)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     if a.replay:
         return replay(a.replay, a.budget, int(a.memory * 2 ** 30))
     if not a.out:

@@ -129,12 +129,13 @@ def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: flo
     camp = Campaign()
     with Pool(jobs, budget, memory, quick) as pool:
         items = make_inputs(models, traces, seed, cache_dir, programs)
-        first = next(items, None)
-        for w in pool.workers:
-            w.wait_ready()
-        t0 = time.perf_counter()        # throughput without the start (seeds, numba caches)
-        items = itertools.chain([first] if first else [], items)
+        t0 = time.perf_counter()
         try:
+            first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
+            for w in pool.workers:
+                w.wait_ready()
+            t0 = time.perf_counter()    # throughput without the start (seeds, numba caches)
+            items = itertools.chain([first] if first else [], items)
             for origin, kind, data, results in pool.map(items):
                 camp.record(origin, kind, data, results)
                 if progress:

@@ -5,6 +5,8 @@ valid, with numbers drawn now and then from the extremes, so that they get past
 the parser into the checks and the solvers."""
 from __future__ import annotations
 
+import threading
+
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings, strategies as st
 
 DISCIPLINES = ("is", "fcfs", "ps", "random", "prio", "lcfs-pr", "rr")
@@ -124,6 +126,10 @@ def nets(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: set by the campaign's Ctrl-C / SIGTERM handler; generation stops at the next net
+STOP = threading.Event()
+
+
 def generated_models(n: int, seed: int) -> list[str]:
     """``n`` nets drawn by Hypothesis, reproducibly from ``seed``."""
     out: list[str] = []
@@ -133,6 +139,8 @@ def generated_models(n: int, seed: int) -> list[str]:
               suppress_health_check=list(HealthCheck))
     @given(nets())
     def collect(text: str) -> None:
+        if STOP.is_set():
+            raise KeyboardInterrupt
         out.append(text)
 
     collect()
