@@ -34,10 +34,24 @@ from .model import EnumColors, Net, Place, Queue, QueueingPlace, RecordColors, T
 from .params import param_values
 
 MAX_BINDINGS = 1_000_000
-#: slots and color bindings a net may unfold into (about 10-30 us each to compile):
-#: beyond it, compiling is refused with the estimate; loading checks a sample
-MAX_EXPANSION = 500_000
+#: slots and color bindings a net may unfold into: compiling costs 10-30 us for each,
+#: and the analyses and the simulator's statistics grow with them (a counted loop of
+#: 8,192 rounds, 49,000 of them, took 73 s and 15 GB to simulate).  Beyond it, compiling
+#: is refused with the estimate (QPN_EXPANSION_LIMIT raises it); loading checks a sample
+MAX_EXPANSION = 20_000
+EXPANSION_ENV = "QPN_EXPANSION_LIMIT"
 CHECKED_SAMPLE = 1_000
+
+
+def expansion_limit() -> int:
+    """The unfolding limit: QPN_EXPANSION_LIMIT if set (a whole number), else MAX_EXPANSION."""
+    import os
+    text = os.environ.get(EXPANSION_ENV, "").strip().replace("_", "")
+    if not text:
+        return MAX_EXPANSION
+    if not text.isdigit():
+        raise ModelError(f"{EXPANSION_ENV} must be a whole number, got {text!r}")
+    return int(text)
 
 
 @dataclass
@@ -364,9 +378,11 @@ class _Compiler:
         parts.sort(key=lambda x: -x[0])
         top = ", ".join(f"{w} {n:,}" for n, w, _l in parts[:3])
         raise ModelError(f"the net unfolds into {total:,} slots and color bindings, more than the "
-                         f"limit of {limit:,} ({top}); compiling it would take minutes", parts[0][2],
-                         hint="use smaller color sets or parameters (--set NAME=VALUE), or a "
-                              "probabilistic loop instead of a counted one")
+                         f"limit of {limit:,} ({top}): compiling, analysing and simulating it "
+                         "would take minutes and gigabytes", parts[0][2],
+                         hint="use smaller color sets or parameters (--set NAME=VALUE) or a "
+                              f"probabilistic loop instead of a counted one; {EXPANSION_ENV}=N "
+                              "raises the limit")
 
     def bindings(self, t: Transition, mode):
         vars_ = self.variables(mode)
@@ -492,7 +508,7 @@ def compile_net(net: Net, params: Mapping[str, Any] | None = None, *,
         net = net.with_params(**params)
     values = param_values(net)
     comp = _Compiler(net, values)
-    if not comp.check_expansion(MAX_EXPANSION, refuse=not check_only):
+    if not comp.check_expansion(expansion_limit(), refuse=not check_only):
         comp.sample = CHECKED_SAMPLE
     places, queues, slot_place, slot_color, slot_q, m0 = comp.compile_places()
     modes, pre, post, inh_rows, inh_thr, inh_mode = comp.compile_transitions(places)

@@ -94,8 +94,7 @@ def empty_reason(compiled) -> str | None:
     if not compiled.places:
         return "the model has no places: nothing to solve"
     if int(compiled.m0.sum()) == 0:
-        pre = compiled.pre.tocsr()
-        if all(pre[i].nnz for i in range(len(compiled.modes))):
+        if np.all(np.diff(compiled.pre.tocsr().indptr) > 0):
             return ("no tokens: the initial marking is empty and every transition needs input "
                     "tokens, so nothing can ever happen (give a place an 'init' count)")
     return None
@@ -108,11 +107,12 @@ def source_traps(compiled) -> list[str]:
     structural check's timeless traps: a loop of immediate modes may also have a way out
     (a retry loop that leaves with probability 1/2), which only a run can tell."""
     pre, post = compiled.pre.tocsr(), compiled.post.tocsr()
+    no_input = np.diff(pre.indptr) == 0
     inhibited = {int(i) for i in compiled.inh_mode}
     capped = set(compiled.cap.tocsr().indices.tolist())
     return sorted({m.transition for i, m in enumerate(compiled.modes)
-                   if m.kind == "immediate" and pre[i].nnz == 0 and i not in inhibited
-                   and not capped.intersection(post[i].indices.tolist())})
+                   if m.kind == "immediate" and no_input[i] and i not in inhibited
+                   and not capped.intersection(post.indices[post.indptr[i]:post.indptr[i + 1]].tolist())})
 
 
 def deadlock_reason(compiled, states: np.ndarray, dead: np.ndarray) -> str:

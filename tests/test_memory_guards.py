@@ -193,8 +193,9 @@ def test_a_net_that_unfolds_too_far_is_refused_with_the_estimate(tmp_path, capsy
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert "loop.qpn:17:7: error: the net unfolds into 1,835,008 slots and color bindings, more " \
-               "than the limit of 500,000 (place 'cpu' 786,432, transition 'again' 393,216" in err
+               "than the limit of 20,000 (place 'cpu' 786,432, transition 'again' 393,216" in err
         assert "hint: use smaller color sets or parameters (--set NAME=VALUE)" in err
+        assert "QPN_EXPANSION_LIMIT=N raises the limit" in err
     # loading (fmt) checks a sample of the bindings and keeps working
     assert main(["fmt", str(f)]) == 0
     assert "param threads = 65536" in capsys.readouterr().out
@@ -211,3 +212,14 @@ def test_expansion_estimate_counts_slots_and_bindings():
     parts = _Compiler(net, param_values(net)).expansion()
     # a: 10 slots; q: 10 x 2 (queue and depository); t, u: 10 bindings each (guards not applied)
     assert sorted(n for n, _w, _l in parts) == [10, 10, 10, 20]
+
+
+def test_the_expansion_limit_can_be_raised(tmp_path, capsys, monkeypatch):
+    f = _counted_loop(tmp_path, 800)       # 28 slots and bindings per thread
+    assert main(["check", str(f)]) == 2
+    assert "unfolds into 22,400 slots" in capsys.readouterr().err
+    monkeypatch.setenv("QPN_EXPANSION_LIMIT", "25_000")
+    assert main(["check", str(f)]) == 0
+    monkeypatch.setenv("QPN_EXPANSION_LIMIT", "lots")
+    assert main(["check", str(f)]) == 2
+    assert "QPN_EXPANSION_LIMIT must be a whole number, got 'lots'" in capsys.readouterr().err

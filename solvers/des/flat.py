@@ -197,15 +197,15 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         j = int(c.inh_mode[g])
         minh[j].append(g)
         dep[j] |= set(inh[g].indices.tolist())
-    delta = (c.post - c.pre).toarray() if M else np.zeros((0, S))
+    # sparse: a colored net's M x S incidence would not fit dense (10^5 x 10^5)
+    delta = (c.post - c.pre).tocsc()
     mcap: list[list[tuple[int, int]]] = [[] for _ in range(M)]
     for g in range(cap.shape[0]):
         slots = cap[g].indices
-        for j in range(M):
-            d = int(delta[j, slots].sum())
-            if d > 0:
-                mcap[j].append((g, d))
-                dep[j] |= set(slots.tolist())
+        gain = np.asarray(delta[:, slots].sum(axis=1)).ravel() if M else np.zeros(0)
+        for j in np.flatnonzero(gain > 0):
+            mcap[j].append((g, int(gain[j])))
+            dep[j] |= set(slots.tolist())
     simm = [[] for _ in range(S)]
     stim = [[] for _ in range(S)]
     for j in range(M):

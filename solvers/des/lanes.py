@@ -25,9 +25,20 @@ def signature(c) -> tuple:
                tuple(type(d).__name__ for d in x.service)) for x in c.queues)
     m = tuple((x.transition, x.mode, x.kind, type(x.delay).__name__ if x.delay else None,
                x.servers == float("inf")) for x in c.modes)
-    return (c.nslots, c.pre.toarray().tobytes(), c.post.toarray().tobytes(), c.inh.toarray().tobytes(),
-            tuple(c.inh_mode), c.cap.toarray().tobytes(), q, m,
+    return (c.nslots, _sparse_key(c.pre), _sparse_key(c.post), _sparse_key(c.inh),
+            tuple(c.inh_mode), _sparse_key(c.cap), q, m,
             tuple(p.departure for p in c.places))
+
+
+def _sparse_key(a) -> tuple:
+    """A sparse matrix as bytes, equal for equal matrices (canonical CSR): a dense copy of
+    a colored net's incidence (10^5 x 10^5) would not fit in memory."""
+    a = a.tocsr(copy=True)
+    a.eliminate_zeros()
+    a.sum_duplicates()
+    a.sort_indices()
+    return (a.shape, a.indptr.astype(np.int64).tobytes(), a.indices.astype(np.int64).tobytes(),
+            a.data.astype(np.float64).tobytes())
 
 
 @dataclass

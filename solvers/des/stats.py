@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 NB_PER_DECADE = 100
+MAX_EPOCHS = 24                    # closed epochs kept: the last 1/64 of a run and on are fine-grained
 LOG_MIN, LOG_MAX = -9, 7           # 1 ns .. 10^7 s
 NBINS = (LOG_MAX - LOG_MIN) * NB_PER_DECADE + 2
 EPOCH_GROWTH = 2 ** 0.25                      # histogram epochs grow geometrically
@@ -67,7 +68,8 @@ class Stats:
         self.qclasses = qclasses
         from qpn import resources
         per_lane = (buckets + 2) * (2 * nslots + nmodes + 3 * nunits + sum(qclasses) + 1)
-        hist = nunits * (npoints or 1) * NBINS if histograms else 0
+        # the open histogram (int64) and at most MAX_EPOCHS closed ones (int32)
+        hist = nunits * (npoints or 1) * NBINS * (1 + MAX_EPOCHS / 2) if histograms else 0
         resources.require(f"the simulator's statistics ({L:,} lanes x {nslots:,} slots x "
                           f"{buckets} buckets)", 8.0 * (L * per_lane + hist),
                           hint="use fewer replications or sweep points")
@@ -155,6 +157,11 @@ class Stats:
                 self.epochs.append(self.hist.astype(np.int32))
                 self.epoch_start.append(self.gstep)
                 self.hist[:] = 0
+                if len(self.epochs) > MAX_EPOCHS:
+                    # the two oldest (and smallest: epochs grow geometrically) become one
+                    # that starts at the first's start: a warm-up cut can only drop more
+                    self.epochs[1] += self.epochs[0]
+                    del self.epochs[0], self.epoch_start[1]
 
     def _merge(self, ix):
         """Merge neighbouring buckets of the open lanes ``ix`` (a slice, a mask or indices)."""

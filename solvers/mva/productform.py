@@ -156,10 +156,14 @@ def _queue_element(c, qi: int) -> str:
 
 def _mode_structure(c) -> tuple[list[str], dict[int, list[int]], list[tuple]]:
     """Check every mode is a routing step; consumers of each token slot."""
-    reasons: list[str] = []
+    # reasons in order, each once (a colored net repeats one per mode: 10^5 copies and a
+    # sum over a place's slots per mode made this quadratic); passive resources first
+    first: dict[str, None] = {}
+    later: dict[str, None] = {}
     pre, post = c.pre.tocsr(), c.post.tocsr()
     consumers: dict[int, list[int]] = {}
     steps: list[tuple] = []  # (mode, src or None, dst or None)
+    marked = [not p.queueing and c.m0[p.slots].sum() > 0 for p in c.places]
     for m, mode in enumerate(c.modes):
         ins = pre.indices[pre.indptr[m]:pre.indptr[m + 1]]
         nin = int(pre.data[pre.indptr[m]:pre.indptr[m + 1]].sum())
@@ -168,30 +172,30 @@ def _mode_structure(c) -> tuple[list[str], dict[int, list[int]], list[tuple]]:
         t = f"transition {mode.transition}"
         if nin > 1:
             for s in ins:
-                p = c.places[c.slot_place[s]]
-                if not p.queueing and c.m0[p.slots].sum() > 0:
-                    reasons.insert(0, f"place {p.name}: a passive resource: tokens wait in an "
-                                      f"ordinary place with initial tokens (taken together with "
-                                      f"other tokens by transition {mode.transition})")
-            reasons.append(f"{t}: synchronizes {nin} tokens (not a routing step)")
+                pi = c.slot_place[s]
+                if marked[pi]:
+                    first[f"place {c.places[pi].name}: a passive resource: tokens wait in an "
+                          f"ordinary place with initial tokens (taken together with "
+                          f"other tokens by transition {mode.transition})"] = None
+            later[f"{t}: synchronizes {nin} tokens (not a routing step)"] = None
         if nout > 1:
-            reasons.append(f"{t}: produces {nout} tokens (a fork, not a routing step)")
+            later[f"{t}: produces {nout} tokens (a fork, not a routing step)"] = None
         if nin == 0 and mode.kind == "immediate":
-            reasons.append(f"{t}: an immediate transition without inputs fires infinitely often")
+            later[f"{t}: an immediate transition without inputs fires infinitely often"] = None
         if nin == 0 and mode.kind == "timed" and not mode.delay.is_exponential():
-            reasons.append(f"{t}: a source with a non-exponential delay ({mode.delay.kind}) "
-                           f"is not a Poisson arrival stream")
+            later[f"{t}: a source with a non-exponential delay ({mode.delay.kind}) "
+                  f"is not a Poisson arrival stream"] = None
         if nin <= 1 and nout <= 1:
             src = int(ins[0]) if nin else None
             steps.append((m, src, int(outs[0]) if nout else None))
             if src is not None:
                 consumers.setdefault(src, []).append(m)
     for m in sorted(set(c.inh_mode.tolist())):
-        reasons.append(f"transition {c.modes[m].transition}: inhibitor arc")
+        later[f"transition {c.modes[m].transition}: inhibitor arc"] = None
     for p in c.places:
         if p.capacity is not None:
-            reasons.append(f"place {p.name}: capacity")
-    return reasons, consumers, steps
+            later[f"place {p.name}: capacity"] = None
+    return list(reversed(first)) + list(later), consumers, steps
 
 
 def _slot_kinds(c, consumers):
