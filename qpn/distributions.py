@@ -24,6 +24,8 @@ from .expr import Expr, Num, as_expr, evaluate, fmt
 #: sum of rates over servers and tokens, overflows or underflows a float in the solvers
 MIN_VALUE = 1e-100
 MAX_VALUE = 1e100
+#: largest squared coefficient of variation of any distribution (see Distribution.check)
+MAX_SCV = 1e12
 #: the most phases of an erlang(k, mean): the CTMC expands each phase into states, and
 #: beyond it the delay is constant for any practical purpose (use det)
 MAX_ERLANG_PHASES = 1000
@@ -81,8 +83,27 @@ class Distribution:
         return self.bind(env or {})._sample(rng, size)
 
     def check(self, env: Mapping[str, Any]) -> None:
-        """Raise :class:`ModelError` if the evaluated arguments are invalid."""
-        self.bind(env)._check()
+        """Raise :class:`ModelError` if the evaluated arguments are invalid, or if its mean
+        or squared coefficient of variation is out of range: every solver works from
+        them (a phase-type fit of an SCV of 2^63 divides by zero, a mean of 1e308 squared
+        overflows)."""
+        b = self.bind(env)
+        b._check()
+        try:
+            mean, scv = b._mean(), b._scv()
+        except NotImplementedError:
+            return
+        except (OverflowError, ZeroDivisionError, ValueError):
+            raise b._fail("its mean or variance is beyond the range of floating point numbers",
+                          hint="times are means in seconds (or with a unit: 5 ms)") from None
+        if not (math.isfinite(mean) and math.isfinite(scv)) or mean > MAX_VALUE:
+            raise b._fail(f"its mean ({mean:.3g}) or variance is beyond the range the solvers "
+                          f"handle (mean up to {MAX_VALUE:g})",
+                          hint="times are means in seconds (or with a unit: 5 ms)")
+        if scv > MAX_SCV:
+            raise b._fail(f"its squared coefficient of variation is {scv:.3g}, beyond {MAX_SCV:g}: no "
+                          "phase-type fit or simulation would represent it",
+                          hint="a variance that large means almost every sample is near 0")
 
     def _fail(self, msg: str, hint: str | None = None) -> ModelError:
         return ModelError(f"{self.kind}: {msg}", self.loc, hint=hint)
@@ -209,7 +230,7 @@ class HyperExp(Distribution):
 
 
 #: largest scv of hyperexp(mean = ..., scv = ...): its two branches stay representable
-MAX_HYPEREXP_SCV = 1e12
+MAX_HYPEREXP_SCV = MAX_SCV
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,50 @@ def test_a_batch_of_tokens_with_several_first_phases_is_merged_or_refused():
                       options={"limit": 10**13, "cutoff": 60})
     finally:
         resources.set_memory_limit(None)
+
+
+@pytest.mark.parametrize("dist,what", [
+    ("lognormal(3, 9223372036854775808)", "squared coefficient of variation is 9.22e+18, beyond 1e+12"),
+    ("normal(1e308, 3)", "its mean or variance is beyond the range of floating point numbers"),
+    ("gamma(1, 1e13)", "squared coefficient of variation is 1e+13, beyond 1e+12"),
+])
+def test_distributions_whose_moments_no_solver_can_use_are_located_errors(tmp_path, capsys, dist, what):
+    # found by the fuzzer: a phase-type fit divided by zero, a mean squared overflowed
+    text = f"net d\nplace q queue fcfs service {dist} init 1\ntransition t : q -> q\n"
+    f = tmp_path / "d.qpn"
+    f.write_text(text)
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "d.qpn:2:" in err and what in err and "Traceback" not in err
+
+
+def test_a_long_single_chain_goes_to_linearizer_not_65536_exact_levels(tmp_path, capsys):
+    text = open(f"{MODELS}/tandem.qpn").read()
+    assert "param N = " in text
+    import re
+    text = re.sub(r"param N = \d+", "param N = 65536", text)
+    rc, out, err, js = _solve(tmp_path, capsys, text, "-m", "mva")
+    assert rc == 0 and "Linearizer (approximate MVA): exact MVA would take 65,537 population levels" \
+        in " ".join(js["explanation"])
+    # the bottleneck saturates: s2, one server of 200 ms, passes 5 jobs per second
+    assert js["measures"] and res_throughput(js, "t31") == pytest.approx(1 / 0.2, rel=1e-6)
+
+
+def res_throughput(js: dict, element: str) -> float:
+    return next(r["value"] for r in js["measures"] if r["measure"] == "throughput" and r["element"] == element)
+
+
+def test_merging_successors_with_a_multiword_key(tmp_path):
+    # a wide state (a population near 2^62 per word) makes the key several words; equal
+    # successors of one parent are merged (numpy cannot sort structured void fields)
+    from solvers.ctmc.explore import Keyer
+    k = Keyer(np.array([2**40, 2**40]))
+    assert k.words == 2
+    from types import SimpleNamespace
+
+    from solvers.ctmc.explore import Explorer
+    R = np.array([[1, 2], [1, 2], [3, 4], [1, 2]])
+    w, par, P = np.array([1.0, 2.0, 4.0, 8.0]), np.array([0, 0, 0, 1]), np.zeros((4, 1))
+    R2, w2, par2, _ = Explorer._merge(SimpleNamespace(keyer=k), R, w, par, P)
+    got = sorted(zip(par2.tolist(), map(tuple, R2.tolist()), w2.tolist()))
+    assert got == [(0, (1, 2), 3.0), (0, (3, 4), 4.0), (1, (1, 2), 8.0)]

@@ -195,8 +195,11 @@ class Explorer:
     def _merge(self, R, w, par, P):
         keys = self.keyer(R)
         if keys.dtype.kind == "V":
-            combo = np.empty(len(R), dtype=[("p", np.int64), ("k", keys.dtype)])
-            combo["p"], combo["k"] = par, keys
+            # (parent, key words) as one void of bytes: numpy cannot sort a structured
+            # array that has a void field
+            words = keys.view(np.int64).reshape(len(R), -1)
+            both = np.ascontiguousarray(np.column_stack([par.astype(np.int64), words]))
+            combo = both.view(np.dtype((np.void, 8 * both.shape[1]))).ravel()
         else:
             combo = np.empty(len(R), dtype=[("p", np.int64), ("k", np.int64)])
             combo["p"], combo["k"] = par, keys
