@@ -65,8 +65,9 @@ def _options(args) -> dict:
             raise SolverError("error: --scheduler needs --method des")
         for a in given:
             o[DES_FLAGS[a]] = getattr(args, a)
-    if (args.quiet or not sys.stderr.isatty()) and {args.method, args.compare} & {"des", "auto"}:
-        o["quiet"] = True       # no progress line when asked, nor into a log file
+    from qpn import progress
+    if (args.quiet or not progress.enabled()) and {args.method, args.compare} & {"des", "auto"}:
+        o["quiet"] = True       # no progress bar when asked, nor into a log file
     return o
 
 

@@ -273,3 +273,21 @@ def test_merging_successors_with_a_multiword_key(tmp_path):
     R2, w2, par2, _ = Explorer._merge(SimpleNamespace(keyer=k), R, w, par, P)
     got = sorted(zip(par2.tolist(), map(tuple, R2.tolist()), w2.tolist()))
     assert got == [(0, (1, 2), 3.0), (0, (3, 4), 4.0), (1, (1, 2), 8.0)]
+
+
+def test_immediate_firings_that_never_reach_a_tangible_marking_are_a_trap(tmp_path, capsys):
+    # found by the fuzzer (spsolve of an empty system): t0 doubles q1 in zero time forever
+    text = 'net gen\ncolors job = {a}\nplace q0\nplace q1 : job\ntransition t0 immediate {\n  mode m0 : q0, q1(x) -> 2 q1(x), q0 weight 3\n}\ntransition t1 {\n  mode m0 :  -> q0, q1(a) delay exp(3)\n}\ntransition t2 :  -> q0 delay exp(1)\ntransition t3 {\n  mode m0 :  ->  delay exp(2)\n  mode m1 :  -> q0, 2 q1(a) delay exp(2)\n}\n'
+    # (depending on the cut-off, the chain up to it is singular or has no tangible marking)
+    rc, out, err, js = _solve(tmp_path, capsys, text, "-m", "ctmc")
+    assert rc == 2 and "Traceback" not in err
+    assert ("timeless trap: immediate transitions 't0' never lead to a marking where time passes" in err
+            or "the CTMC has no unique steady state" in err)
+
+
+def test_an_ordered_queue_beyond_the_cutoff_is_a_clear_refusal(tmp_path, capsys):
+    # found by the fuzzer (RuntimeError): 2^31 tokens in an FCFS queue with a
+    # hyperexponential service, whose CTMC keeps the order of at most 60 tokens
+    text = 'net gen\nplace q0 queue fcfs servers 1 service exp(0.5) init 1\nplace q1 queue fcfs service hyperexp(mean = 3, scv = 1) init 2147483648\ntransition t0 {\n  mode m0 : q0 -> q0\n  mode m1 : q0, q1 -> \n}\ntransition t1 immediate {\n  mode m0 : 2 q1, 2 q0 ->  weight 0.1\n}\ntransition t2 immediate : q1, q0 -> q0, 2 q1 unless q1\n'
+    rc, out, err, js = _solve(tmp_path, capsys, text, "--limit", "20000")
+    assert rc == 2 and "queue q1 holds more than 60 tokens in order" in err

@@ -223,3 +223,16 @@ def test_the_expansion_limit_can_be_raised(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("QPN_EXPANSION_LIMIT", "lots")
     assert main(["check", str(f)]) == 2
     assert "QPN_EXPANSION_LIMIT must be a whole number, got 'lots'" in capsys.readouterr().err
+
+
+def test_simulation_progress_on_tqdm(monkeypatch, capsys):
+    # the simulator's share done goes on the same tqdm bar as the CTMC's (not a hand-made line)
+    monkeypatch.setenv("QPN_PROGRESS", "1")
+    assert main(["solve", "models/mutex.qpn", "--method", "des", "--events", "20000", "-R", "2",
+                 "--allow-imprecise"]) in (0, 3)
+    out, err = capsys.readouterr()
+    assert "simulating:   0%|" in err and "/100 " in err
+    assert "simulating" not in out
+    assert main(["solve", "models/mutex.qpn", "--method", "des", "--events", "20000", "-R", "2",
+                 "--allow-imprecise", "-q"]) in (0, 3)
+    assert "simulating" not in capsys.readouterr().err

@@ -213,7 +213,10 @@ class Dynamics:
         else:
             pos = n
         if (n >= q.L).any():
-            raise RuntimeError(f"queue {q.name}: sequence bound {q.L} exceeded")
+            from qpn.errors import SolverError
+            raise SolverError(f"queue {q.name} holds more than {q.L} tokens in order, the CTMC's "
+                              "bound for an ordered queue (its cut-off): raise --cutoff, or simulate",
+                              construct="state space", methods=("des",))
         return self._shift_insert(q, R, pos, k + 1)
 
     @staticmethod

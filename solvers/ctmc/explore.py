@@ -288,6 +288,12 @@ class Explorer:
                                   f"{', '.join(repr(t) for t in trans)} can fire forever without "
                                   "time passing", construct="timeless trap", methods=())
         nt = len(tang_rows)
+        if nt == 0:     # every path of immediate firings stays vanishing (up to the cut-off)
+            trans = sorted({m.transition for m in self.spec.compiled.modes if m.kind == "immediate"})
+            raise SolverError("timeless trap: immediate transitions "
+                              f"{', '.join(repr(t) for t in trans)} never lead to a marking where "
+                              "time passes (their firings pile tokens up to the CTMC's cut-off)",
+                              construct="timeless trap", methods=())
         B = sp.csc_matrix(([e[2] for e in edges_t], ([e[0] for e in edges_t], [e[1] for e in edges_t])),
                           shape=(nv, nt))
         # spsolve returns a 1-D array when B has one column (or A one row): keep the shape

@@ -75,7 +75,15 @@ def _direct(Q: sp.csr_matrix) -> np.ndarray:
     Dropping one balance equation keeps the system sparse (a normalization row
     of ones would be dense and make the LU factors fill in)."""
     A, b, keep, k = _pinned(Q)
-    return _unpin(spla.spsolve(A, b, permc_spec="COLAMD"), keep, k)
+    import warnings
+    with warnings.catch_warnings():
+        # a singular system is an answer ("no unique steady state"), not a warning line
+        warnings.simplefilter("error", spla.MatrixRankWarning)
+        try:
+            x = spla.spsolve(A, b, permc_spec="COLAMD")
+        except spla.MatrixRankWarning:
+            raise RuntimeError("Factor is exactly singular") from None
+    return _unpin(x, keep, k)
 
 
 def _pinned(Q: sp.csr_matrix):

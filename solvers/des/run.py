@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qpn import progress
+
 
 
 @dataclass
@@ -26,13 +28,28 @@ class RunInfo:
     events: int
 
 
-def _progress(frac: float, t0: float, out, last_len: list) -> None:
-    el = time.perf_counter() - t0
-    eta = el * (1 - frac) / frac if frac > 0 else math.inf
-    msg = f"\rsimulating: {100 * frac:5.1f}%  elapsed {el:6.1f} s  ETA {eta:6.1f} s"
-    out.write(msg + " " * max(0, last_len[0] - len(msg)))
-    out.flush()
-    last_len[0] = len(msg)
+class _Progress:
+    """The run's share done (simulated time, events, or the wall-clock cap) on the shared
+    tqdm bar (:mod:`qpn.progress`: stderr, terminals only, not with -q), twice a second."""
+
+    def __init__(self, quiet: bool):
+        self.cm = None if quiet else progress.progress("simulating", total=100, unit="%")
+        self.bar = self.cm.__enter__() if self.cm is not None else None
+        self.last = time.perf_counter()
+
+    def show(self, share) -> None:
+        """``share``: a callable returning the fraction done (called at most twice a second)."""
+        now = time.perf_counter()
+        if self.bar is None or now - self.last <= 0.5:
+            return
+        self.last = now
+        pct = 100.0 * max(min(float(share()), 1.0), 0.0)
+        if pct > self.bar.n:
+            self.bar.update(pct - self.bar.n)
+
+    def close(self) -> None:
+        if self.cm is not None:
+            self.cm.__exit__(None, None, None)
 
 
 def run(engine, *, t_end: float | None, events: int | None, sequential=None,
@@ -49,9 +66,8 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
     N = np.full(L, np.iinfo(np.int64).max if events is None else int(events), dtype=np.int64)
     stats = engine.stats
     t0 = time.perf_counter()
-    last_report = t0
+    bar = _Progress(quiet)
     next_check = max(int(first_check), 1)
-    shown = [0]
     steps = 0
     partial = False
     stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
@@ -71,15 +87,9 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
             now = time.perf_counter()
             if not live:
                 break
-            if now - last_report > 0.5 and not quiet and now - t0 > 1.0:
-                if t_end is not None:
-                    frac = float(np.mean(np.minimum(lanes_now("t") / T, 1.0)))
-                elif events is not None:
-                    frac = float(np.mean(np.minimum(lanes_now("steps") / N, 1.0)))
-                else:
-                    frac = min((now - t0) / wall_cap, 0.999)
-                _progress(max(frac, 1e-6), t0, out, shown)
-                last_report = now
+            bar.show(lambda: np.mean(np.minimum(lanes_now("t") / T, 1.0)) if t_end is not None
+                     else np.mean(np.minimum(lanes_now("steps") / N, 1.0)) if events is not None
+                     else min((now - t0) / wall_cap, 0.999))
             if sequential is not None and steps >= next_check:
                 if sequential():
                     stopped = "precision"
@@ -91,12 +101,11 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
     except KeyboardInterrupt:
         partial = True
         stopped = "interrupted"
+    finally:
+        bar.close()
     engine.flush(regular=False)
     if narrow:
         engine.restore_lanes()
-    if shown[0] and not quiet:
-        out.write("\r" + " " * shown[0] + "\r")
-        out.flush()
     return RunInfo(steps, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))
 
 
@@ -124,9 +133,8 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
     N = np.iinfo(np.int64).max if events is None else int(events)
     grid = chunk_steps(int(engine.alive.sum()) or 1)
     t0 = time.perf_counter()
-    last_report = t0
+    bar = _Progress(quiet)
     next_check = max(int(first_check), 1) if sequential is not None else None
-    shown = [0]
     partial = False
     stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
     capped = sequential is not None or (t_end is None and events is None)
@@ -151,20 +159,13 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
             if capped and now - t0 > wall_cap:
                 stopped = "wall-clock cap"
                 break
-            if now - last_report > 0.5 and not quiet and now - t0 > 1.0:
-                if t_end is not None:
-                    frac = float(np.mean(np.minimum(engine.t / T, 1.0)))
-                elif events is not None:
-                    frac = float(np.mean(np.minimum(engine.steps / N, 1.0)))
-                else:
-                    frac = min((now - t0) / wall_cap, 0.999)
-                _progress(max(frac, 1e-6), t0, out, shown)
-                last_report = now
+            bar.show(lambda: np.mean(np.minimum(engine.t / T, 1.0)) if t_end is not None
+                     else np.mean(np.minimum(engine.steps / N, 1.0)) if events is not None
+                     else min((now - t0) / wall_cap, 0.999))
     except KeyboardInterrupt:
         partial = True
         stopped = "interrupted"
+    finally:
+        bar.close()
     engine.flush()
-    if shown[0] and not quiet:
-        out.write("\r" + " " * shown[0] + "\r")
-        out.flush()
     return RunInfo(engine.gstep, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))
