@@ -73,7 +73,16 @@ class AutoSolver:
         problems = solver.problems(compiled, options)
         if problems:
             raise SolverError(f"auto chose {method} but: " + "; ".join(problems))
-        res = solver.solve(compiled, options)
+        try:
+            res = solver.solve(compiled, options)
+        except SolverError as exc:
+            # the chain met a limit only solving could find (an ordered queue past its
+            # bound at a larger cut-off): simulate, and say why
+            if method == "des" or "des" not in getattr(exc, "methods", ()):
+                raise
+            reason = f"{method} was chosen ({reason}) but: {exc}"
+            method, solver = "des", get_solver("des")
+            res = solver.solve(compiled, options)
         res.explanation.insert(0, f"auto: chose {method}: {reason}")
         res.info["chosen"] = method
         return res
