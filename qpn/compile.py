@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -45,7 +46,6 @@ CHECKED_SAMPLE = 1_000
 
 def expansion_limit() -> int:
     """The unfolding limit: QPN_EXPANSION_LIMIT if set (a whole number), else MAX_EXPANSION."""
-    import os
     text = os.environ.get(EXPANSION_ENV, "").strip().replace("_", "")
     if not text:
         return MAX_EXPANSION
@@ -195,6 +195,7 @@ class _Compiler:
         self.cvalues: dict[str, list] = {}
         self.cindex: dict[str, dict] = {}
         self.sample: int | None = None     # bindings per mode to check (None: all)
+        self.place_colors = {p.name: p.colors for p in net.places}
 
     def values_of(self, csname: str | None) -> list:
         if csname is None:
@@ -352,7 +353,6 @@ class _Compiler:
     def expansion(self) -> list[tuple[int, str, Any]]:
         """(size, what, loc) of every place (its slots) and mode (its variable bindings,
         guards not applied): what compiling will enumerate, counted before doing it."""
-        self.place_colors = {p.name: p.colors for p in self.net.places}
         out = []
         for p in self.net.places:
             n = len(self.values_of(p.colors)) * (2 if isinstance(p, QueueingPlace) else 1)
@@ -420,7 +420,6 @@ class _Compiler:
             yield b, env
 
     def compile_transitions(self, places: list[CompiledPlace]):
-        self.place_colors = {p.name: p.colors for p in self.net.places}
         pidx = {p.name: i for i, p in enumerate(places)}
         modes: list[CompiledMode] = []
         pre_r, pre_c, pre_v = [], [], []

@@ -9,7 +9,6 @@ marked partial.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 
@@ -32,18 +31,25 @@ class _Progress:
     """The run's share done (simulated time, events, or the wall-clock cap) on the shared
     tqdm bar (:mod:`qpn.progress`: stderr, terminals only, not with -q), twice a second."""
 
-    def __init__(self, quiet: bool):
+    def __init__(self, quiet: bool, T, N, by: str, wall_cap: float):
         self.cm = None if quiet else progress.progress("simulating", total=100, unit="%")
         self.bar = self.cm.__enter__() if self.cm is not None else None
-        self.last = time.perf_counter()
+        self.T, self.N, self.by, self.wall_cap = T, N, by, wall_cap
+        self.t0 = self.last = time.perf_counter()
 
-    def show(self, share) -> None:
-        """``share``: a callable returning the fraction done (called at most twice a second)."""
+    def show(self, lanes) -> None:
+        """``lanes``: a callable returning the lanes' (times, steps), read at most twice a second."""
         now = time.perf_counter()
         if self.bar is None or now - self.last <= 0.5:
             return
         self.last = now
-        pct = 100.0 * max(min(float(share()), 1.0), 0.0)
+        if self.by == "time":
+            share = np.mean(np.minimum(lanes()[0] / self.T, 1.0))
+        elif self.by == "events":
+            share = np.mean(np.minimum(lanes()[1] / self.N, 1.0))
+        else:
+            share = min((now - self.t0) / self.wall_cap, 0.999)
+        pct = 100.0 * max(min(float(share), 1.0), 0.0)
         if pct > self.bar.n:
             self.bar.update(pct - self.bar.n)
 
@@ -53,7 +59,7 @@ class _Progress:
 
 
 def run(engine, *, t_end: float | None, events: int | None, sequential=None,
-        wall_cap: float = 60.0, quiet: bool = False, out=sys.stderr,
+        wall_cap: float = 60.0, quiet: bool = False,
         first_check: int = 20_000, check_growth: float = 1.5) -> RunInfo:
     """Drive ``engine`` to the end; ``sequential`` is a callable returning True to stop.
 
@@ -66,11 +72,11 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
     N = np.full(L, np.iinfo(np.int64).max if events is None else int(events), dtype=np.int64)
     stats = engine.stats
     t0 = time.perf_counter()
-    bar = _Progress(quiet)
     next_check = max(int(first_check), 1)
     steps = 0
     partial = False
     stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
+    bar = _Progress(quiet, T, N, stopped, wall_cap)
     # a kernel may step only its live lanes once many have finished (the sequential
     # rule reads every lane, so not with it)
     narrow = sequential is None and hasattr(engine, "drop_finished")
@@ -87,9 +93,7 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
             now = time.perf_counter()
             if not live:
                 break
-            bar.show(lambda: np.mean(np.minimum(lanes_now("t") / T, 1.0)) if t_end is not None
-                     else np.mean(np.minimum(lanes_now("steps") / N, 1.0)) if events is not None
-                     else min((now - t0) / wall_cap, 0.999))
+            bar.show(lambda: (lanes_now("t"), lanes_now("steps")))
             if sequential is not None and steps >= next_check:
                 if sequential():
                     stopped = "precision"
@@ -120,7 +124,7 @@ def chunk_steps(lanes: int) -> int:
 
 
 def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=None,
-                wall_cap: float = 60.0, quiet: bool = False, out=sys.stderr,
+                wall_cap: float = 60.0, quiet: bool = False,
                 first_check: int = 20_000, check_growth: float = 1.5) -> RunInfo:
     """Drive an engine that advances lanes in chunks (:class:`.events.EventEngine`).
 
@@ -133,10 +137,10 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
     N = np.iinfo(np.int64).max if events is None else int(events)
     grid = chunk_steps(int(engine.alive.sum()) or 1)
     t0 = time.perf_counter()
-    bar = _Progress(quiet)
     next_check = max(int(first_check), 1) if sequential is not None else None
     partial = False
     stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
+    bar = _Progress(quiet, T, N, stopped, wall_cap)
     capped = sequential is not None or (t_end is None and events is None)
     try:
         while engine.alive.any():
@@ -159,9 +163,7 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
             if capped and now - t0 > wall_cap:
                 stopped = "wall-clock cap"
                 break
-            bar.show(lambda: np.mean(np.minimum(engine.t / T, 1.0)) if t_end is not None
-                     else np.mean(np.minimum(engine.steps / N, 1.0)) if events is not None
-                     else min((now - t0) / wall_cap, 0.999))
+            bar.show(lambda: (engine.t, engine.steps))
     except KeyboardInterrupt:
         partial = True
         stopped = "interrupted"
