@@ -326,8 +326,9 @@ def _(p):
     g.add_argument("--warmup", metavar="mser|T", type=_warmup,
                    help="warm-up to discard: mser (default, detected), none, or a time in seconds")
     g.add_argument("--wall", metavar="SECONDS", type=_typed(_seconds, "a time", _positive, "> 0"),
-                   help="wall-clock cap of a sequential run (default 60 s); a run it stops has not "
-                        "reached its precision: the table, the JSON and the exit status (3) say so")
+                   help="wall-clock cap of a simulation, fixed --time/--events runs included (default "
+                        "60 s); a run it stops has not reached its precision or horizon: the table, the "
+                        "JSON and the exit status (3) say so")
     g.add_argument("--allow-imprecise", action="store_true",
                    help="exit 0 even when the simulation stopped before reaching its precision")
     g.add_argument("--kernel", choices=KERNELS,

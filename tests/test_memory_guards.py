@@ -12,6 +12,7 @@ import pytest
 import qpn
 from qpn import resources
 from qpn.cli import main
+from conftest import MODELS
 from qpn.resources import MemoryLimitError, parse_size
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -236,3 +237,72 @@ def test_simulation_progress_on_tqdm(monkeypatch, capsys):
     assert main(["solve", "models/mutex.qpn", "--method", "des", "--events", "20000", "-R", "2",
                  "--allow-imprecise", "-q"]) in (0, 3)
     assert "simulating" not in capsys.readouterr().err
+
+
+# an IS queue with FIFO departure: each state holds the order of 80 tokens, and one BFS
+# level of ~800 states has ~370,000 successors (held at once: 2 GB for 2 s, found by fuzzing)
+WIDE_LEVELS = ("net wide\nplace q0 init 40\nplace q1 queue is service exp(2) init 40 departure fifo\n"
+               "transition t0 immediate : 2 q1, 2 q0 ->  weight 2\n"
+               "transition t1 {\n  mode m0 : q1 ->  unless q0\n  mode m1 : q0, 2 q1 -> \n}\n"
+               "transition t2 {\n  mode m0 : q0, 2 q1 -> q1\n}\n")
+
+
+def test_a_wide_level_is_explored_in_chunks_with_the_same_chain(monkeypatch):
+    # chunks of the frontier must give the very chain one pass gives (the same states,
+    # edges and rates), and the memory check must see the fan-out actually met
+    from qpn.compile import compile_net
+    from solvers.ctmc import explore
+    from solvers.ctmc.spec import build_spec
+    net = qpn.load(os.path.join(MODELS, "fifo_departure.qpn"))
+    spec = build_spec(compile_net(net, {}), cutoff=60)
+    whole = explore.Explorer(spec).run()
+    calls = []
+    orig = explore.Explorer._level
+    monkeypatch.setattr(explore, "CHUNK_SUCCESSORS", 8)
+    monkeypatch.setattr(explore.Explorer, "_level", lambda self, *a: calls.append(1) or orig(self, *a))
+    parts = explore.Explorer(spec).run()
+    assert len(calls) > parts.levels           # some levels went in several chunks
+    assert len(parts.states) == len(whole.states)
+    key = lambda sp: sorted(zip(map(tuple, sp.states[sp.src]), map(tuple, sp.states[sp.dst]),  # noqa: E731
+                                sp.rate.round(12)))
+    assert key(parts) == key(whole)
+
+
+def test_a_wide_level_never_generates_much_more_than_a_chunk_at_once(monkeypatch):
+    # the clock (a probe's 2 s budget) and the memory check are read between chunks: a
+    # chunk must stay near CHUNK_SUCCESSORS rows even where the fan-out jumps 20x
+    from qpn.compile import compile_net
+    from solvers.ctmc import explore
+    from solvers.ctmc.spec import build_spec
+    spec = build_spec(compile_net(qpn.parse(WIDE_LEVELS), {}), cutoff=60)
+    sizes = []
+    orig = explore.Explorer._level
+
+    def level(self, dyn, reg, frontier, rows, srcs, *rest):
+        out = orig(self, dyn, reg, frontier, rows, srcs, *rest)
+        sizes.append(len(srcs[-1]) if srcs else 0)
+        return out
+    monkeypatch.setattr(explore.Explorer, "_level", level)
+    ex = explore.Explorer(spec, 20_000)
+    from qpn.errors import SolverError
+    with pytest.raises(SolverError, match="exceeds the limit of 20,000 states"):
+        ex.run()
+    # in one piece the third level made 370,000 successor rows before the state limit was seen
+    assert len(sizes) >= 5 and max(sizes) <= explore.CHUNK_SUCCESSORS
+
+
+def test_power_iteration_of_a_stiff_chain_is_bounded_by_its_work():
+    # rates 10^10 apart: the fallback would need millions of sweeps; it stops at POWER_WORK
+    import numpy as np
+    import scipy.sparse as sp
+    from solvers.ctmc import linalg
+    n = 50
+    rows, cols, vals = [], [], []
+    for i in range(n - 1):
+        rows += [i, i + 1]
+        cols += [i + 1, i]
+        vals += [4e10, 1.0]
+    Q = linalg.generator(np.array(rows), np.array(cols), np.array(vals), n)
+    _, info = linalg._power(Q, 1e-14, 10 ** 9)
+    nnz = (sp.identity(n, format="csr") + Q).nnz
+    assert info["iterations"] <= linalg.POWER_WORK // nnz + 1

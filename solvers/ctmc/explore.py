@@ -23,6 +23,9 @@ from .dynamics import Dynamics
 from .spec import CTMCSpec, events_per_state
 
 MAX_ROUNDS = 64
+#: successor rows generated at once: a wider level is explored in chunks of the frontier
+CHUNK_SUCCESSORS = 1 << 16
+FIRST_CHUNK = 256          # frontier states in the first chunk of a level
 
 
 class Keyer:
@@ -347,7 +350,7 @@ class Explorer:
             raise SolverError(f"exploration stopped after {self.seconds:g} s at {where}",
                               construct="state-space size")
 
-    def _check_memory(self, reg, frontier: int, edges, flows) -> None:
+    def _check_memory(self, reg, frontier: int, edges, flows, fan: int = 0) -> None:
         """Stop when what is held, the next level's successor rows and the generator
         to come would cross the memory limit (the same refusal as before exploring)."""
         # edges and flows only grow: add the bytes of the parts not counted yet (a sum over
@@ -359,7 +362,7 @@ class Explorer:
         counted[3] += sum(f[0].nbytes + f[2].nbytes for f in flows[counted[2]:])
         counted[2] = len(flows)
         held = reg.nbytes() + counted[1] + counted[3]
-        E = events_per_state(self.spec)
+        E = max(events_per_state(self.spec), fan)        # fan: successors per state seen so far
         level = 3 * 8 * frontier * E * self.spec.ncols     # successor rows and their copies
         after = held                                       # rows and edges concatenated, then Q
         need = held + max(level, after)
@@ -389,12 +392,35 @@ class Explorer:
         total = guess if math.isfinite(guess) and guess <= self.limit else None
         with progress.progress("exploring the CTMC", total=total, unit="states") as bar:
             bar.update(reg.size)
+            fan = max(events_per_state(self.spec), 1)     # successors per state, then as seen
             while len(frontier):
                 levels += 1
-                self._in_time(t0, f"{reg.size:,} states")
-                self._check_memory(reg, len(frontier), (srcs, dsts, rates), self.flows)
-                frontier, frontier_rows = self._level(dyn, reg, frontier, frontier_rows, srcs, dsts,
-                                                      rates, blocked_parts)
+                # a wide level goes in chunks: the clock, the memory check and the bar see
+                # each (one level of a long FIFO sequence chain held 2 GB for 2 s)
+                new_ids, new_rows = [], []
+                a, step = 0, FIRST_CHUNK // 4
+                while a < len(frontier):
+                    # the fan-out may jump from one level to the next (20 -> 470 successors per
+                    # state): each level starts small and grows its chunks 4x at most
+                    step = max(1, min(CHUNK_SUCCESSORS // fan, 4 * step))
+                    self._in_time(t0, f"{reg.size:,} states")
+                    self._check_memory(reg, min(step, len(frontier) - a), (srcs, dsts, rates),
+                                       self.flows, fan)
+                    n_edges = len(dsts)
+                    ids_, rows_ = self._level(dyn, reg, frontier[a:a + step], frontier_rows[a:a + step],
+                                              srcs, dsts, rates, blocked_parts)
+                    if len(dsts) > n_edges:
+                        fan = max(fan, -(-len(dsts[-1]) // len(frontier[a:a + step])))
+                    a += step
+                    if len(ids_):
+                        new_ids.append(ids_)
+                        new_rows.append(rows_)
+                if len(new_ids) == 1:
+                    frontier, frontier_rows = new_ids[0], new_rows[0]
+                elif new_ids:
+                    frontier, frontier_rows = np.concatenate(new_ids), np.concatenate(new_rows)
+                else:
+                    frontier, frontier_rows = np.zeros(0, dtype=np.int64), None
                 if bar.total is not None and reg.size > bar.total:
                     bar.total = reg.size      # an estimate, not a bound, was too low
                 bar.update(len(frontier))

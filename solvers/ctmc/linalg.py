@@ -196,10 +196,16 @@ def _iterative(Q, method, tol, maxiter):
     return pi, info
 
 
+#: multiply-adds the power-iteration fallback may spend (about a second): in a stiff chain
+#: (rates 10^10 apart) it would need millions of sweeps and the others have failed already
+POWER_WORK = 3e8
+
+
 def _power(Q, tol, maxiter, x0=None):
     n = Q.shape[0]
     lam = float(-Q.diagonal().min()) * 1.02 or 1.0
     P = (sp.identity(n, format="csr") + Q / lam).T.tocsr()
+    maxiter = min(maxiter, max(100, int(POWER_WORK // max(P.nnz, 1))))
     pi = np.full(n, 1.0 / n) if x0 is None else x0.copy()
     for it in range(1, maxiter + 1):
         nxt = P @ pi

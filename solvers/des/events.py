@@ -26,6 +26,8 @@ the other kernels.
 """
 from __future__ import annotations
 
+import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -35,7 +37,7 @@ from qpn.errors import SolverError
 
 from .flat import build_net_arrays, build_params, residence_units
 from .jit import loop
-from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP,
+from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP, YIELD,
                          Sizes, pack, pack_floats, pow2, region, rows)
 from .lanes import LaneNet
 from .parallel import usable_cores
@@ -113,6 +115,12 @@ class EventEngine:
         self.flushed = False
         self.notes: list[str] = []
         self.gstep = 0                                # steps of the lanes still running
+        #: a run of immediate firings still going ``wall_cap`` seconds after the first return
+        #: from the compiled loop (compiling is not counted) stops its lane; ``burst`` then
+        #: says where: (lane, firings in a row, time)
+        self.wall_cap = math.inf
+        self.deadline: float | None = None
+        self.burst: tuple[int, int, float] | None = None
         self.epoch_end = next_epoch(0)
 
     @property
@@ -214,7 +222,9 @@ class EventEngine:
         """Place the initial tokens and settle every lane at time 0."""
         for lane in range(self.L):
             loop.start_lane(self.ni, self.nf, self.si[lane], self.sf[lane], self.gens[lane])
-        self._advance_lanes(np.arange(self.L, dtype=np.int64), 0, np.inf)
+        for lane, code in self._advance_lanes(np.arange(self.L, dtype=np.int64), 0, np.inf):
+            if code == YIELD:
+                self.alive[lane] = False
 
     def advance(self, target: int, t_end: float) -> None:
         """Run every live lane to ``target`` steps (or past ``t_end``)."""
@@ -222,7 +232,7 @@ class EventEngine:
         for lane, code in self._advance_lanes(live, int(target), float(t_end)):
             if code != OK:
                 self.alive[lane] = False
-                self.finished[lane] = True
+                self.finished[lane] = code != YIELD
         self.gstep = int(target)
 
     def _advance_lanes(self, lanes: np.ndarray, target: int, t_end: float) -> list:
@@ -238,10 +248,21 @@ class EventEngine:
                 done = list(self.pool.map(self._run_lanes, parts, [target] * len(parts),
                                           [t_end] * len(parts), self.hists[:len(parts)]))
             waiting = []
+            now = time.perf_counter()
+            if self.deadline is None:
+                self.deadline = now + self.wall_cap
+            late = now > self.deadline
             for part, codes in zip(parts, done):
                 for lane, code in zip(part.tolist(), codes.tolist()):
                     if code in (OK, DONE, DEADLOCK):
                         out.append((lane, code))
+                    elif code == YIELD:
+                        if late:
+                            info = region(self.si, self.where, "info")[lane]
+                            self.burst = (lane, int(info[2]), float(self.t[lane]))
+                            out.append((lane, code))
+                        else:
+                            waiting.append(lane)
                     else:
                         self._resolve(lane, code)
                         waiting.append(lane)

@@ -99,7 +99,7 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
                     stopped = "precision"
                     break
                 next_check = max(next_check + 1, int(steps * getattr(sequential, "growth", check_growth)))
-            if now - t0 > wall_cap and (sequential is not None or (t_end is None and events is None)):
+            if now - t0 > wall_cap:
                 stopped = "wall-clock cap"
                 break
     except KeyboardInterrupt:
@@ -111,6 +111,11 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
     if narrow:
         engine.restore_lanes()
     return RunInfo(steps, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))
+
+
+#: steps per lane of the first chunk, and the times (s) under which a chunk doubles
+#: and over which it halves
+FIRST_CHUNK, QUICK_CHUNK, SLOW_CHUNK = 64, 0.02, 0.25
 
 
 def chunk_steps(lanes: int) -> int:
@@ -135,21 +140,34 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
     (``RunInfo.steps``) that ``events=`` reproduces."""
     T = math.inf if t_end is None else float(t_end)
     N = np.iinfo(np.int64).max if events is None else int(events)
-    grid = chunk_steps(int(engine.alive.sum()) or 1)
+    top = chunk_steps(int(engine.alive.sum()) or 1)
+    # chunks start small and double while quick: an event may cost O(tokens) in a long
+    # queue, and the wall clock is only read between chunks (powers of two, so chunk ends
+    # still fall on the same step counts, and a lane's run does not depend on them)
+    grid = min(FIRST_CHUNK, top)
     t0 = time.perf_counter()
     next_check = max(int(first_check), 1) if sequential is not None else None
     partial = False
     stopped = "time" if t_end is not None else ("events" if events is not None else "precision")
     bar = _Progress(quiet, T, N, stopped, wall_cap)
-    capped = sequential is not None or (t_end is None and events is None)
     try:
         while engine.alive.any():
             g = engine.gstep
             goal = min((g // grid + 1) * grid, engine.epoch_end, N)
             if next_check is not None:
                 goal = min(goal, next_check)
+            tc = time.perf_counter()
             engine.advance(goal, T)
-            if engine.gstep >= engine.epoch_end:
+            took = time.perf_counter() - tc
+            if took < QUICK_CHUNK and grid < top:
+                grid *= 2
+            elif took > SLOW_CHUNK and grid > 1:
+                grid //= 2
+            if getattr(engine, "burst", None) is not None:
+                break
+            # an epoch ends only while lanes go on: where the last chunk ended is not a
+            # property of the run (chunk sizes follow the wall clock)
+            if engine.gstep >= engine.epoch_end and engine.alive.any():
                 engine.close_epoch()
             if engine.gstep >= N:
                 break
@@ -160,7 +178,7 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
                 growth = getattr(sequential, "growth", check_growth)
                 next_check = max(next_check + 1, int(engine.gstep * growth))
             now = time.perf_counter()
-            if capped and now - t0 > wall_cap:
+            if now - t0 > wall_cap:
                 stopped = "wall-clock cap"
                 break
             bar.show(lambda: (engine.t, engine.steps))
@@ -169,5 +187,7 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
         stopped = "interrupted"
     finally:
         bar.close()
+    if getattr(engine, "burst", None) is not None:
+        stopped = "wall-clock cap"
     engine.flush()
     return RunInfo(engine.gstep, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))

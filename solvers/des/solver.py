@@ -255,6 +255,8 @@ def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarra
                   "cached afterwards)", file=sys.stderr, flush=True)
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)
+    # the cap holds inside the first settling too (a timeless loop filling a queue)
+    engine.wall_cap = float(o["wall"])
     engine.start()
     sequential = None
     if o["time"] is None and o["events"] is None:
@@ -452,6 +454,12 @@ def _precision(res: Result, rows: list, o: dict, runinfo, engine, lanes: np.ndar
     # the step count the run stopped at: --events reproduces a run the wall-clock cap stopped
     info = {"target": target, "requested": sequential, "missed": len(missed),
             "events_per_replication": int(runinfo.steps)}
+    burst = getattr(engine, "burst", None)
+    if burst is not None:
+        info["immediate_burst"] = {"replication": burst[0], "firings": burst[1], "time": burst[2]}
+        res.warnings.append(f"the wall-clock cap stopped a run of {burst[1]:,} immediate firings in a row "
+                            f"without time passing (at t = {burst[2]:.6g} s): a timeless loop that "
+                            "fills a queue looks like this")
     dead = getattr(engine, "deadlocks", lambda: None)()
     if dead is not None and np.isfinite(dead[lanes]).any():
         d = dead[lanes][np.isfinite(dead[lanes])]
@@ -472,6 +480,11 @@ def _precision(res: Result, rows: list, o: dict, runinfo, engine, lanes: np.ndar
         res.warnings.append(f"precision not reached ({why}): {len(missed)} estimate(s) miss the target "
                             f"({target}): {describe_miss(missed)}.  Rerun with --events {runinfo.steps} "
                             "and the same seed to reproduce this run, or raise --wall")
+    elif not sequential and runinfo.stopped_by == "wall-clock cap":
+        why = "stopped by the wall-clock cap"
+        res.imprecise = f"{why} at {runinfo.steps:,} events per replication, before the requested horizon"
+        res.warnings.append(f"the requested horizon was not reached ({why} at {runinfo.steps:,} events "
+                            "per replication): raise --wall to run it to the end")
     elif not sequential and missed:
         info["note"] = f"fixed horizon: {len(missed)} estimate(s) would miss the default target"
     info["reached"] = res.imprecise is None if sequential else None

@@ -69,8 +69,9 @@ _LAY0 = NI_SCALARS + len(NI_REGIONS)      # the layout part of ni's header start
 HEADER = _LAY0 + len(_LAY_NAMES)
 ROW_INT = PI_REGIONS + SI_REGIONS          # regions of si
 ROW_FLOAT = PF_REGIONS + SF_REGIONS        # regions of sf
-# status codes of run_lane
-OK, DONE, DEADLOCK, GROW_RING, GROW_WORK, GROW_MULTI, TRAP = range(7)
+# status codes of run_lane (YIELD: a long run of immediate firings paused, so that the
+# caller can look at the wall clock; the lane resumes where it stopped)
+OK, DONE, DEADLOCK, GROW_RING, GROW_WORK, GROW_MULTI, TRAP, YIELD = range(8)
 
 
 def pack(net, par, sizes: "Sizes") -> np.ndarray:

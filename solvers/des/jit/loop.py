@@ -28,13 +28,14 @@ from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, IN_CNT, IN_PTR, IN_
                      SF_RES, SF_T, SF_T_START, SI_CAP_SUM, SI_CN, SI_EN_LIST, SI_EN_N, SI_EN_POS, SI_FIRED,
                      SI_IMM_DIRTY, SI_IMM_EN, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_PHASE,
                      SI_STEPS, SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SLOT_CLASS, SLOT_QUEUE, SLOT_RING,
-                     TIMED_MODES, TRAP, N_UNITS, N_CLASSES)
+                     TIMED_MODES, TRAP, YIELD, N_UNITS, N_CLASSES)
 from .options import CACHE, kernel  # noqa: F401  (CACHE: read by the package)
 from .queues import queue_account, queue_arrive, queue_event, room_for_arrivals, room_for_event
 from .store import change, mark_timed, put_tokens, ring_room, take_tokens
 
 INF = math.inf
 MAX_IMMEDIATE = 100_000          # immediate firings in a row without time passing: a timeless trap
+YIELD_EVERY = 4096               # ... of which this many between two looks at the wall clock
 P_IDLE, P_SETTLE, P_CLOCKS = 0, 1, 2
 
 
@@ -182,6 +183,9 @@ def settle(ni, nf, si, sf, hist, g, with_hist: bool) -> int:
             return r
         fire(ni, nf, si, sf, hist, j, now, g, with_hist)
         si[row] += 1
+        if si[row] % YIELD_EVERY == 0 and si[row] < MAX_IMMEDIATE:
+            # each firing may cost O(tokens) in a growing queue: let the caller check the clock
+            return YIELD
     si[ni[SI_INFO]] = -1
     return TRAP
 
@@ -383,7 +387,7 @@ def _finish_event(ni, nf, si, sf, hist, g, with_hist: bool) -> int:
 def run_lane(ni, nf, si, sf, hist, g, lane: int, target: int, t_end: float, with_hist: bool,
              bk_time, bk_area, bk_fires, bk_busy, bk_res, nb_l, width_l) -> int:
     """Advance one lane (its rows pi, pf, si, sf) until it has made ``target`` steps or
-    its next event is past ``t_end``; returns OK, DONE, DEADLOCK or GROW_*/TRAP."""
+    its next event is past ``t_end``; returns OK, DONE, DEADLOCK or GROW_*/TRAP/YIELD."""
     steps = ni[SI_STEPS]
     if si[ni[SI_PHASE]] != P_IDLE:
         r = _finish_event(ni, nf, si, sf, hist, g, with_hist)
