@@ -161,6 +161,53 @@ def test_mg1_pollaczek_khinchine_with_phases(dist, scv):
     assert not res.warnings[:-1]        # only the cut-off note: erlang/hyperexp are exact
 
 
+def test_mg1_random_order_with_two_classes_and_phases_matches_pollaczek_khinchine():
+    # random order of service, like FCFS, is work-conserving and ignores service times,
+    # so the mean number present follows P-K; the two classes' waiting entries are
+    # interchangeable within a class (one branch per class, not per position)
+    net = qpn.parse("colors c = {x, y}\nplace q : c queue random service "
+                    "x: hyperexp(mean = 0.5, scv = 3), y: erlang(2, 1)\n"
+                    "transition ax : -> q(x) delay exp(1 / 0.6)\ntransition ay : -> q(y) delay exp(1 / 0.3)\n"
+                    "transition leave : q(v) ->\n")
+    res = ctmc(net, options={"cutoff": 60})
+    assert res.info["truncated_mass"] < 1e-9
+    lx, ly = 0.6, 0.3
+    rho = lx * 0.5 + ly * 1.0
+    ES2 = lx * (1 + 3) * 0.5 ** 2 + ly * (1 + 0.5) * 1.0 ** 2     # sum lambda E[S^2]
+    W = ES2 / (2 * (1 - rho))                                    # mean wait, both classes
+    assert res.get("tokens", "q") == pytest.approx((lx + ly) * W + rho, rel=1e-6)
+    assert res.get("response", "q", "x") == pytest.approx(W + 0.5, rel=1e-6)
+
+
+def test_steady_state_of_probabilities_fifteen_orders_apart():
+    # a birth-death chain drifting up (3x) to a cap of 40: pi_i ~ 3^i, so the state the
+    # direct solver used to pin (the largest outflow, near 0) has probability 1e-19 and
+    # its answer had residual 0.09; the likeliest state is pinned now, or another solver used
+    from solvers.ctmc.linalg import generator, steady_state
+    n = 41
+    up = np.arange(n - 1)
+    Q = generator(np.r_[up, up + 1], np.r_[up + 1, up], np.r_[np.full(n - 1, 0.3), np.full(n - 1, 0.1)], n)
+    pi, info = steady_state(Q)
+    exact = 3.0 ** np.arange(n)
+    exact /= exact.sum()
+    assert info["residual"] < 1e-12
+    assert np.abs(pi - exact).max() < 1e-12
+    assert pi[-1] == pytest.approx(2 / 3, rel=1e-9)
+
+
+def test_steady_state_gives_transient_states_zero_and_refuses_two_closed_classes():
+    from solvers.ctmc.linalg import generator, steady_state
+    # state 0 (largest outflow) leaves for good to the class {1, 2}
+    Q = generator(np.array([0, 1, 2]), np.array([1, 2, 1]), np.array([10.0, 1.0, 2.0]), 3)
+    pi, info = steady_state(Q)
+    assert pi == pytest.approx([0.0, 2 / 3, 1 / 3], abs=1e-14)
+    assert info["transient_states"] == 1
+    # 0 -> 1 and 0 -> 2, both absorbing: no unique steady state
+    Q = generator(np.array([0, 0]), np.array([1, 2]), np.array([1.0, 1.0]), 3)
+    with pytest.raises(RuntimeError, match="2 closed classes"):
+        steady_state(Q)
+
+
 @pytest.mark.parametrize("disc,k,rho,cutoff", [("ps", 3, 0.5, 40), ("lcfs-pr", 2, 0.1, 11)])
 def test_insensitive_disciplines_with_erlang_service(disc, k, rho, cutoff):
     """M/G/1-PS and M/G/1-LCFS-PR: mean tokens rho / (1 - rho) whatever the distribution.

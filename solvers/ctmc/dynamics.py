@@ -318,21 +318,25 @@ class Dynamics:
             Rn[np.arange(len(rows)), q.flag_cols[pos]] |= FLAG_SERVING
             parts.append((Rn, w[rows], par[rows]))
         else:
-            W = waiting[rows].sum(axis=1)
-            for jpos in range(q.L):
-                sel = waiting[rows, jpos]
-                if not sel.any():
-                    continue
+            # waiting entries of one class are interchangeable (the canonical order sorts
+            # them): pick a class with probability (its waiting count) / (all waiting), and
+            # its first entry -- one branch per class, not per position (O(L^2) per level)
+            Wr = waiting[rows]
+            W = Wr.sum(axis=1)
+            cls_r = R[rows][:, q.cls_cols]
+            for code in np.unique(cls_r[Wr]):
+                mine = Wr & (cls_r == code)
+                cnt = mine.sum(axis=1)
+                sel = cnt > 0
                 rr = rows[sel]
+                jpos = np.argmax(mine[sel], axis=1)
                 Rn = R[rr].copy()
-                Rn[:, q.flag_cols[jpos]] |= FLAG_SERVING
                 # move the chosen entry to the end of the serving group
-                code = Rn[:, q.cls_cols[jpos]].copy()
-                Rn = self._shift_remove(q, Rn, np.full(len(rr), jpos))
+                Rn = self._shift_remove(q, Rn, jpos)
                 Rn = self._shift_insert(q, Rn, ns[rr], 0)
                 Rn[np.arange(len(rr)), q.cls_cols[ns[rr]]] = code
                 Rn[np.arange(len(rr)), q.flag_cols[ns[rr]]] = FLAG_SERVING
-                parts.append((Rn, w[rr] / W[sel], par[rr]))
+                parts.append((Rn, w[rr] * cnt[sel] / W[sel], par[rr]))
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                 np.concatenate([p[2] for p in parts]))
 
