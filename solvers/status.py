@@ -24,7 +24,7 @@ class ExitStatus(IntEnum):
     OK = 0            # the numbers answer the question
     FAILED = 1        # a sweep point failed (its error is printed)
     ERROR = 2         # a mistake in the model or the command line (printed with its location)
-    IMPRECISE = 3     # a simulation stopped before its precision target (--allow-imprecise: 0)
+    IMPRECISE = 3     # a simulation stopped before its precision target, or a CTMC solve stalled
     DEADLOCK = 4      # the net reaches a marking where nothing can happen
     UNSTABLE = 5      # tokens pile up without bound (arrivals above service, or never leave)
     EMPTY = 6         # nothing to solve: no places, or no tokens and no transition creating any
@@ -36,7 +36,8 @@ MEANING = {
     ExitStatus.OK: "solved",
     ExitStatus.FAILED: "a sweep point failed",
     ExitStatus.ERROR: "error in the model or the command line",
-    ExitStatus.IMPRECISE: "simulation stopped before its precision target (--allow-imprecise: 0)",
+    ExitStatus.IMPRECISE: "simulation stopped before its precision target, or the CTMC's linear solvers "
+                          "stalled (--allow-imprecise: 0)",
     ExitStatus.DEADLOCK: "the net deadlocks: no steady state, no measures",
     ExitStatus.UNSTABLE: "the net is unstable: tokens in a place grow without bound",
     ExitStatus.EMPTY: "nothing to solve: no places, or no tokens and no transition creating any",

@@ -313,3 +313,16 @@ def test_an_ordered_queue_beyond_the_cutoff_is_a_clear_refusal(tmp_path, capsys)
     # auto turns to the simulator, which refuses 2^31 tokens by its memory estimate
     rc, out, err, js = _solve(tmp_path, capsys, text, "--limit", "20000")
     assert rc == 2 and "the simulator's state" in err and "memory limit" in err
+
+
+def test_a_stalled_steady_state_solve_is_imprecise_not_an_answer(monkeypatch, tmp_path, capsys):
+    # whatever the linear solvers return, a residual |pi Q| far from 0 is not the chain's
+    # steady state: said in the warnings, the title, the JSON and the exit status
+    import solvers.ctmc.solver as ctmc_solver
+    monkeypatch.setattr(ctmc_solver, "_steady", lambda ctmc, method: (
+        np.full(ctmc.n, 1.0 / ctmc.n), {"method": "gauss-seidel", "residual": 0.09, "tried": ["gauss-seidel"]}))
+    rc, out, err, js = _solve(tmp_path, capsys, NO_TOKENS.replace("place a\n", "place a init 3\n"),
+                              "-m", "ctmc")
+    assert rc == ExitStatus.IMPRECISE
+    assert js["imprecise"].startswith("the steady-state solvers stalled at residual 9.0e-02")
+    assert "PRECISION NOT REACHED" in out

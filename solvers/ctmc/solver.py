@@ -229,6 +229,12 @@ class CTMCSolver:
                         **{("linear_solver" if k == "method" else k): v for k, v in info.items()})
         res.explanation.append(f"CTMC with {ctmc.n:,} tangible states, solved by {info['method']} "
                                f"(residual {info['residual']:.2e})")
+        scale = max(1.0, float(-ctmc.Q.diagonal().min())) if ctmc.n else 1.0
+        if info["residual"] > UNCONVERGED * scale:
+            # every linear solver stalled: the numbers are not the chain's steady state
+            res.imprecise = f"the steady-state solvers stalled at residual {info['residual']:.1e}"
+            res.warnings.append(f"{res.imprecise} (tried {'; '.join(info.get('tried', [info['method']]))}): "
+                                "the measures may be far off; simulate (--method des) to check")
         for note in ctmc.spec.notes:
             res.warnings.append(f"approximation: {note}")
         if ctmc.spec.cutoff is not None:
@@ -241,6 +247,9 @@ class CTMCSolver:
             res.mark_degenerate("unstable", growing)
         return res
 
+
+#: a steady-state residual |pi Q| above this (times the largest outflow rate) is no answer
+UNCONVERGED = 1e-6
 
 #: an open net whose probability at the population cut-off stays above this while the
 #: cut-off doubles has no steady state (a stable one loses mass there geometrically)
