@@ -263,13 +263,41 @@ def _traps(c: CompiledNet, rep: StructureReport) -> None:
             if key in reported:
                 continue
             reported.add(key)
+            loc = next((t.loc for t in rep.net.flatten().transitions if t.name == trans[0]), None)
+            exit_ = _exit_mode(c, pre, post, sup, modes, imm, capped)
+            if exit_ is not None:
+                # a retry loop: each round leaves with positive probability, so it repeats
+                # forever with probability 0 (the solvers resolve it in zero time)
+                rep.add("info", "timeless-loop", "immediate transitions "
+                        f"{', '.join(repr(t) for t in trans)} may repeat in zero time, but each round "
+                        f"can leave the loop by {c.modes[exit_].label!r}: not a trap", loc)
+                continue
             inhibited = any(int(mi) in sup for mi in c.inh_mode)
             sev = "warning" if inhibited else "error"
             extra = " unless their inhibitor arcs stop them" if inhibited else ""
-            loc = next((t.loc for t in rep.net.flatten().transitions if t.name == trans[0]), None)
             rep.add(sev, "timeless-trap", "timeless trap: immediate transitions "
                     f"{', '.join(repr(t) for t in trans)} can fire forever in zero time{extra}",
                     loc)
+
+
+def _exit_mode(c: CompiledNet, pre, post, loop: list[int], group: list[int], imm: list[int],
+               capped: set) -> int | None:
+    """An immediate mode outside the loop's strongly connected ``group`` (so it cannot lead
+    back into it in zero time) that is enabled whenever some loop mode is (it needs no
+    more tokens, has no inhibitor and puts nothing into a place with a capacity) and
+    competes with it (priority at least the loop mode's): None if there is none."""
+    inhibited = {int(mi) for mi in c.inh_mode}
+    inside = set(group)
+    for m in loop:
+        need = pre[m].toarray().ravel()
+        for e in imm:
+            if e in inside or e in inhibited or pre[e].nnz == 0:
+                continue
+            if c.modes[e].priority < c.modes[m].priority or capped & set(post[e].indices.tolist()):
+                continue
+            if np.all(pre[e].toarray().ravel() <= need):
+                return e
+    return None
 
 
 def _reachability(c: CompiledNet, rep: StructureReport) -> None:
