@@ -13,7 +13,12 @@ trace and reads the others for two things:
   ``split_<pool>`` parameter;
 * **spread** -- traces of the same configuration should give the same model:
   pool sizes, and each pool's CPU per iteration and GIL-free share within
-  their stated spread.
+  their stated spread;
+* **averages** -- the CPU of one trace carries the machine's speed and the GIL
+  hand-overs of that moment.  Traces of the same configuration (the same
+  runners and sizes) pool their samples: each CPU step of the first trace's
+  model is fitted from its samples in all of them (matched by runner, operation
+  and the site before it), and its GIL-free share is their CPU-weighted mean.
 
 >>> fit_split([(2, 4.0), (1, 8.0), (4, 2.0)], n0=2)
 1.0
@@ -47,6 +52,21 @@ class Across:
     splits: dict = field(default_factory=dict)      # pool -> (share, comment)
     lines: list = field(default_factory=list)       # header comments
     info: dict = field(default_factory=dict)
+    #: step_key -> [(CPU samples, GIL-free share)] of the *other*
+    #: traces of the first one's configuration
+    pooled: dict = field(default_factory=dict)
+    same: int = 1                                   # traces of the first one's configuration
+
+    def samples(self, runner: str, leaf, xs: list, share: float) -> tuple[list, float, int]:
+        """A CPU step's samples and GIL-free share over every trace of the configuration;
+        the number of traces they come from."""
+        more = self.pooled.get(step_key(runner, leaf))
+        if not more:
+            return xs, share, 1
+        allx = list(xs) + [x for ys, _ in more for x in ys]
+        cpu = [(sum(xs), share)] + [(sum(ys), sh) for ys, sh in more]
+        tot = sum(c for c, _ in cpu)
+        return allx, (sum(c * sh for c, sh in cpu) / tot if tot > 0 else share), 1 + len(more)
 
 
 def pool_facts(an) -> dict[str, PoolFacts]:
@@ -61,6 +81,38 @@ def pool_facts(an) -> dict[str, PoolFacts]:
         out[r.name] = PoolFacts(r.size, cpu / r.iterations, free / cpu if cpu > 0 else 0.0,
                                 r.mode == "forever" and not any(lf.action == "take" for lf in lvs))
     return out
+
+
+def step_key(runner: str, leaf) -> tuple:
+    """A step's name in any trace of the program: runner, operation, site, site before it
+    (an object's address differs from run to run)."""
+    return (runner, leaf.token[0], leaf.token[2], leaf.prev)
+
+
+def cpu_steps(an) -> dict:
+    """step_key -> (CPU samples, GIL-free share) of each CPU step of the modelled runners.
+    A key in several places of one structure (the same code between the same two sites,
+    reached in two branches) pools them: the CPU-weighted share."""
+    parts: dict = {}
+    for r in an.runners:
+        if r.mode == "omitted":
+            continue
+        for lf in leaves(r.items):
+            xs = [st.cpu for st in lf.steps if st.cpu is not None]
+            if xs:
+                share = an.shares.get(id(lf), 0.0) if an.gil else 0.0
+                parts.setdefault(step_key(r.name, lf), []).append((xs, share))
+    out = {}
+    for key, ps in parts.items():
+        xs = [x for ys, _ in ps for x in ys]
+        tot = sum(xs)
+        out[key] = (xs, sum(sum(ys) * sh for ys, sh in ps) / tot if tot > 0 else ps[0][1])
+    return out
+
+
+def configuration(an) -> tuple:
+    """The runners and their sizes: traces with the same one are repeats."""
+    return tuple(sorted((r.name, r.size) for r in an.runners if r.mode != "omitted"))
 
 
 def fit_split(points: list[tuple[int, float]], n0: int) -> float | None:
@@ -112,9 +164,21 @@ def across(analyses: list, names: list[str]) -> Across:
                                f"(CPU per iteration and thread: {pts} threads)")
         res.lines.append(f"#   pool '{pool}': divided share of its work {s:g}, from traces at "
                          f"{', '.join(map(str, sorted(set(sizes))))} threads")
+    conf = configuration(analyses[0])
+    repeats = [an for an in analyses[1:] if configuration(an) == conf]
+    if repeats:
+        mine = cpu_steps(analyses[0])
+        for an in repeats:
+            for key, val in cpu_steps(an).items():
+                if key in mine:
+                    res.pooled.setdefault(key, []).append(val)
+        res.same = 1 + len(repeats)
+        res.info["averaged_over"] = res.same
+        res.lines.append(f"#   CPU steps fitted from the samples of {res.same} traces of this "
+                         "configuration (same runners and sizes)")
     if res.lines:
         res.lines.insert(0, f"# Across {len(analyses)} traces ({', '.join(names)}):")
     return res
 
 
-__all__ = ["Across", "PoolFacts", "across", "fit_split", "pool_facts"]
+__all__ = ["Across", "PoolFacts", "across", "configuration", "cpu_steps", "fit_split", "pool_facts"]

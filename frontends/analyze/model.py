@@ -357,6 +357,10 @@ class Writer:
 
     def cpu(self, lf, ctx) -> list[str]:
         xs = [s.cpu for s in lf.steps if s.cpu is not None]
+        share = self.an.shares.get(id(lf), 0.0) if self.an.gil else 0.0
+        traces = 1
+        if self.across is not None:
+            xs, share, traces = self.across.samples(ctx.runner.name, lf, xs, share)
         f = fit(xs)
         prev = lf.prev or ctx.last_site
         site = lf.token[2]
@@ -365,7 +369,6 @@ class Writer:
         p1, l1 = split_site(site)
         base = nm or (f"cpu_{l0}_{l1}" if l0 and p0 == p1 else f"cpu_{l1 or 'x'}")
         name = self.names.unique(base)
-        share = self.an.shares.get(id(lf), 0.0) if self.an.gil else 0.0
         where = (f"{prev} -> :{l1}" if prev and p0 == p1 else f"{prev} -> {site}" if prev
                  else f"before {site}")
         note = (f"; {100 * share:.0f}% ran without the GIL" if 0 < share < 1 else
@@ -377,7 +380,9 @@ class Writer:
             self.assumptions.append((name, f"fragment {name} ({where}) holds the GIL (no evidence "
                                            "either way: trace at a higher load to decide)"))
         ctx.steps.append({"name": name, "mean": f.mean, "scv": f.scv, "n": f.n,
-                          "gil_free": share, "site": site, "prev": prev})
+                          "gil_free": share, "site": site, "prev": prev, "traces": traces})
+        if traces > 1:
+            note += f"; samples of {traces} traces"
         out = [f"# {where}: {f.describe()}{note}"]
         spread = per_thread_note(lf, ctx.runner.group)
         if spread:
