@@ -160,7 +160,7 @@ class Result:
                 "measures": [dict(asdict(r), unit=r.unit) for r in self.rows]}
 
     def to_json(self, path: str | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, default=_jsonable_default)
+        text = strict_json(self.to_dict())
         if path is not None:
             from qpn.fileio import write_atomic
             write_atomic(path, text + "\n")
@@ -210,6 +210,24 @@ def _jsonable_default(o):
     except ImportError:  # pragma: no cover
         pass
     return str(o)
+
+
+def finite_or_none(o):
+    """``o`` with every NaN and infinity replaced by None (JSON has no such numbers:
+    ``NaN`` in a file breaks jq, JavaScript and strict parsers)."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: finite_or_none(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [finite_or_none(v) for v in o]
+    return o
+
+
+def strict_json(d) -> str:
+    """RFC 8259 JSON of ``d`` (numpy values converted, undefined numbers as null), indented."""
+    plain = json.loads(json.dumps(_str_keys(d), default=_jsonable_default))
+    return json.dumps(finite_or_none(plain), indent=2, allow_nan=False)
 
 
 def _jsonable(d):

@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 from qpn.errors import ModelError, ParameterError, QPNError, SolverError, suggest
 
-from .result import UNITS, Result, _g, _jsonable_default
+from .result import UNITS, Result, _g, _jsonable_default, strict_json
 
 MAX_POINTS = 100_000
 _INT = re.compile(r"[+-]?\d+\Z")
@@ -486,7 +486,7 @@ def sweep_to_dict(sw) -> dict:
 
 
 def sweep_to_json(sw, path: str | None = None) -> str:
-    text = json.dumps(sweep_to_dict(sw), indent=2, default=_jsonable_default)
+    text = strict_json(sweep_to_dict(sw))
     if path is not None:
         from qpn.fileio import write_atomic
         write_atomic(path, text + "\n")

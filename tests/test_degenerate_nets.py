@@ -326,3 +326,20 @@ def test_a_stalled_steady_state_solve_is_imprecise_not_an_answer(monkeypatch, tm
     assert rc == ExitStatus.IMPRECISE
     assert js["imprecise"].startswith("the steady-state solvers stalled at residual 9.0e-02")
     assert "PRECISION NOT REACHED" in out
+
+
+def test_json_output_is_strict_json_with_null_for_undefined_means(tmp_path, capsys):
+    # a place nothing ever enters: its mean residence is 0/0 -- NaN in the table, and in
+    # the JSON it was the bare word NaN, which jq, JavaScript and strict parsers reject
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    rc, out, err, _ = _solve(tmp_path, capsys, "net gen\nplace q0\ntransition t0 :  ->  delay exp(1)\n")
+    js = strict((tmp_path / "out.json").read_text())
+    res = {(m["measure"], m["element"]): m["value"] for m in js["measures"]}
+    assert res[("residence", "q0")] is None and res[("throughput", "t0")] == 1.0
+    f = tmp_path / "sw.qpn"
+    f.write_text("net gen\nparam r = 1\nplace q0\ntransition t0 :  ->  delay exp(r)\n")
+    assert main(["solve", str(f), "-q", "--sweep", "r=1,2", "--json", str(tmp_path / "sw.json")]) == 0
+    capsys.readouterr()
+    pts = strict((tmp_path / "sw.json").read_text())["points"]
+    assert [p["result"]["measures"][3]["value"] for p in pts] == [None, None]

@@ -183,10 +183,11 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
                             "samples": m["samples"], "load": m["load"], "predicted": pred,
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
-    write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(
+    from solvers.result import finite_or_none
+    write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(
         {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "rows": report.rows,
          "mean_eps": report.mean_eps, "max_eps": report.max_eps, "warnings": report.warnings},
-        indent=1, default=str))
+        default=str))), indent=1, allow_nan=False))
     _plot(report, os.path.join(out_dir, "verify.png"), log)
     return report
 
