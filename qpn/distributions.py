@@ -364,12 +364,17 @@ class Empirical(Distribution):
     def bind(self, env):
         return self
 
-    def _mean(self): return float(self.values().mean())
+    def _mean(self):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(self.values().mean())
 
     def _scv(self):
+        # samples near 1e308 overflow: inf or nan here, which check() turns into a located
+        # error (no numpy warning lines before it)
         v = self.values()
-        m = v.mean()
-        return float(v.var() / m ** 2)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            m = v.mean()
+            return float(v.var() / m ** 2)
 
     def _sample(self, rng, size):
         v = self.values()

@@ -343,3 +343,22 @@ def test_json_output_is_strict_json_with_null_for_undefined_means(tmp_path, caps
     capsys.readouterr()
     pts = strict((tmp_path / "sw.json").read_text())["points"]
     assert [p["result"]["measures"][3]["value"] for p in pts] == [None, None]
+
+
+def test_numbers_at_the_edge_of_float_range_give_no_numpy_warning_lines():
+    # samples near 1e308 and a service time of 1e-320 ms overflow inside numpy: the user
+    # gets the located error or the result, not "RuntimeWarning: overflow" lines
+    import warnings
+    from qpn.errors import ModelError
+    huge = ("net gen\nplace s init 1\nplace w\ntransition wake : s -> w "
+            "delay replay([1e308, 1e-320, 1.5], unit = ms)\ntransition back : w -> s delay exp(1)\n")
+    tiny = ("net rrcpu\ncolors g = {a, b}\nplace think : g queue is service exp(1 s) init 2 a, 2 b\n"
+            "place cpu : g queue rr servers 2 quantum 10 ms switch 50 us "
+            "service a: det(50 ms), b: det(1e-320 ms)\n"
+            "transition run : think(x) -> cpu(x)\ntransition stop : cpu(x) -> think(x)\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ModelError, match=r"<string>:4:32: error: .*beyond the range"):
+            qpn.check(qpn.parse(huge))
+        res = qpn.solve(qpn.parse(tiny), method="des", options={"events": 3000, "replications": 2})
+        assert res.get("throughput", "run") > 0

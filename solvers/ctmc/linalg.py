@@ -149,7 +149,8 @@ def _unpin(x, keep, k):
     pi[keep] = x
     pi[k] = 1.0
     pi = np.maximum(pi, 0.0)
-    return pi / pi.sum()
+    with np.errstate(invalid="ignore", over="ignore"):   # a failed solve: nan, residual says so
+        return pi / pi.sum()
 
 
 def _triangular(M: sp.spmatrix):

@@ -334,7 +334,10 @@ def build_params(ln: LaneNet, net: NetArrays) -> LaneParams:
     mu = np.zeros((L, max(int(net.q_kptr[-1]), 1)))
     for qi in range(Q):
         for k in range(len(c.queues[qi].classes)):
-            mu[:, int(net.q_kptr[qi]) + k] = 1.0 / ln.service[qi][k].mean
+            m = np.asarray(ln.service[qi][k].mean, dtype=float)
+            # a zero service time (det(0)) has an infinite rate: no numpy divide warning
+            with np.errstate(over="ignore"):          # det(1e-320): a rate beyond float range
+                mu[:, int(net.q_kptr[qi]) + k] = np.divide(1.0, m, out=np.full(m.shape, np.inf), where=m > 0)
     quantum = np.zeros((L, max(Q, 1)))
     switch = np.zeros((L, max(Q, 1)))
     qservers = np.ones((L, max(Q, 1)))

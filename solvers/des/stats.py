@@ -263,11 +263,14 @@ def mser(x: np.ndarray) -> np.ndarray:
         return np.zeros(L, dtype=np.int64)
     xs = x.reshape(L, n, -1)
     rev = xs[:, ::-1]
-    cs = np.cumsum(rev, axis=1)[:, ::-1]                  # sums of x[d:]
-    cs2 = np.cumsum(rev * rev, axis=1)[:, ::-1]
     cnt = (n - np.arange(n))[None, :, None]
-    var = cs2 - cs * cs / cnt                             # sum of squared deviations
-    stat = var / cnt ** 2
+    # measures near 1e308 (a service time of 1e300 s) overflow here: inf/nan statistics,
+    # not numpy warning lines (their truncation is as good as any)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cs = np.cumsum(rev, axis=1)[:, ::-1]              # sums of x[d:]
+        cs2 = np.cumsum(rev * rev, axis=1)[:, ::-1]
+        var = cs2 - cs * cs / cnt                         # sum of squared deviations
+        stat = var / cnt ** 2
     dmax = n // 2
     d = np.argmin(stat[:, :dmax + 1], axis=1)             # (L, channels)
     return d.max(axis=1).astype(np.int64)
