@@ -96,3 +96,15 @@ def test_huge_fifo_population_is_counted_without_allocating():
     assert spec.estimate == float("inf")
     assert spec.estimate_phrase().startswith("more than 1e308 states (upper bound")
     assert len(spec.bounds) == 0          # not laid out: nothing of that size was made
+
+
+@pytest.mark.parametrize("disc", ["fcfs", "random"])
+def test_two_to_the_31_servers_give_a_bound_not_an_overflow(disc):
+    # the factor of the servers' phases was float(P) ** servers (OverflowError), and a
+    # random queue summed K^j over 2^31 + 1 terms (found by fuzzing)
+    net = qpn.parse(f"param p0 = 2147483648\ncolors c = {{a, b}}\n"
+                    f"place q1 : c queue {disc} servers p0 service erlang(2, 1)\n"
+                    "place q2 : c init p0 a\ntransition t1 : q2(x) -> q1(x)\ntransition t2 : q1(x) -> q2(x)\n")
+    spec = _spec(net)
+    assert spec.estimate == float("inf")
+    assert spec.estimate_phrase().startswith("more than 1e308 states")

@@ -299,6 +299,14 @@ def _token_factor(q, k: int) -> float:
     return 1.0                              # fcfs, prio, random: see _outside_factor
 
 
+def _power(base: float, e: int) -> float:
+    """base ** e as a float, inf past the float range (2^31 servers: OverflowError)."""
+    try:
+        return float(base) ** e
+    except OverflowError:
+        return math.inf
+
+
 def _outside_factor(spec, ctx) -> float:
     """Factors independent of the marking: servers' phases and flags, capacity units,
     phases of non-exponential timed transitions."""
@@ -308,12 +316,13 @@ def _outside_factor(spec, ctx) -> float:
             continue
         s = int(min(q.servers, q.L))
         done = 1 if any(q.fifo) else 0
-        f *= float(q.max_phases + done) ** s
+        f *= _power(q.max_phases + done, s)
         if q.discipline in ("prio", "random"):
             # serving tokens move to the front (dynamics._canonical): their classes
-            # form a prefix of at most s, the rest keeps the order counted above
+            # form a prefix of at most s, the rest keeps the order counted above:
+            # sum_{j <= s} K^j of them
             K = len(q.classes)
-            f *= float(sum(K ** j for j in range(s + 1)))
+            f *= float(s + 1) if K == 1 else (_power(K, s + 1) - 1) / (K - 1)
     for u, cap in ctx["cap_units"].items():
         P = ctx["nph"].get(u, 1)
         f *= float(comb(cap + P, P))            # sum over n <= cap of C(n+P-1, P-1)
