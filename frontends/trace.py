@@ -101,6 +101,9 @@ class TraceHeader:
                          f"{m.get('cpus')} CPUs")
         if m.get("steal_share") is not None:
             parts.append(f"steal {100 * m['steal_share']:.1f}%")
+        if m.get("python_loop_ns"):
+            parts.append("Python loop " + "/".join(f"{x:.4g}" for x in m["python_loop_ns"])
+                         + " ns before/after (frontends/calibrate.py)")
         return "; ".join(parts) or None
 
     def busy(self, others: float = 0.5, steal: float = 0.05) -> str | None:

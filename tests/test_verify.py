@@ -95,6 +95,56 @@ def test_small_suite_on_recorded_runs_predicts_the_grid_within_its_bound(tmp_pat
     assert "param split_worker = " in (out / "model.qpn").read_text()
 
 
+def _recorded_suite(tmp_path, trace_loop=None, measure_loop=None):
+    """The recorded small suite in ``tmp_path``; with calibration timings written into the
+    traces' headers and the cached samples when given."""
+    import gzip
+    import shutil
+    (tmp_path / "suite.toml").write_text(SMALL)
+    cache = json.loads(open(os.path.join(RECORDED, "verify-cache.json")).read())
+    if measure_loop is not None:
+        for samples in cache.values():
+            for smp in samples:
+                smp["loop_ns"] = measure_loop
+    (tmp_path / ".verify-cache.json").write_text(json.dumps(cache))
+    out = tmp_path / "verify"
+    out.mkdir()
+    for i in range(2):
+        with gzip.open(os.path.join(RECORDED, f"trace{i}.jsonl.gz"), "rt", encoding="utf-8") as fh:
+            header, rest = fh.readline(), fh.read()
+        head = json.loads(header)
+        head["program"]["cwd"] = os.path.dirname(SPLIT)
+        if trace_loop is not None:
+            head.setdefault("machine", {})["python_loop_ns"] = [trace_loop, trace_loop]
+        (out / f"trace{i}.jsonl").write_text(json.dumps(head) + "\n" + rest)
+        shutil.copy(os.path.join(RECORDED, f"trace{i}.jsonl.key"), out / f"trace{i}.jsonl.key")
+
+
+def test_calibration_scales_cpu_demands_by_the_machines_speed(tmp_path, monkeypatch):
+    # the traces ran a Python loop in 40 ns, the measured runs in 50 ns: the measured runs'
+    # machine was 1.25x slower, so every CPU demand is 1.25x longer and the predicted rate of
+    # this CPU-bound program (rounds behind a barrier) is 0.8 of the uncalibrated one
+    measure_mod = sys.modules["frontends.verify.measure"]
+    monkeypatch.setattr(measure_mod, "run_once", lambda *a, **k: pytest.fail("measured"))
+    import frontends.pytrace
+    monkeypatch.setattr(frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _recorded_suite(tmp_path / "a")
+    plain = verify(str(tmp_path / "a"))
+    assert any(w.startswith("no calibration: the traces have no Python loop timing") for w in plain.warnings)
+    assert [r["speed"] for r in plain.rows] == [None, None]
+    _recorded_suite(tmp_path / "b", trace_loop=40.0, measure_loop=50.0)
+    cal = verify(str(tmp_path / "b"))
+    assert [r["speed"] for r in cal.rows] == [0.8, 0.8]
+    assert not [w for w in cal.warnings if w.startswith("no calibration")]
+    for a, b in zip(plain.rows, cal.rows):
+        assert b["predicted"] == pytest.approx(0.8 * a["predicted"], rel=0.02)
+        speedups = [v for k, v in b["model_params"].items() if k.startswith("speedup_")]
+        assert speedups and all(v == pytest.approx(0.8) for v in speedups)
+    assert "speed: a Python loop's time while tracing over its time while measuring" in cal.table()
+
+
 @pytest.mark.parametrize("text, msg", [
     ("[grid]\nw = [1]\n", "[program] needs 'path'"),
     ('[program]\npath = "nope.py"\nargs = []\n[grid]\nw = [1]\n', "no such file"),

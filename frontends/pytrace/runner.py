@@ -215,6 +215,8 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         env["QPN_TRACE_RAW"] = raw
         pkgs = program_packages(cmd, cwd) if packages is None else list(packages)
         env["QPN_TRACE_PACKAGES"] = ",".join(pkgs)
+        from frontends.calibrate import python_loop_ns
+        loop_before = python_loop_ns()      # the machine's speed now (frontends/calibrate.py)
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout)
@@ -233,6 +235,7 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
             signal.signal(signal.SIGINT, old)
             machine = sampler.stop()
         seconds = time.perf_counter() - t0
+        machine["python_loop_ns"] = [round(loop_before, 3), round(python_loop_ns(), 3)]
         records, warnings = _read_raw(raw)
         if not records:
             raise QPNError(f"qpn trace: {cmd[0]!r} recorded nothing (exit status {returncode}); "

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from qpn.errors import QPNError
 from qpn.fileio import check_output_dir, write_atomic
 
+from frontends.calibrate import speed_ratio
+
 from .manifest import Suite, load_suite
 from .measure import ISOLATE, measure, setup
 
@@ -48,17 +50,22 @@ class Report:
 
     def table(self) -> str:
         names = list(self.rows[0]["point"]) if self.rows else []
-        head = names + ["measured", "spread", "predicted", "eps"]
+        speed = any(r.get("speed") is not None for r in self.rows)
+        head = names + ["measured", "spread"] + (["speed"] if speed else []) + ["predicted", "eps"]
         lines = [head]
         for r in self.rows:
             lines.append([str(r["point"][n]) for n in names]
-                         + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%",
-                            f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"])
+                         + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%"]
+                         + ([f"{r['speed']:.3f}" if r.get("speed") is not None else "-"] if speed else [])
+                         + [f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"])
         widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
         out = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in lines]
         out.insert(1, "  ".join("-" * w for w in widths))
         out.append(f"mean eps {100 * self.mean_eps:.1f}%, max {100 * self.max_eps:.1f}% "
                    f"over {len(self.rows)} configuration(s)")
+        if speed:
+            out.append("speed: a Python loop's time while tracing over its time while measuring "
+                       "(below 1: the trace ran faster); the model's CPU demands are divided by it")
         return "\n".join(out)
 
 
@@ -140,7 +147,9 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced {cfg}", file=log)
         traces.append(read_trace(path))
-    return build(traces[0], others=tuple(traces[1:]), name=suite.name)
+    res = build(traces[0], others=tuple(traces[1:]), name=suite.name)
+    res.info["traced_loop_ns"] = [x for t in traces for x in (t.header.machine or {}).get("python_loop_ns") or []]
+    return res
 
 
 def _model_params(suite: Suite, point: dict, params: dict) -> dict:
@@ -171,8 +180,20 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
     net = qpn.parse(res.text)
     report = Report(suite.name, model=os.path.join(out_dir, "model.qpn"), warnings=list(res.warnings),
                     bound=suite.bound)
+    names = {p.name for p in net.params}
+    traced = res.info.get("traced_loop_ns") or []
+    if suite.calibrate and not (traced and all(measured[i]["loop_ns"] for i in measured)):
+        report.warnings.append("no calibration: " + ("the traces" if not traced else "the cached measurements")
+                               + " have no Python loop timing (taken before it existed): --remeasure "
+                               "to calibrate; predictions use the traced CPU demands as they are")
     for i, point in enumerate(suite.points()):
-        params = _model_params(suite, point, {p.name for p in net.params})
+        params = _model_params(suite, point, names)
+        speed = speed_ratio(traced, measured[i]["loop_ns"] or []) if suite.calibrate else None
+        if speed is not None:
+            # the measured runs' machine: demands / speed (speedup_* divide CPU demands only)
+            for name in names:
+                if name.startswith("speedup_"):
+                    params[name] = float(params.get(name, 1.0)) * speed
         r = qpn.solve(net, options={"quiet": True, "seed": 1, **suite.solve}, **params)
         pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
         if not math.isfinite(pred) or pred == 0:
@@ -181,7 +202,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         report.warnings += [f"at {point}: {w}" for w in getattr(r, "warnings", [])]
         m = measured[i]
         report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
-                            "samples": m["samples"], "load": m["load"], "predicted": pred,
+                            "samples": m["samples"], "load": m["load"], "speed": speed, "predicted": pred,
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
     from solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(

@@ -58,6 +58,7 @@ class Suite:
     server: list | None = None         # [server] command: started around each run, traced
     port: str | None = None            # [server] port: ready when 127.0.0.1:port accepts
     setup: list | None = None          # run once before measuring (installs the server)
+    calibrate: bool = True             # scale CPU demands by the machine's speed (calibrate.py)
 
     def points(self) -> list[dict]:
         """Every combination of the grid's values."""
@@ -150,7 +151,14 @@ def load_suite(directory: str) -> Suite:
                  list(_need(prog, "args", "program", list, path)), dict(doc.get("params", {})),
                  grid, configs, kind, expr, repeats, over, values, pattern,
                  dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
-                 server, port, setup)
+                 server, port, setup, _calibrate(pred, path))
+
+
+def _calibrate(pred: dict, path: str) -> bool:
+    value = pred.get("calibrate", True)
+    if not isinstance(value, bool):
+        raise QPNError(f"{path}: [predict] calibrate must be true or false, got {value!r}")
+    return value
 
 
 __all__ = ["Suite", "load_suite", "KINDS"]

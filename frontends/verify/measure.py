@@ -43,8 +43,11 @@ def _loadavg() -> float | None:
 
 
 def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
-    """One isolated run of the program: {"wall": s, "value": float | None, "load": 1-min load}."""
+    """One isolated run of the program: {"wall": s, "value": float | None, "load": 1-min load,
+    "loop_ns": the machine's Python speed just before (frontends/calibrate.py)}."""
+    from frontends.calibrate import python_loop_ns
     argv = [sys.executable, suite.program] + suite.argv(values)
+    loop_ns = round(python_loop_ns(), 3)
     server = contextlib.nullcontext()
     if suite.server:                         # a server, and the program is its load
         from .server import running_server
@@ -64,7 +67,7 @@ def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
             raise QPNError(f"{suite.name}: the pattern {suite.pattern!r} found nothing in the output "
                            f"of `{' '.join(argv)}`: {p.stdout.strip()[-300:]!r}")
         value = float(m.group(1))
-    return {"wall": wall, "value": value, "load": _loadavg()}
+    return {"wall": wall, "value": value, "load": _loadavg(), "loop_ns": loop_ns}
 
 
 def runs_of(suite, point: dict) -> list[dict]:
@@ -151,8 +154,11 @@ def _values(suite, points, cache) -> dict:
         med = statistics.median(walls)
         spread = (max(walls) - min(walls)) / med if med > 0 else 0.0
         loads = [s["load"] for group in samples for s in group if s["load"] is not None]
+        loops = [s.get("loop_ns") for group in samples for s in group]
         out[i] = {"value": value, "spread": spread, "samples": len(walls),
-                  "load": (min(loads), max(loads)) if loads else None}
+                  "load": (min(loads), max(loads)) if loads else None,
+                  # every sample calibrated, or none counts (a cache from before calibration)
+                  "loop_ns": loops if loops and all(loops) else None}
     return out
 
 
