@@ -6,8 +6,8 @@ model built from it predicts too fast against measurements taken in a slow one.
 :func:`python_loop_ns` times a fixed pure-Python loop and gives nanoseconds per
 iteration: ``qpn trace`` records it before and after the traced run (the trace
 header's ``machine.python_loop_ns``), ``qpn verify`` before every measured run,
-and the prediction scales the model's CPU demands by the ratio of the two
-(docs/verify.md, Calibration).
+and the prediction scales the model's CPU demands by the ratio of the two when it
+differs from 1 by more than the loop's own spread (docs/verify.md, Calibration).
 
 The loop is short (about 15 ms a round) and the best of a few rounds is kept: a
 round that the scheduler interrupted is slower, never faster.
@@ -17,6 +17,8 @@ round that the scheduler interrupted is slower, never faster.
 True
 >>> speed_ratio([40.0, 42.0], [50.0, 52.0, 51.0])    # traced faster than measured
 0.804
+>>> loop_spread([40.0, 42.0], [50.0, 52.0, 51.0])     # each side's own variation
+0.049
 """
 from __future__ import annotations
 
@@ -45,11 +47,25 @@ def speed_ratio(traced: list[float], measured: list[float]) -> float | None:
     below 1 when the trace ran faster.  The model's CPU demands, divided by it (the
     ``speedup_*`` parameters), are what the measured runs' machine would have taken.
     None when either side has no calibration."""
-    t = [x for x in traced if isinstance(x, (int, float)) and x > 0]
-    m = [x for x in measured if isinstance(x, (int, float)) and x > 0]
+    t = _timings(traced)
+    m = _timings(measured)
     if not t or not m:
         return None
     return round(statistics.median(t) / statistics.median(m), 3)
 
 
-__all__ = ["python_loop_ns", "speed_ratio", "LOOP_ITERATIONS", "ROUNDS"]
+def loop_spread(traced: list[float], measured: list[float]) -> float:
+    """How much the loop's own timings vary on either side ((max - min) / median, the larger
+    side): a speed ratio closer to 1 than this is not told apart from the loop's noise."""
+    out = 0.0
+    for xs in (_timings(traced), _timings(measured)):
+        if len(xs) > 1:
+            out = max(out, (max(xs) - min(xs)) / statistics.median(xs))
+    return round(out, 3)
+
+
+def _timings(xs) -> list[float]:
+    return [x for x in xs or [] if isinstance(x, (int, float)) and x > 0]
+
+
+__all__ = ["python_loop_ns", "speed_ratio", "loop_spread", "LOOP_ITERATIONS", "ROUNDS"]

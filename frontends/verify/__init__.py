@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from qpn.errors import QPNError
 from qpn.fileio import check_output_dir, write_atomic
 
-from frontends.calibrate import speed_ratio
+from frontends.calibrate import loop_spread, speed_ratio
 
 from .manifest import Suite, load_suite
 from .measure import ISOLATE, measure, setup
@@ -56,7 +56,7 @@ class Report:
         for r in self.rows:
             lines.append([str(r["point"][n]) for n in names]
                          + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%"]
-                         + ([f"{r['speed']:.3f}" if r.get("speed") is not None else "-"] if speed else [])
+                         + ([_speed_cell(r)] if speed else [])
                          + [f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"])
         widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
         out = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in lines]
@@ -65,8 +65,15 @@ class Report:
                    f"over {len(self.rows)} configuration(s)")
         if speed:
             out.append("speed: a Python loop's time while tracing over its time while measuring "
-                       "(below 1: the trace ran faster); the model's CPU demands are divided by it")
+                       "(below 1: the trace ran faster); the model's CPU demands are divided by it, "
+                       "unless it is within the loop's own spread (in parentheses: not applied)")
         return "\n".join(out)
+
+
+def _speed_cell(row: dict) -> str:
+    if row.get("speed") is None:
+        return "-"
+    return f"{row['speed']:.3f}" if row.get("speed_applied") else f"({row['speed']:.3f})"
 
 
 def _predictor(result, point: dict):
@@ -189,7 +196,9 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
     for i, point in enumerate(suite.points()):
         params = _model_params(suite, point, names)
         speed = speed_ratio(traced, measured[i]["loop_ns"] or []) if suite.calibrate else None
-        if speed is not None:
+        noise = loop_spread(traced, measured[i]["loop_ns"] or [])
+        applied = speed is not None and abs(speed - 1.0) > noise
+        if applied:
             # the measured runs' machine: demands / speed (speedup_* divide CPU demands only)
             for name in names:
                 if name.startswith("speedup_"):
@@ -202,7 +211,8 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         report.warnings += [f"at {point}: {w}" for w in getattr(r, "warnings", [])]
         m = measured[i]
         report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
-                            "samples": m["samples"], "load": m["load"], "speed": speed, "predicted": pred,
+                            "samples": m["samples"], "load": m["load"], "speed": speed,
+                            "speed_noise": noise, "speed_applied": applied, "predicted": pred,
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
     from solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(
