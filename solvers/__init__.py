@@ -80,8 +80,10 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
     if traps:   # every method would spin in zero time (the simulator for 10^5 firings first)
         where = next((t.loc for t in compiled.net.flatten().transitions if t.name == traps[0]), None)
         raise ModelError(f"timeless trap: immediate transition(s) {', '.join(repr(t) for t in traps)} "
-                         "have no input place, so they fire forever in zero time", where,
-                         hint="give it a delay (a timed source), an input place or an inhibitor arc")
+                         "stay enabled whatever they fire (no input place, or they give back what "
+                         "they take), so they fire forever in zero time", where,
+                         hint="give it a delay (a timed source), an input it consumes, or an "
+                              "inhibitor arc")
     problems = solver.problems(compiled, options)
     if problems:
         others = []

@@ -104,16 +104,36 @@ def empty_reason(compiled) -> str | None:
 def source_traps(compiled) -> list[str]:
     """Transitions that keep a net at time 0: an immediate mode with no input arc, no
     inhibitor arc and no output place with a capacity is enabled in every marking, so it
-    fires forever in zero time.  Cheap (no state space).  Only the sure case of the
+    fires forever in zero time; so does one that gives back what it takes, enabled at the
+    start, whose inputs nothing of its priority can take.  Cheap (no state space).  Only the sure case of the
     structural check's timeless traps: a loop of immediate modes may also have a way out
     (a retry loop that leaves with probability 1/2), which only a run can tell."""
     pre, post = compiled.pre.tocsr(), compiled.post.tocsr()
     no_input = np.diff(pre.indptr) == 0
     inhibited = {int(i) for i in compiled.inh_mode}
     capped = set(compiled.cap.tocsr().indices.tolist())
-    return sorted({m.transition for i, m in enumerate(compiled.modes)
-                   if m.kind == "immediate" and no_input[i] and i not in inhibited
-                   and not capped.intersection(post.indices[post.indptr[i]:post.indptr[i + 1]].tolist())})
+    imm = [i for i, m in enumerate(compiled.modes) if m.kind == "immediate"]
+    m0 = np.asarray(compiled.m0)
+    out = set()
+    for i in imm:
+        mode = compiled.modes[i]
+        if i in inhibited or capped.intersection(post.indices[post.indptr[i]:post.indptr[i + 1]].tolist()):
+            continue
+        if no_input[i]:
+            out.add(mode.transition)
+            continue
+        # a self-loop (it gives back at least what it takes) enabled at the start, whose
+        # inputs no other immediate mode of its priority or above can take: once enabled,
+        # nothing can disable it before time passes, and time never passes
+        need = pre[i].toarray().ravel()
+        ins = np.flatnonzero(need)
+        if np.any(post[i].toarray().ravel()[ins] < need[ins]) or np.any(m0[ins] < need[ins]):
+            continue
+        rivals = [j for j in imm if j != i and compiled.modes[j].priority >= mode.priority
+                  and pre[j].toarray().ravel()[ins].any()]
+        if not rivals:
+            out.add(mode.transition)
+    return sorted(out)
 
 
 def deadlock_reason(compiled, states: np.ndarray, dead: np.ndarray) -> str:

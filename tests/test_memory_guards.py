@@ -306,3 +306,23 @@ def test_power_iteration_of_a_stiff_chain_is_bounded_by_its_work():
     _, info = linalg._power(Q, 1e-14, 10 ** 9)
     nnz = (sp.identity(n, format="csr") + Q).nnz
     assert info["iterations"] <= linalg.POWER_WORK // nnz + 1
+
+
+def test_a_probe_stops_inside_an_endless_resolution_of_immediate_firings():
+    # immediate modes that grow q1 and an LCFS-PR queue forever in zero time: resolving the
+    # initial marking alone took 46 s, past the probe's 2 s budget, which was read only
+    # between breadth-first levels (found by fuzzing)
+    from qpn.compile import compile_net
+    from qpn.errors import SolverError
+    from solvers.ctmc import explore
+    from solvers.ctmc.spec import build_spec
+    text = ("net gen\nparam p0 = 2\nparam p1 = 3\ncolors job = {a, b, c}\n"
+            "place q0 : job init 3 a capacity 3\nplace q1 init 2\n"
+            "place q2 queue lcfs-pr servers p0 service hyperexp(mean = 0.1, scv = 4) init p1\n"
+            "place q3 init 1\ntransition t0 immediate priority 2 {\n  mode m0 : q3, q1 -> \n"
+            "  mode m1 : q3 -> q1, q2\n}\ntransition t1 {\n  mode m0 : q0(x) -> q1 unless q3 weight 0.1\n"
+            "  mode m1 :  -> q3, 2 q0(a) weight 10\n}\n")
+    spec = build_spec(compile_net(qpn.parse(text), {}), cutoff=60)
+    with pytest.raises(SolverError, match=r"exploration stopped after 0.3 s at (round \d+ of immediate "
+                                          r"firings|[\d,]+ vanishing markings)"):
+        explore.Explorer(spec, 20_000, seconds=0.3).run()

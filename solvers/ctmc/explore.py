@@ -145,6 +145,7 @@ class Explorer:
         self.keyer = Keyer(spec.bounds)
         self.limit = limit
         self.seconds = seconds          # a probe's wall budget: SolverError past it
+        self.t_start = time.perf_counter()
         self.imm = np.asarray(spec.immediate, dtype=np.int64)
         self.flows: list[tuple[np.ndarray, int, np.ndarray]] = []
 
@@ -171,6 +172,8 @@ class Explorer:
         cur = (R, w, par)
         for rnd in range(MAX_ROUNDS):
             R, w, par = cur
+            # a round may branch many rows (a probe's budget holds inside the resolution too)
+            self._in_time(self.t_start, f"round {rnd + 1} of immediate firings")
             E, P = self._immediate_choice(R)
             V = E.any(axis=1)
             if not V.all():
@@ -236,13 +239,14 @@ class Explorer:
             entry_ids.append(vkeys[k])
         todo = list(range(len(vrows)))
         mode_prob: list[tuple[int, int, float]] = []
-        t0 = time.perf_counter()
         while todo:
-            self._in_time(t0, f"{len(vrows):,} vanishing markings")
+            self._in_time(self.t_start, f"{len(vrows):,} vanishing markings")
             batch = np.stack([vrows[v] for v in todo])
             E, P = self._immediate_choice(batch)
             nxt = []
             for bi, v in enumerate(todo):
+                if bi % 256 == 255:
+                    self._in_time(self.t_start, f"{len(vrows):,} vanishing markings")
                 if not E[bi].any():
                     raise RuntimeError("tangible row in vanishing set")
                 for j in np.flatnonzero(P[bi] > 0):
@@ -372,7 +376,7 @@ class Explorer:
                               hint="use --method des or smaller parameters")
 
     def run(self) -> StateSpace:
-        t0 = time.perf_counter()
+        t0 = self.t_start = time.perf_counter()
         dyn = self.dyn
         reg = Registry(self.keyer, self.spec.ncols, self.limit)
         R, w, par = dyn.initial_rows()

@@ -189,10 +189,19 @@ def _bicgstab_gs(Q, maxiter):
 
     def count(_):
         its[0] += 1
-    x, code = spla.bicgstab(A, b, M=M, rtol=1e-12, maxiter=maxiter, callback=count)
+    x, code = spla.bicgstab(A, b, M=M, rtol=1e-12, maxiter=_krylov_iterations(A, maxiter, 0),
+                            callback=count)
     pi = _unpin(x, keep, k)
     return pi, {"method": "bicgstab", "preconditioner": "gauss-seidel", "iterations": its[0],
                 "residual": _residual(Q, pi)}
+
+
+def _krylov_iterations(A, maxiter: int, restart: int) -> int:
+    """``maxiter`` bounded by POWER_WORK multiply-adds (a matrix and a preconditioner
+    product, and GMRES's orthogonalization, per iteration): a stiff chain that the
+    direct solver could not do would otherwise keep GMRES for seconds per cut-off."""
+    per = 3 * A.nnz + restart * A.shape[0] + 1
+    return int(min(maxiter, max(100, POWER_WORK // per)))
 
 
 def _iterative(Q, method, tol, maxiter):
@@ -203,6 +212,7 @@ def _iterative(Q, method, tol, maxiter):
     A, b, keep, k = _pinned(Q)
     info = {"method": method}
     target = 1e-12 * max(1.0, float(-Q.diagonal().min()))
+    maxiter = _krylov_iterations(A, maxiter, 60 if method == "gmres" else 0)
     best = None
     for drop, fill in ((1e-2, 2), (1e-4, 6)):
         try:
