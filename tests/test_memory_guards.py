@@ -326,3 +326,17 @@ def test_a_probe_stops_inside_an_endless_resolution_of_immediate_firings():
     with pytest.raises(SolverError, match=r"exploration stopped after 0.3 s at (round \d+ of immediate "
                                           r"firings|[\d,]+ vanishing markings)"):
         explore.Explorer(spec, 20_000, seconds=0.3).run()
+
+
+def test_vanishing_markings_count_against_the_state_limit():
+    # t0 gives back its 2 tokens, t2 takes 2 of 2^31: a run of 2^30 immediate firings; the
+    # resolution resolved up to 200,000 vanishing markings whatever --limit said (22 s)
+    from qpn.compile import compile_net
+    from qpn.errors import SolverError
+    from solvers.ctmc import explore
+    from solvers.ctmc.spec import build_spec
+    text = ("net gen\nplace q0 init 2147483648\ntransition t0 : 2 q0 -> 2 q0 weight 5\n"
+            "transition t1 : q0 ->  delay exp(5)\ntransition t2 {\n  mode m0 : 2 q0 ->  weight 1\n}\n")
+    spec = build_spec(compile_net(qpn.parse(text), {}), cutoff=60)
+    with pytest.raises(SolverError, match="more than 500 vanishing markings in a row"):
+        explore.Explorer(spec, 500).run()

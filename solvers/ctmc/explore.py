@@ -23,6 +23,7 @@ from .dynamics import Dynamics
 from .spec import CTMCSpec, events_per_state
 
 MAX_ROUNDS = 64
+MAX_VANISHING = 200_000     # vanishing markings resolved at once, at most (and the state limit)
 #: successor rows generated at once: a wider level is explored in chunks of the frontier
 CHUNK_SUCCESSORS = 1 << 16
 FIRST_CHUNK = 256          # frontier states in the first chunk of a level
@@ -268,8 +269,12 @@ class Explorer:
                             edges_t.append((v, len(tang_rows), wn[r]))
                             tang_rows.append(Rn[r])
             todo = nxt
-            if len(vrows) > 200_000:
-                raise SolverError("immediate transitions generate too many vanishing states",
+            if len(vrows) > min(MAX_VANISHING, self.limit):
+                # vanishing markings count against the state limit too (--limit 20,000 let
+                # 200,000 of them take 22 s)
+                raise SolverError(f"immediate transitions generate more than "
+                                  f"{min(MAX_VANISHING, self.limit):,} vanishing markings in a row "
+                                  "(the state limit; a very long run of immediate firings)",
                                   methods=("des",))
         nv = len(vrows)
         A = sp.identity(nv, format="csc")
