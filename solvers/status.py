@@ -113,6 +113,9 @@ def source_traps(compiled) -> list[str]:
     inhibited = {int(i) for i in compiled.inh_mode}
     capped = set(compiled.cap.tocsr().indices.tolist())
     imm = [i for i, m in enumerate(compiled.modes) if m.kind == "immediate"]
+    is_imm = np.zeros(len(compiled.modes), dtype=bool)
+    is_imm[imm] = True
+    by_slot = compiled.pre.tocsc()        # the modes that take from a slot: one column each
     m0 = np.asarray(compiled.m0)
     out = set()
     for i in imm:
@@ -125,13 +128,13 @@ def source_traps(compiled) -> list[str]:
         # a self-loop (it gives back at least what it takes) enabled at the start, whose
         # inputs no other immediate mode of its priority or above can take: once enabled,
         # nothing can disable it before time passes, and time never passes
-        need = pre[i].toarray().ravel()
-        ins = np.flatnonzero(need)
-        if np.any(post[i].toarray().ravel()[ins] < need[ins]) or np.any(m0[ins] < need[ins]):
+        ins = pre.indices[pre.indptr[i]:pre.indptr[i + 1]]
+        need = pre.data[pre.indptr[i]:pre.indptr[i + 1]]
+        gives = post[i].toarray().ravel()[ins]
+        if np.any(gives < need) or np.any(m0[ins] < need):
             continue
-        rivals = [j for j in imm if j != i and compiled.modes[j].priority >= mode.priority
-                  and pre[j].toarray().ravel()[ins].any()]
-        if not rivals:
+        takers = np.unique(by_slot[:, ins].tocoo().row)
+        if not any(j != i and is_imm[j] and compiled.modes[j].priority >= mode.priority for j in takers):
             out.add(mode.transition)
     return sorted(out)
 
