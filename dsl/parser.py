@@ -166,19 +166,25 @@ class _Builder(SoftwareBuilder, Transformer):
     def colors(self, c):
         name, (kind, data) = str(c[0]), c[1]
         loc = self.iloc(c)
+        parent = None
+        if kind == "subset":
+            kind, parent, data = "enum", str(data[0]), data[1:]
         if kind == "enum":
             seen = set()
             for tok in data:
                 if str(tok) in seen:
                     raise self.err(f"color '{tok}' is listed twice in '{name}'", tok)
                 seen.add(str(tok))
-            return EnumColors(name, tuple(str(t) for t in data), loc=loc)
+            return EnumColors(name, tuple(str(t) for t in data), parent, loc=loc)
         if kind == "range":
             return RangeColors(name, data[0], data[1], loc=loc)
         return RecordColors(name, tuple((str(f), str(s)) for f, s in data), loc=loc)
 
     def enum_colors(self, c):
         return ("enum", c)
+
+    def subset_colors(self, c):
+        return ("subset", c)
 
     def range_colors(self, c):
         return ("range", c)
@@ -712,7 +718,10 @@ def load(path: str | os.PathLike) -> Net:
     p = Path(path)
     if not p.is_file():
         raise ModelError(f"no such model file: {p}", None,
-                         hint="model files use the extension .qpn")
+                         hint="model files use the extension .qpn (or .qpe for QPME models)")
+    if p.suffix.lower() == ".qpe":
+        from .qpe import load_qpe
+        return load_qpe(path)
     return parse(read_source(path), str(path))
 
 

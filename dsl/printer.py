@@ -225,7 +225,8 @@ def fmt_item(it, indent: str = "") -> list[str]:
     if isinstance(it, Param):
         lines = [f"{indent}param {it.name} = {fmt(it.value)}"]
     elif isinstance(it, EnumColors):
-        lines = [f"{indent}colors {it.name} = {{{', '.join(it.values)}}}"]
+        of = f"{it.parent} " if it.parent else ""
+        lines = [f"{indent}colors {it.name} = {of}{{{', '.join(it.values)}}}"]
     elif isinstance(it, RangeColors):
         lines = [f"{indent}colors {it.name} = {fmt(it.lo)} .. {fmt(it.hi)}"]
     elif isinstance(it, RecordColors):

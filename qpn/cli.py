@@ -114,6 +114,9 @@ def cmd_fmt(args) -> int:
     from dsl.source import read_source
     from .fileio import check_output, write_atomic
     from . import load
+    if os.path.splitext(args.file)[1].lower() == ".qpe" and (args.write or args.check):
+        raise ModelError(f"{args.file} is a QPME model: fmt --write and --check work on .qpn files",
+                         hint=f"write the qpn text with: qpn convert {args.file} -o MODEL.qpn")
     if args.write:
         check_output(args.file)
     net = load(args.file)
@@ -138,6 +141,48 @@ def _(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true", help="rewrite the file in place (atomically)")
     g.add_argument("--check", action="store_true", help="exit 1 if the file is not canonical")
+
+
+@command("convert", "convert between qpn (.qpn) and QPME (.qpe) models, by the files' extensions")
+def cmd_convert(args) -> int:
+    from .fileio import check_output, write_atomic
+    src = os.path.splitext(args.file)[1].lower()
+    dst = os.path.splitext(args.output or "")[1].lower() or (".qpn" if src == ".qpe" else ".qpe")
+    if src not in (".qpn", ".qpe") or dst not in (".qpn", ".qpe"):
+        raise ModelError(f"convert reads and writes .qpn and .qpe files, not "
+                         f"{src or 'no extension'} -> {dst or 'no extension'}",
+                         hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.qpe")
+    if args.output and os.path.abspath(args.output) == os.path.abspath(args.file):
+        raise ModelError(f"convert would overwrite its input {args.file}", hint="name another output file")
+    check_output(args.output)
+    if src == ".qpe" and dst == ".qpn":
+        from dsl.qpe import qpe_to_qpn
+        with open(args.file, "rb") as fh:
+            text, notes = qpe_to_qpn(fh.read(), args.file)
+        for n in notes:
+            print(f"{args.file}: note: {n}", file=sys.stderr)
+        from . import parse
+        parse(text, args.file + " (as qpn)")   # refuse to write a model that does not load
+    else:
+        from dsl.qpe_export import qpn_to_qpe
+        text = qpn_to_qpe(_compiled(args.file, args.set))
+    if args.output:
+        write_atomic(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _compiled(path: str, sets):
+    from . import compile_net
+    net = load_model(path, sets)
+    return compile_net(net)
+
+
+@cmd_convert.setup
+def _(p):
+    p.add_argument("-o", "--output", help="output file (.qpn or .qpe); default: stdout, in the other format")
 
 
 @command("flatten", "print the flat net (hierarchy expanded, names as paths)")

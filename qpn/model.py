@@ -42,9 +42,15 @@ def _doc():
 # ------------------------------------------------------------------ colors
 @dataclass(frozen=True)
 class EnumColors:
-    """``colors job = {a, b}``: a finite set of named colors."""
+    """``colors job = {a, b}``: a finite set of named colors.
+
+    ``colors fast = job {a}`` is a subset of ``job`` (``parent``): its colors are
+    those of ``job``, so a token keeps its color when it moves between places typed
+    by the set and by the subset.
+    """
     name: str
     values: tuple[str, ...]
+    parent: str | None = None
     doc: str = _doc()
     loc: Loc | None = _meta()
 

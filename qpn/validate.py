@@ -73,7 +73,7 @@ def validate(net: Net) -> None:
             if it.name in colorsets:
                 raise _dup("color set", it.name, it.loc, colorsets[it.name].loc)
             colorsets[it.name] = it
-            if isinstance(it, EnumColors):
+            if isinstance(it, EnumColors) and it.parent is None:
                 if not it.values:
                     raise ModelError(f"color set '{it.name}' is empty", it.loc)
                 for v in it.values:
@@ -98,6 +98,10 @@ def validate(net: Net) -> None:
             claim("transition", it.name, it.loc)
         elif isinstance(it, Instance):
             claim("instance", it.name, it.loc)
+
+    for cs in colorsets.values():
+        if isinstance(cs, EnumColors) and cs.parent is not None:
+            _check_subset(cs, colorsets)
 
     for v, cs in color_values.items():
         if v in params:
@@ -252,6 +256,35 @@ def _check_recursion(subnets: dict[str, Subnet]) -> None:
 
 
 # ---------------------------------------------------------------- places
+def _check_subset(cs: EnumColors, colorsets: dict[str, Any]) -> None:
+    """``colors sub = parent {a, b}``: the parent is an enumeration holding a and b."""
+    parent = colorsets.get(cs.parent)
+    if parent is None:
+        raise undefined("color set", cs.parent, cs.loc, colorsets)
+    if not isinstance(parent, EnumColors):
+        raise ModelError(f"color set '{cs.name}' is a subset of '{parent.name}', which is not an "
+                         f"enumeration", cs.loc, hint="subsets take colors of a set written {a, b, ...}")
+    if parent.parent is not None:
+        raise ModelError(f"color set '{cs.name}' is a subset of '{parent.name}', itself a subset of "
+                         f"'{parent.parent}'", cs.loc,
+                         hint=f"write it as a subset of '{parent.parent}'")
+    for v in cs.values:
+        if v not in parent.values:
+            raise ModelError(f"color '{v}' of '{cs.name}' is not in color set '{parent.name}'", cs.loc,
+                             expected="one of " + ", ".join(parent.values),
+                             did_you_mean=suggest(v, parent.values))
+
+
+def _holds(inner, outer) -> bool:
+    """Can every color of set ``inner`` live in a place of set ``outer``?"""
+    if inner is outer:
+        return True
+    if not (isinstance(inner, EnumColors) and isinstance(outer, EnumColors)):
+        return False
+    root = (inner.parent or inner.name), (outer.parent or outer.name)
+    return root[0] == root[1] and set(inner.values) <= set(outer.values)
+
+
 def _colorset(scope: _Scope, name: str | None, loc):
     if name is None:
         return None
@@ -459,9 +492,12 @@ def _check_color_expr(e: Expr, cs, variables: dict, scope: _Scope, loc, what: st
                          hint="variables get their values from the tokens a transition consumes")
     if cs is not None and isinstance(e, Ref) and e.name in scope.color_values:
         _check_color_const(e, cs, scope, what, loc)
-    if isinstance(e, Ref) and e.name in variables and cs is not None and variables[e.name][0] != cs.name:
+    if isinstance(e, Ref) and e.name in variables and cs is not None and variables[e.name][0] != cs.name \
+            and not _holds(scope.colorsets.get(variables[e.name][0]), cs):
         raise ModelError(f"variable '{e.name}' holds colors of '{variables[e.name][0]}' but place "
-                         f"holds '{cs.name}'", e.loc or loc)
+                         f"holds '{cs.name}'", e.loc or loc,
+                         hint="a variable may move into a place whose color set holds all its colors "
+                              "(a subset of the same enumeration)")
 
 
 def _check_transition(t: Transition, scope: _Scope) -> None:

@@ -41,19 +41,22 @@ def choose(compiled, options: dict) -> tuple[str, str]:
     ctmc = get_solver("ctmc")
     problems = ctmc.problems(compiled, options) + _non_ph(compiled)
     if not problems:
-        from .ctmc.solver import _options, probe, size_problem
+        from .ctmc.solver import _options, keep_probe, probe, size_problem
         from .ctmc.spec import build_spec
         o = _options(options)
         try:
-            spec = build_spec(compiled, cutoff=int(o["cutoff"] or 60), rr=o["rr"])
+            cutoff = int(o["cutoff"] or 60)
+            spec = build_spec(compiled, cutoff=cutoff, det_order=int(o["det_order"]), rr=o["rr"])
         except SolverError as exc:
             problems = [str(exc)]
         except MemoryLimitError as exc:
             problems = [str(exc).splitlines()[0].removeprefix("error: ")]
         else:
-            probe(spec, o["limit"])   # a bound too high for the limits: count exactly if small
+            space = probe(spec, o["limit"])   # a bound too high for the limits: count exactly if small
             too_large = size_problem(spec, o["limit"])
             if too_large is None:
+                if space is not None:
+                    keep_probe(compiled, o, cutoff, spec, space)
                 return "ctmc", (f"not product form ({why_not_pf}); the CTMC has "
                                 f"{spec.estimate_phrase()} and every delay is exponential or "
                                 "phase-type")

@@ -158,6 +158,28 @@ def test_overloaded_queue_stops_doubling_its_cutoff_once_the_mass_stays_flat(tmp
     assert js["info"]["truncated_mass"] == pytest.approx(0.5, abs=1e-6)
 
 
+
+def _mm1_cutoff_mass(rho: float, n: int) -> float:
+    """P(n jobs) of an M/M/1 queue truncated at n: its mass at the cut-off."""
+    return (1 - rho) * rho ** n / (1 - rho ** (n + 1))
+
+
+@pytest.mark.parametrize("rho", [0.9, 0.99, 0.999])
+def test_a_stable_queue_near_saturation_keeps_doubling_its_cutoff(rho):
+    from solvers.ctmc.solver import _plainly_growing
+    masses = [_mm1_cutoff_mass(rho, n) for n in (60, 120, 240)]
+    assert not _plainly_growing(masses), masses     # ratios per doubling fall (rho^N)
+
+
+def test_a_mass_whose_decay_slows_down_stops_the_doubling():
+    """A fuzzed server whose queue holds 2^31 requests: the mass at the cut-off went
+    0.0147, 0.0080, 0.0047, 0.0032, 0.0026 over 60 .. 960 (4.6 s of explorations)."""
+    from solvers.ctmc.solver import _growing, _plainly_growing
+    masses = [0.014722896221481456, 0.008025046200056634, 0.004730389460905477]
+    assert _plainly_growing(masses)
+    assert _growing(None, [("tokens", "q", "", 3.0)], masses)   # the same verdict as at 960
+
+
 # an immediate transition with no input place is enabled in every marking
 SOURCE_TRAP = ("net trap\nplace q queue ps service exp(10) init 3\nplace r init 1\n"
                "transition t0 immediate : -> q, r\ntransition t1 : r -> q delay exp(1)\n"

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import mutate
-from .corpus import model_seeds, trace_seeds
+from .corpus import model_seeds, qpe_seeds, trace_seeds
 from .netgen import generated_models
 from .pool import DEFAULT_MEMORY, Pool
 from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
@@ -20,9 +20,11 @@ from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
 GENERATED_SHARE = 0.25      # of the models: Hypothesis nets; the rest mutate the seeds
 
 
-def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: str = "quick"):
+def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: str = "quick",
+                qpe: int = 0):
     """Yield (origin, kind, data): the seeds themselves first, then mutants
-    round-robin over the seeds, and Hypothesis nets among the models."""
+    round-robin over the seeds, and Hypothesis nets among the models; then
+    ``qpe`` QPME files (seeds, then mutants)."""
     rng = random.Random(seed)
     # the trace seeds first: tracing the test programs overlaps the workers' start
     tseeds = trace_seeds(cache_dir, programs) if traces else {}
@@ -55,6 +57,15 @@ def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: s
                 yield name, "trace", tseeds[name]
             else:
                 yield f"mutant of {name}", "trace", mutate.mutate_trace(rng, tseeds[name])
+    if qpe:
+        qseeds = qpe_seeds()
+        qnames = sorted(qseeds)
+        for k in range(qpe):
+            name = qnames[k % len(qnames)]
+            if k < len(qnames):
+                yield name, "qpe", qseeds[name]
+            else:
+                yield f"mutant of {name}", "qpe", mutate.mutate_xml(rng, qseeds[name])
 
 
 @dataclass
@@ -122,13 +133,13 @@ class Campaign:
 def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: float = 5.0,
                  memory: int = DEFAULT_MEMORY, out: str | None = None, shrink: bool = True,
                  programs: str = "quick", cache_dir: str | None = None, progress=None,
-                 quick: bool = False) -> Campaign:
+                 quick: bool = False, qpe: int = 0) -> Campaign:
     """Run a campaign; with ``out`` write report.json, report.txt and one
     reproducing input per failure signature there."""
     cache_dir = cache_dir or os.path.join(out or ".", "seeds")
     camp = Campaign()
     with Pool(jobs, budget, memory, quick) as pool:
-        items = make_inputs(models, traces, seed, cache_dir, programs)
+        items = make_inputs(models, traces, seed, cache_dir, programs, qpe)
         t0 = time.perf_counter()
         try:
             first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
@@ -167,7 +178,7 @@ def shrink_input(pool: Pool, f: Finding, max_runs: int = 80) -> bytes:
     if not fails(data):             # flaky (timing, state): keep what was seen
         return data
     for unit in ("lines", "tokens"):
-        if unit == "tokens" and f.kind != "model":
+        if unit == "tokens" and f.kind == "trace":
             break
         parts = _split(data, unit)
         chunk = max(1, len(parts) // 2)
@@ -210,7 +221,7 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
         os.makedirs(os.path.join(out, group), exist_ok=True)
         ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
         for i, f in enumerate(ordered, 1):
-            ext = ".qpn" if f.kind == "model" else ".jsonl"
+            ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe"}[f.kind]
             name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{ext}")
             with open(os.path.join(out, name), "wb") as fh:
                 fh.write(f.data)

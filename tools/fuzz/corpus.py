@@ -32,6 +32,25 @@ def model_seeds() -> dict[str, str]:
     return out
 
 
+def qpe_seeds() -> dict[str, bytes]:
+    """name -> QPME XML: the importer's example, the QPME files the tests read, and
+    every shipped model that QPME can express, exported."""
+    from dsl.qpe import EXAMPLE
+    from dsl.qpe_export import qpn_to_qpe
+    from qpn import compile_net, load
+    from qpn.errors import QPNError
+    out = {"dsl/qpe.py:EXAMPLE": EXAMPLE}
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests/data/qpe/*.qpe"))):
+        out[os.path.relpath(path, ROOT)] = _read(path)
+    for path in sorted(glob.glob(os.path.join(ROOT, "models/*.qpn"))):
+        try:
+            xml = qpn_to_qpe(compile_net(load(path)))
+        except QPNError:
+            continue      # rr queues, inhibitor arcs ...: QPME cannot say it
+        out[os.path.relpath(path, ROOT) + " as .qpe"] = xml.encode()
+    return out
+
+
 def _bad_input_cases() -> list[tuple]:
     path = os.path.join(ROOT, "tests", "bad_inputs.py")
     if not os.path.exists(path):

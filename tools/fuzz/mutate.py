@@ -117,6 +117,61 @@ def mutate_model(rng: random.Random, text: str) -> bytes:
     return data
 
 
+# ------------------------------------------------------------------- XML (.qpe)
+_ATTR = re.compile(r'([A-Za-z_:][-A-Za-z0-9_:.]*)="([^"]*)"')
+XML_WORDS = ("IS", "FCFS", "PS", "PRIO", "RANDOM", "LIFO", "NORMAL", "FIFO", "Exponential",
+             "Deterministic", "Uniform", "Normal", "Gamma", "Empirical", "BreitWigner",
+             "queueing-place", "ordinary-place", "subnet-place", "immediate-transition",
+             "timed-transition", "queueing-color-reference", "", " ", "&amp;", "&lt;x&gt;")
+
+
+def mutate_xml(rng: random.Random, text: bytes | str) -> bytes:
+    """One mutant of an XML model: 1-3 changes of attribute values (numbers, words,
+    other ids), dropped attributes, dropped, doubled or moved lines, and now and then
+    a truncation or random bytes."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        attrs = list(_ATTR.finditer(text))
+        r = rng.random()
+        if attrs and r < 0.7:
+            m = rng.choice(attrs)
+            value = m.group(2)
+            ids = [a.group(2) for a in attrs if a.group(1).endswith("id")]
+            q = rng.random()
+            if q < 0.4:
+                new = rng.choice(EXTREME_NUMBERS)
+            elif q < 0.65:
+                new = rng.choice(XML_WORDS)
+            elif q < 0.85 and ids:
+                new = rng.choice(ids)
+            elif q < 0.95:
+                new = None          # the attribute goes
+            else:
+                new = value * 2
+            repl = "" if new is None else f'{m.group(1)}="{new}"'
+            text = text[:m.start()] + repl + text[m.end():]
+        else:
+            lines = text.split("\n")
+            i = rng.randrange(len(lines))
+            op = rng.random()
+            if op < 0.5:
+                del lines[i]
+            elif op < 0.8:
+                lines.insert(i, lines[i])
+            else:
+                lines.insert(rng.randrange(len(lines)), lines.pop(i))
+            text = "\n".join(lines)
+    data = text.encode("utf-8", "surrogateescape")
+    r = rng.random()
+    if r < 0.05 and data:
+        data = data[:rng.randrange(len(data))]
+    elif r < 0.10:
+        k = rng.randrange(len(data) + 1)
+        data = data[:k] + rng.choice(RANDOM_BYTES) + data[k:]
+    return data
+
+
 # ------------------------------------------------------------------ traces
 BAD_VALUES = ("x", "", [], {}, None, True, False, 1.5, -1, 0, 2 ** 31, 2 ** 63, 2 ** 64, -2 ** 63,
               10 ** 30, float("nan"), float("inf"), -float("inf"), 1e308, [1, 2], {"a": 1},

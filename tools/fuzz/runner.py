@@ -40,7 +40,9 @@ OK, USER_ERROR, CRASH, HANG, MEMORY, WRONG, SUSPECT = (
 FAILURES = (CRASH, HANG, MEMORY, WRONG)
 PROJECT_DIRS = ("qpn", "solvers", "frontends", "dsl")
 
-MODEL_FILE, TRACE_FILE = "m.qpn", "t.jsonl"
+MODEL_FILE, TRACE_FILE, QPE_FILE = "m.qpn", "t.jsonl", "m.qpe"
+#: the file each kind of input is written to
+INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE}
 #: solver budgets that keep one solve well under a second: a small CTMC, short
 #: simulations on one thread, imprecise results accepted
 SOLVE_BUDGET = ["--limit", "20000", "--events", "4000", "-R", "2", "--wall", "1", "--threads", "1",
@@ -64,6 +66,14 @@ TRACE_COMMANDS = {
     "trace-check --lenient": ["trace-check", TRACE_FILE, "--lenient"],
     "build": ["build", TRACE_FILE, "-o", "built.qpn"],
 }
+
+#: QPME files: read (check), translated (convert) and solved
+QPE_COMMANDS = {
+    "check": ["check", QPE_FILE],
+    "convert": ["convert", QPE_FILE, "-o", "converted.qpn"],
+    "solve": ["solve", QPE_FILE, "--method", "auto"] + SOLVE_BUDGET,
+}
+QUICK_QPE_COMMANDS = dict(QPE_COMMANDS, solve=["solve", QPE_FILE, "--method", "auto"] + QUICK_SOLVE_BUDGET)
 
 
 class FuzzTimeout(BaseException):
@@ -194,9 +204,11 @@ def _text(stream: io.TextIOWrapper) -> str:
 
 
 def commands_for(kind: str, quick: bool = False) -> dict[str, list[str]]:
-    """command name -> argv for a "model" or a "trace" input."""
+    """command name -> argv for a "model", "trace" or "qpe" input."""
     if kind == "trace":
         return TRACE_COMMANDS
+    if kind == "qpe":
+        return QUICK_QPE_COMMANDS if quick else QPE_COMMANDS
     return QUICK_MODEL_COMMANDS if quick else MODEL_COMMANDS
 
 
@@ -205,7 +217,7 @@ def run_input(kind: str, data: bytes, budget: float, workdir: str,
               quick: bool = False) -> list[Outcome]:
     """Every command of ``kind`` ("model" or "trace") on ``data``, in ``workdir``."""
     commands = commands_for(kind, quick)
-    fname = MODEL_FILE if kind == "model" else TRACE_FILE
+    fname = INPUT_FILE[kind]
     cwd = os.getcwd()
     os.chdir(workdir)
     try:

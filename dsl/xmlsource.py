@@ -1,0 +1,104 @@
+"""XML files read into a small tree whose elements know their line and column.
+
+Foreign model formats (QPME ``.qpe``, PNML) are XML.  Their readers must report a
+mistake at the element that holds it, which :mod:`xml.etree` cannot do, so this
+module builds its own tree with expat and keeps each start tag's position.
+Document type declarations are refused: model files never need them, and they
+are how XML entity bombs get in.
+
+>>> root = parse_xml(b'<net><place id="p1" name="cpu"/></net>', "m.xml")
+>>> [(e.tag, e.get("name"), e.line, e.col) for e in root.children]
+[('place', 'cpu', 1, 6)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from xml.parsers import expat
+
+from qpn.errors import Loc, ModelError
+
+from .source import decode_source
+
+MAX_DEPTH = 200   # deeper nesting is not a model: refuse before recursion hurts
+
+
+@dataclass
+class XElement:
+    """One element: tag, attributes, position of its start tag, children."""
+    tag: str
+    attrs: dict[str, str]
+    line: int
+    col: int
+    children: list["XElement"] = field(default_factory=list)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self.attrs.get(name, default)
+
+    def find(self, tag: str) -> list["XElement"]:
+        """Children with this tag."""
+        return [c for c in self.children if c.tag == tag]
+
+    def within(self, container: str, tag: str) -> list["XElement"]:
+        """Grandchildren ``<container><tag/>...</container>`` (every container)."""
+        return [e for c in self.find(container) for e in c.find(tag)]
+
+
+def parse_xml(data: bytes, file: str) -> XElement:
+    """The element tree of ``data``; a located :class:`ModelError` if it is not XML.
+
+    Parameters
+    ----------
+    data : the file's bytes (the encoding declared in the file is honoured)
+    file : the path used in error messages
+
+    Returns
+    -------
+    The root element.
+    """
+    text = None
+    try:
+        text = decode_source(data, file)
+    except ModelError:
+        pass   # a file declaring another encoding: expat decodes it; errors show no line
+    p = expat.ParserCreate()
+    stack: list[XElement] = []
+    root: list[XElement] = []
+
+    def loc() -> Loc:
+        return Loc(file, p.CurrentLineNumber, p.CurrentColumnNumber + 1, source=text)
+
+    def start(tag, attrs):
+        if len(stack) >= MAX_DEPTH:
+            raise ModelError(f"elements nested more than {MAX_DEPTH} deep", loc())
+        e = XElement(tag, dict(attrs), p.CurrentLineNumber, p.CurrentColumnNumber + 1)
+        (stack[-1].children if stack else root).append(e)
+        stack.append(e)
+
+    def end(tag):
+        stack.pop()
+
+    def doctype(*_args):
+        raise ModelError("a document type declaration (<!DOCTYPE ...>) is not allowed in a model file",
+                         loc(), hint="delete the <!DOCTYPE ...> line; model files need no DTD")
+
+    p.StartElementHandler = start
+    p.EndElementHandler = end
+    p.StartDoctypeDeclHandler = doctype
+    try:
+        p.Parse(data, True)
+    except expat.ExpatError as exc:
+        where = Loc(file, exc.lineno, exc.offset + 1, source=text)
+        raise ModelError(f"not well-formed XML: {expat.ErrorString(exc.code)}", where,
+                         hint="the file may be truncated or not an XML file") from None
+    except (LookupError, ValueError) as exc:   # <?xml ... encoding="no-such-codec"?>
+        raise ModelError(f"the XML declaration names an encoding Python cannot read ({exc})",
+                         Loc(file, 1, 1, source=text), expected='encoding="UTF-8"',
+                         hint="save the file as UTF-8 and declare encoding=\"UTF-8\"") from None
+    if not root:
+        raise ModelError("the file holds no XML element", Loc(file, 1, 1, source=text))
+    return root[0]
+
+
+def element_loc(e: XElement, file: str, source: str | None) -> Loc:
+    """The location of an element's start tag, for errors."""
+    return Loc(file, e.line, e.col, source=source)
