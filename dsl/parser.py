@@ -718,10 +718,13 @@ def load(path: str | os.PathLike) -> Net:
     p = Path(path)
     if not p.is_file():
         raise ModelError(f"no such model file: {p}", None,
-                         hint="model files use the extension .qpn (or .qpe for QPME models)")
+                         hint="model files use the extension .qpn (or .qpe for QPME, .pnml for PNML)")
     if p.suffix.lower() == ".qpe":
         from .qpe import load_qpe
         return load_qpe(path)
+    if p.suffix.lower() == ".pnml":
+        from .pnml import load_pnml
+        return load_pnml(path)
     return parse(read_source(path), str(path))
 
 

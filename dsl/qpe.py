@@ -22,8 +22,9 @@ How QPME's meaning is kept:
   preemption; qpn serves the highest, so priorities are mirrored.
 
 Refused with a located error naming the element id: subnet places, departure
-discipline ``FIFO`` (QPME orders the depository by service completion, which qpn
-cannot express yet), distributions qpn has no equivalent for, per-color
+discipline ``FIFO`` on a place with several colors (QPME offers one token at a time,
+in the order tokens reached the depository, which qpn cannot express yet; with one
+color that is ``NORMAL``), distributions qpn has no equivalent for, per-color
 capacities of places holding several colors.
 
 >>> text, notes = qpe_to_qpn(EXAMPLE, "mm1.qpe")
@@ -169,12 +170,24 @@ class _Reader:
             raise self.err(r, "the model declares no colors", hint="QPME models have <colors><color .../>")
         self.queues: dict[str, XElement] = {}
         for q in r.within("queues", "queue"):
-            self.queues[self.attr(q, "id")] = q
+            qid = self.attr(q, "id")
+            if qid in self.queues:
+                raise self.err(q, f"queue id '{qid}' is used twice")
+            self.queues[qid] = q
         self.refs: dict[str, tuple[str, str, XElement]] = {}   # color-ref id -> (place, color, el)
         places = [self._place(p, names) for p in r.within("places", "place")]
         if not places:
             raise self.err(r, "the model has no places")
         transitions = [self._transition(t, names) for t in r.within("transitions", "transition")]
+        # FIFO with one color offers one token at a time, which is NORMAL for modes taking one
+        for p in places:
+            if p["fifo"]:
+                for t in transitions:
+                    for m in t["modes"]:
+                        if sum(n for n, _ in m["inputs"].get(p["name"], ())) > 1:
+                            raise self.err(m["el"], f"mode '{m['name']}' takes several tokens at once "
+                                                    f"from '{p['qpme']}', whose FIFO departure offers "
+                                                    f"one at a time (it can never fire in QPME)")
         return {"places": places, "transitions": transitions}
 
     def _place(self, p: XElement, names: _Names) -> dict:
@@ -186,15 +199,11 @@ class _Reader:
         if kind not in ("ordinary-place", "queueing-place"):
             raise self.err(p, f"unknown place type '{kind}'", expected="ordinary-place or queueing-place")
         dep = p.get("departure-discipline", "NORMAL")
-        if dep == "FIFO":
-            raise self.err(p, "departure discipline FIFO is not supported yet: QPME lets tokens leave "
-                              "the depository in the order they finished service, and qpn's "
-                              "'departure fifo' orders them by arrival at the place",
-                           hint="use NORMAL if the order of departures does not matter")
-        if dep != "NORMAL":
+        if dep not in ("NORMAL", "FIFO"):
             raise self.err(p, f"unknown departure discipline '{dep}'", expected="NORMAL or FIFO")
         out = {"name": pname, "qpme": p.get("name", ""), "id": p.get("id", ""), "queue": None,
-               "colors": [], "init": [], "service": [], "prio": [], "capacity": None, "el": p}
+               "colors": [], "init": [], "service": [], "prio": [], "capacity": None, "el": p,
+               "fifo": dep == "FIFO"}
         if kind == "queueing-place":
             qid = self.attr(p, "queue-ref")
             if qid not in self.queues:
@@ -226,6 +235,11 @@ class _Reader:
         if not out["colors"]:
             raise self.err(p, f"place '{out['qpme']}' lists no colors",
                            hint="add the colors its tokens may have (<color-refs>)")
+        if out["fifo"] and len(out["colors"]) > 1:
+            raise self.err(p, "departure discipline FIFO with several colors is not supported yet: "
+                              "QPME offers one token at a time, in the order tokens reached the "
+                              "depository; qpn's 'departure fifo' orders them by arrival at the place",
+                           hint="use NORMAL if the order of departures does not matter")
         if caps:
             if len(out["colors"]) > 1:
                 raise self.err(caps[0][2], "a maximum capacity per color is not supported for a place "

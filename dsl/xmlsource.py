@@ -30,6 +30,7 @@ class XElement:
     line: int
     col: int
     children: list["XElement"] = field(default_factory=list)
+    text: str = ""                # character data directly inside (labels: <text>3</text>)
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return self.attrs.get(name, default)
@@ -75,7 +76,16 @@ def parse_xml(data: bytes, file: str) -> XElement:
         stack.append(e)
 
     def end(tag):
-        stack.pop()
+        e = stack.pop()
+        if e.text:
+            e.text = "".join(e.text)
+
+    def chars(data):
+        if stack:
+            e = stack[-1]
+            if not e.text:
+                e.text = []      # parts joined at the end tag (expat splits long text)
+            e.text.append(data)
 
     def doctype(*_args):
         raise ModelError("a document type declaration (<!DOCTYPE ...>) is not allowed in a model file",
@@ -83,6 +93,7 @@ def parse_xml(data: bytes, file: str) -> XElement:
 
     p.StartElementHandler = start
     p.EndElementHandler = end
+    p.CharacterDataHandler = chars
     p.StartDoctypeDeclHandler = doctype
     try:
         p.Parse(data, True)

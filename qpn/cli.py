@@ -114,8 +114,8 @@ def cmd_fmt(args) -> int:
     from dsl.source import read_source
     from .fileio import check_output, write_atomic
     from . import load
-    if os.path.splitext(args.file)[1].lower() == ".qpe" and (args.write or args.check):
-        raise ModelError(f"{args.file} is a QPME model: fmt --write and --check work on .qpn files",
+    if os.path.splitext(args.file)[1].lower() in FOREIGN and (args.write or args.check):
+        raise ModelError(f"{args.file} is not a qpn model: fmt --write and --check work on .qpn files",
                          hint=f"write the qpn text with: qpn convert {args.file} -o MODEL.qpn")
     if args.write:
         check_output(args.file)
@@ -143,29 +143,42 @@ def _(p):
     g.add_argument("--check", action="store_true", help="exit 1 if the file is not canonical")
 
 
-@command("convert", "convert between qpn (.qpn) and QPME (.qpe) models, by the files' extensions")
+FOREIGN = (".qpe", ".pnml")   # model formats read and written besides .qpn
+
+
+@command("convert", "convert between qpn (.qpn), QPME (.qpe) and PNML (.pnml) models, by the "
+                    "files' extensions")
 def cmd_convert(args) -> int:
     from .fileio import check_output, write_atomic
     src = os.path.splitext(args.file)[1].lower()
-    dst = os.path.splitext(args.output or "")[1].lower() or (".qpn" if src == ".qpe" else ".qpe")
-    if src not in (".qpn", ".qpe") or dst not in (".qpn", ".qpe"):
-        raise ModelError(f"convert reads and writes .qpn and .qpe files, not "
-                         f"{src or 'no extension'} -> {dst or 'no extension'}",
-                         hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.qpe")
+    dst = os.path.splitext(args.output or "")[1].lower() or \
+        ("." + args.to if args.to else ".qpn" if src in FOREIGN else ".qpe")
     if args.output and os.path.abspath(args.output) == os.path.abspath(args.file):
         raise ModelError(f"convert would overwrite its input {args.file}", hint="name another output file")
+    if {src, dst} - {".qpn", *FOREIGN} or (src in FOREIGN) == (dst in FOREIGN):
+        raise ModelError(f"convert turns .qpe or .pnml into .qpn and back, not "
+                         f"{src or 'no extension'} -> {dst or 'no extension'}",
+                         hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.pnml")
     check_output(args.output)
-    if src == ".qpe" and dst == ".qpn":
-        from dsl.qpe import qpe_to_qpn
+    if src in FOREIGN:
+        if src == ".qpe":
+            from dsl.qpe import qpe_to_qpn as reader
+        else:
+            from dsl.pnml import pnml_to_qpn as reader
+        if not os.path.isfile(args.file):
+            raise ModelError(f"no such model file: {args.file}")
         with open(args.file, "rb") as fh:
-            text, notes = qpe_to_qpn(fh.read(), args.file)
+            text, notes = reader(fh.read(), args.file)
         for n in notes:
             print(f"{args.file}: note: {n}", file=sys.stderr)
         from . import parse
         parse(text, args.file + " (as qpn)")   # refuse to write a model that does not load
     else:
-        from dsl.qpe_export import qpn_to_qpe
-        text = qpn_to_qpe(_compiled(args.file, args.set))
+        if dst == ".qpe":
+            from dsl.qpe_export import qpn_to_qpe as writer
+        else:
+            from dsl.pnml import qpn_to_pnml as writer
+        text = writer(_compiled(args.file, args.set))
     if args.output:
         write_atomic(args.output, text)
         print(f"wrote {args.output}", file=sys.stderr)
@@ -182,7 +195,10 @@ def _compiled(path: str, sets):
 
 @cmd_convert.setup
 def _(p):
-    p.add_argument("-o", "--output", help="output file (.qpn or .qpe); default: stdout, in the other format")
+    p.add_argument("-o", "--output", help="output file (.qpn, .qpe or .pnml); default: stdout, .qpn "
+                   "for a foreign model, .qpe for a qpn model")
+    p.add_argument("--to", choices=("qpn", "qpe", "pnml"),
+                   help="the format written to stdout when there is no -o")
 
 
 @command("flatten", "print the flat net (hierarchy expanded, names as paths)")

@@ -9,7 +9,7 @@ import re
 import sys
 
 from qpn.cli import command, load_model, parse_sets
-from qpn.errors import ParameterError, QPNError, SolverError, suggest
+from qpn.errors import ModelError, ParameterError, QPNError, SolverError, suggest
 
 from . import METHODS
 from .result import UNITS
@@ -138,6 +138,8 @@ def _solve_sweep(args, net, options: dict, measures) -> int:
             print(f"{p.result.degenerate} at {point_label(p.params)}: {p.result.reason}",
                   file=sys.stderr)
     sys.stdout.write(sweep_text(sw, measures))
+    if args.plot:
+        _plot(sw.to_dict(), args.plot, measures)
     if args.json:
         sw.to_json(args.json)
     if args.csv:
@@ -150,8 +152,13 @@ def _solve_sweep(args, net, options: dict, measures) -> int:
 @command("solve", "solve a model: auto, mva, ctmc, symbolic or des; --sweep for parameter sweeps")
 def cmd_solve(args) -> int:
     from qpn.fileio import check_output
-    for out in (args.json, args.csv):  # before the solve, not after it
+    for out in (args.json, args.csv, args.plot):  # before the solve, not after it
         check_output(out)
+    if args.plot:
+        from .plot import FORMATS
+        if not args.plot.lower().endswith(FORMATS):
+            raise ModelError(f"--plot writes {' or '.join(FORMATS)} files, not '{args.plot}'", None,
+                             hint="for example --plot result.png")
     net = load_model(args.file, args.set)
     options = _options(args)
     measures = _measures(args)
@@ -188,7 +195,15 @@ def cmd_solve(args) -> int:
         res.to_json(args.json)
     if args.csv:
         res.to_csv(args.csv)
+    if args.plot:
+        _plot(res.to_dict(), args.plot, measures)
     return _status([res], args)
+
+
+def _plot(d: dict, path: str, measures) -> None:
+    from .plot import save_figure
+    save_figure(d, path, list(measures) if measures else None)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 #: exit status of a simulation that stopped before reaching its precision target
@@ -280,6 +295,8 @@ def _(p):
     p.add_argument("--compare", choices=METHODS, help="also solve with this method and print the differences")
     p.add_argument("--measure", help="only these measures, comma separated (e.g. throughput,utilization)")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON (a sweep: every point)")
+    p.add_argument("--plot", metavar="FILE", help="draw the result (.png or .svg; needs matplotlib): "
+                   "bars per element, or measures against the swept parameter")
     p.add_argument("--csv", metavar="FILE",
                    help="write the result as CSV (a sweep: long format, one column per swept parameter)")
     p.add_argument("--sweep", action="append", metavar="NAME=VALUES",
@@ -341,3 +358,58 @@ def _(p):
                         "each --workers process); the numbers do not depend on it")
     g.add_argument("--histograms", action=argparse.BooleanOptionalAction, default=None,
                    help="residence-time histograms for percentiles (default on)")
+
+
+@command("plot", "draw a result file (qpn solve --json, a sweep, verify.json) as .png or .svg")
+def cmd_plot(args) -> int:
+    from .plot import read_result, save_figure
+    d = read_result(args.result)
+    out = args.output or args.result.rsplit(".", 1)[0] + ".png"
+    save_figure(d, out, _measures(args))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+@cmd_plot.setup
+def _(p):
+    p.add_argument("result", help="a result JSON (qpn solve --json, with or without --sweep; verify.json)")
+    p.add_argument("-o", "--output", help="the figure (.png or .svg; default: RESULT.png)")
+    p.add_argument("--measure", help="the measures to draw, comma separated (default: utilization, "
+                   "throughput, tokens; for a sweep throughput, utilization, residence)")
+
+
+_.takes_file = False
+
+
+@command("report", "solve a model and write one self-contained HTML page: model, method and why, "
+                   "tables with units, plots, warnings")
+def cmd_report(args) -> int:
+    from qpn.fileio import check_output, write_atomic
+    from .report import html_report
+    out = args.output or args.file.rsplit(".", 1)[0] + ".html"
+    check_output(out)
+    net = load_model(args.file, args.set)
+    res = _run(net, args.method, _report_options(args))
+    write_atomic(out, html_report(net, res, source=args.file))
+    print(f"wrote {out}", file=sys.stderr)
+    return _status([res], args)
+
+
+def _report_options(args) -> dict:
+    o: dict = {}
+    if args.seed is not None:
+        o["seed"] = args.seed
+    if args.wall is not None:
+        o["wall"] = args.wall
+    return o
+
+
+@cmd_report.setup
+def _(p):
+    p.add_argument("-o", "--output", help="the HTML file (default: MODEL.html)")
+    p.add_argument("--method", "-m", choices=list(METHODS), default="auto",
+                   help="solution method (default auto)")
+    p.add_argument("--seed", type=int, help="simulation seed")
+    p.add_argument("--wall", type=float, metavar="SECONDS", help="wall-clock cap of a simulation")
+    p.add_argument("--allow-imprecise", action="store_true",
+                   help="exit 0 even when the simulation stopped before reaching its precision")

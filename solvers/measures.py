@@ -121,8 +121,12 @@ def derive(compiled, slot_tokens, mode_rates, class_busy) -> list[tuple[str, str
         total = mode_rates[..., idx].sum(axis=-1) if idx else np.zeros(lead, dtype=dtype)
         rows.append(("throughput", t, "", total))
         if len(idx) > 1:
+            unnamed = 0
             for i in idx:
                 lab = compiled.modes[i].label[len(t):].lstrip(".")
+                if not lab:     # an unnamed mode: its place among them, not the total's ''
+                    unnamed += 1
+                    lab = f"mode {unnamed}"
                 rows.append(("throughput", t, lab, mode_rates[..., i]))
     order = {m: k for k, m in enumerate(MEASURE_ORDER)}
     rows.sort(key=lambda r: order.get(r[0], 99))

@@ -120,10 +120,11 @@ class Result:
         rows = [r for r in self.rows if want is None or r.measure in want]
         with_ci = any(r.ci is not None for r in rows)
         with_n = any(r.n is not None for r in rows)
-        head = ["measure", "element", "color", "value"] + (["+/-"] if with_ci else []) + (["n"] if with_n else [])
+        head = ["measure", "element", "color", "unit", "value"] + (["+/-"] if with_ci else []) + \
+            (["n"] if with_n else [])
         body = []
         for r in rows:
-            line = [r.measure, r.element, r.color, _g(r.value, digits)]
+            line = [r.measure, r.element, r.color, r.unit, _g(r.value, digits)]
             if with_ci:
                 line.append("" if r.ci is None else _g(r.ci, 3))
             if with_n:
@@ -144,7 +145,7 @@ class Result:
         if self.degenerate and not rows:
             return title + "\n"          # no header over no rows
         fmt_line = lambda cells: "  ".join(  # noqa: E731
-            c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
         out.append(fmt_line(head))
         out.append("  ".join("-" * w for w in widths))
         out += [fmt_line(b) for b in body]
@@ -179,6 +180,25 @@ class Result:
             from qpn.fileio import write_atomic
             write_atomic(path, text)
         return text
+
+    def to_frame(self):
+        """The cells as a pandas DataFrame (measure, element, color, value, ci, n, unit)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            from qpn.errors import QPNError
+            raise QPNError("Result.to_frame needs pandas, which is not installed",
+                           hint="pip install pandas") from None
+        return pd.DataFrame([dict(asdict(r), unit=r.unit) for r in self.rows],
+                            columns=["measure", "element", "color", "value", "ci", "n", "unit"])
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: one table per measure, with units (solvers.report)."""
+        from html import escape
+
+        from .report import measure_table
+        head = f"<p><b>{escape(self.model)}: {escape(self.method)}</b> ({escape(self.status)})</p>"
+        return head + "".join(f"<p>{escape(m)}</p>" + measure_table(self, m) for m in self.measures())
 
     def compare(self, other: "Result") -> list[tuple[Measure, Measure, float]]:
         """Cells present in both results with their relative difference."""

@@ -323,7 +323,7 @@ def test_a_probe_stops_inside_an_endless_resolution_of_immediate_firings():
             "  mode m1 : q3 -> q1, q2\n}\ntransition t1 {\n  mode m0 : q0(x) -> q1 unless q3 weight 0.1\n"
             "  mode m1 :  -> q3, 2 q0(a) weight 10\n}\n")
     spec = build_spec(compile_net(qpn.parse(text), {}), cutoff=60)
-    with pytest.raises(SolverError, match=r"exploration stopped after 0.3 s at (round \d+ of immediate "
+    with pytest.raises(SolverError, match=r"exploration stopped after 0.3 s of CPU time at (round \d+ of immediate "
                                           r"firings|[\d,]+ vanishing markings)"):
         explore.Explorer(spec, 20_000, seconds=0.3).run()
 

@@ -177,9 +177,19 @@ BROKEN = [
     ("lambda negative", _mutate('lambda="2"', 'lambda="-2"'), "attribute 'lambda' = -2 is out of range"),
     ("lambda missing", _mutate('lambda="2"', ''), "attribute 'lambda' is missing"),
     ("distribution", _mutate('"Exponential"', '"BreitWigner"'), "distribution 'BreitWigner' has no qpn"),
-    ("fifo", _mutate('departure-discipline="NORMAL" queue-ref="q1"\n           xsi:type="queueing',
-                     'departure-discipline="FIFO" queue-ref="q1"\n           xsi:type="queueing'),
-     "departure discipline FIFO is not supported"),
+    ("fifo taking two", _mutate('id="x3" source-id="r1" target-id="m2" count="1"',
+                                'id="x3" source-id="r1" target-id="m2" count="2"').replace(
+        'departure-discipline="NORMAL" queue-ref="q1"\n           xsi:type="queueing',
+        'departure-discipline="FIFO" queue-ref="q1"\n           xsi:type="queueing'),
+     "whose FIFO departure offers one at a time"),
+    ("fifo two colors", _mutate('<color-refs><color-ref id="r1" color-id="c1"',
+                                '<color-refs><color-ref id="r9" color-id="c2" initial-population="0" '
+                                'distribution-function="Exponential" lambda="1" priority="0" ranking="0"/>'
+                                '<color-ref id="r1" color-id="c1"').replace(
+        '<colors>', '<colors><color id="c2" name="other" real-color="#000000"/>').replace(
+        'departure-discipline="NORMAL" queue-ref="q1"\n           xsi:type="queueing',
+        'departure-discipline="FIFO" queue-ref="q1"\n           xsi:type="queueing'),
+     "departure discipline FIFO with several colors"),
     ("subnet", _mutate('xsi:type="ordinary-place"', 'xsi:type="subnet-place"'), "subnet places"),
     ("dangling connection", _mutate('source-id="r2"', 'source-id="r5"'), "does not join"),
     ("count zero", _mutate('id="x1" source-id="r2" target-id="m1" count="1"',
@@ -243,7 +253,7 @@ def test_cli_convert_both_ways_and_solve_a_qpe_file(tmp_path, capsys):
     assert main(["convert", str(qpe), "-o", str(qpe)]) == 2
     assert main(["convert", str(qpe), "-o", str(tmp_path / "x.txt")]) == 2
     err = capsys.readouterr().err
-    assert "would overwrite its input" in err and "reads and writes .qpn and .qpe" in err
+    assert "would overwrite its input" in err and "turns .qpe or .pnml into .qpn and back" in err
 
 
 def test_export_refuses_what_qpme_cannot_say():

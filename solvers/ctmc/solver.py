@@ -67,8 +67,9 @@ def build(compiled, options: dict | None = None) -> CTMC:
 
 
 #: states a bounded exploration may generate to count exactly when the bound is too high,
-#: and the wall time it may take (a chain it cannot count that fast is taken as too large);
-#: longer when the CTMC was asked for by name (--method ctmc) than when auto considers it
+#: and the CPU time it may take (a chain it cannot count that fast is taken as too large;
+#: CPU, not wall, so that a busy machine does not change the answer); longer when the CTMC
+#: was asked for by name (--method ctmc) than when auto considers it
 PROBE_STATES = 250_000
 PROBE_SECONDS = 2.0
 NAMED_PROBE_SECONDS = 10.0

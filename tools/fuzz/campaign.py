@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import mutate
-from .corpus import model_seeds, qpe_seeds, trace_seeds
+from .corpus import model_seeds, pnml_seeds, qpe_seeds, trace_seeds
 from .netgen import generated_models
 from .pool import DEFAULT_MEMORY, Pool
 from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
@@ -21,7 +21,7 @@ GENERATED_SHARE = 0.25      # of the models: Hypothesis nets; the rest mutate th
 
 
 def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: str = "quick",
-                qpe: int = 0):
+                qpe: int = 0, pnml: int = 0):
     """Yield (origin, kind, data): the seeds themselves first, then mutants
     round-robin over the seeds, and Hypothesis nets among the models; then
     ``qpe`` QPME files (seeds, then mutants)."""
@@ -57,15 +57,17 @@ def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: s
                 yield name, "trace", tseeds[name]
             else:
                 yield f"mutant of {name}", "trace", mutate.mutate_trace(rng, tseeds[name])
-    if qpe:
-        qseeds = qpe_seeds()
-        qnames = sorted(qseeds)
-        for k in range(qpe):
-            name = qnames[k % len(qnames)]
-            if k < len(qnames):
-                yield name, "qpe", qseeds[name]
+    for kind, count, seeds in (("qpe", qpe, qpe_seeds), ("pnml", pnml, pnml_seeds)):
+        if not count:
+            continue
+        xseeds = seeds()
+        xnames = sorted(xseeds)
+        for k in range(count):
+            name = xnames[k % len(xnames)]
+            if k < len(xnames):
+                yield name, kind, xseeds[name]
             else:
-                yield f"mutant of {name}", "qpe", mutate.mutate_xml(rng, qseeds[name])
+                yield f"mutant of {name}", kind, mutate.mutate_xml(rng, xseeds[name])
 
 
 @dataclass
@@ -133,13 +135,13 @@ class Campaign:
 def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: float = 5.0,
                  memory: int = DEFAULT_MEMORY, out: str | None = None, shrink: bool = True,
                  programs: str = "quick", cache_dir: str | None = None, progress=None,
-                 quick: bool = False, qpe: int = 0) -> Campaign:
+                 quick: bool = False, qpe: int = 0, pnml: int = 0) -> Campaign:
     """Run a campaign; with ``out`` write report.json, report.txt and one
     reproducing input per failure signature there."""
     cache_dir = cache_dir or os.path.join(out or ".", "seeds")
     camp = Campaign()
     with Pool(jobs, budget, memory, quick) as pool:
-        items = make_inputs(models, traces, seed, cache_dir, programs, qpe)
+        items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml)
         t0 = time.perf_counter()
         try:
             first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
@@ -221,7 +223,7 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
         os.makedirs(os.path.join(out, group), exist_ok=True)
         ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
         for i, f in enumerate(ordered, 1):
-            ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe"}[f.kind]
+            ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe", "pnml": ".pnml"}[f.kind]
             name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{ext}")
             with open(os.path.join(out, name), "wb") as fh:
                 fh.write(f.data)

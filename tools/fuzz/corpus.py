@@ -51,6 +51,21 @@ def qpe_seeds() -> dict[str, bytes]:
     return out
 
 
+def pnml_seeds() -> dict[str, bytes]:
+    """name -> PNML: the importer's example and every shipped plain-token model, exported."""
+    from dsl.pnml import EXAMPLE, qpn_to_pnml
+    from qpn import compile_net, load
+    from qpn.errors import QPNError
+    out = {"dsl/pnml.py:EXAMPLE": EXAMPLE}
+    for path in sorted(glob.glob(os.path.join(ROOT, "models/*.qpn"))):
+        try:
+            xml = qpn_to_pnml(compile_net(load(path)))
+        except QPNError:
+            continue      # colors, modes: not a place/transition net
+        out[os.path.relpath(path, ROOT) + " as .pnml"] = xml.encode()
+    return out
+
+
 def _bad_input_cases() -> list[tuple]:
     path = os.path.join(ROOT, "tests", "bad_inputs.py")
     if not os.path.exists(path):

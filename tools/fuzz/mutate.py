@@ -119,6 +119,7 @@ def mutate_model(rng: random.Random, text: str) -> bytes:
 
 # ------------------------------------------------------------------- XML (.qpe)
 _ATTR = re.compile(r'([A-Za-z_:][-A-Za-z0-9_:.]*)="([^"]*)"')
+_CONTENT = re.compile(r">([^<>\s][^<>]*)<")
 XML_WORDS = ("IS", "FCFS", "PS", "PRIO", "RANDOM", "LIFO", "NORMAL", "FIFO", "Exponential",
              "Deterministic", "Uniform", "Normal", "Gamma", "Empirical", "BreitWigner",
              "queueing-place", "ordinary-place", "subnet-place", "immediate-transition",
@@ -133,8 +134,14 @@ def mutate_xml(rng: random.Random, text: bytes | str) -> bytes:
         text = text.decode("utf-8", "surrogateescape")
     for _ in range(rng.choice((1, 1, 2, 3))):
         attrs = list(_ATTR.finditer(text))
+        texts = list(_CONTENT.finditer(text))
         r = rng.random()
-        if attrs and r < 0.7:
+        if texts and r < 0.2:          # element text: PNML's labels, qpn's tool-specific values
+            m = rng.choice(texts)
+            new = rng.choice(EXTREME_NUMBERS + XML_WORDS + ("exp(1)", "exp(-1)", "det(0)", "inf",
+                                                            "exp(1 s) + 2", "1e999 ms"))
+            text = text[:m.start(1)] + new + text[m.end(1):]
+        elif attrs and r < 0.75:
             m = rng.choice(attrs)
             value = m.group(2)
             ids = [a.group(2) for a in attrs if a.group(1).endswith("id")]

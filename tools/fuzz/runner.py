@@ -40,9 +40,9 @@ OK, USER_ERROR, CRASH, HANG, MEMORY, WRONG, SUSPECT = (
 FAILURES = (CRASH, HANG, MEMORY, WRONG)
 PROJECT_DIRS = ("qpn", "solvers", "frontends", "dsl")
 
-MODEL_FILE, TRACE_FILE, QPE_FILE = "m.qpn", "t.jsonl", "m.qpe"
+MODEL_FILE, TRACE_FILE, QPE_FILE, PNML_FILE = "m.qpn", "t.jsonl", "m.qpe", "m.pnml"
 #: the file each kind of input is written to
-INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE}
+INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE, "pnml": PNML_FILE}
 #: solver budgets that keep one solve well under a second: a small CTMC, short
 #: simulations on one thread, imprecise results accepted
 SOLVE_BUDGET = ["--limit", "20000", "--events", "4000", "-R", "2", "--wall", "1", "--threads", "1",
@@ -67,13 +67,12 @@ TRACE_COMMANDS = {
     "build": ["build", TRACE_FILE, "-o", "built.qpn"],
 }
 
-#: QPME files: read (check), translated (convert) and solved
-QPE_COMMANDS = {
-    "check": ["check", QPE_FILE],
-    "convert": ["convert", QPE_FILE, "-o", "converted.qpn"],
-    "solve": ["solve", QPE_FILE, "--method", "auto"] + SOLVE_BUDGET,
-}
-QUICK_QPE_COMMANDS = dict(QPE_COMMANDS, solve=["solve", QPE_FILE, "--method", "auto"] + QUICK_SOLVE_BUDGET)
+
+
+def _foreign(f: str, budget: list[str]) -> dict[str, list[str]]:
+    """Foreign model files (QPME, PNML): read (check), translated (convert) and solved."""
+    return {"check": ["check", f], "convert": ["convert", f, "-o", "converted.qpn"],
+            "solve": ["solve", f, "--method", "auto"] + budget}
 
 
 class FuzzTimeout(BaseException):
@@ -204,11 +203,11 @@ def _text(stream: io.TextIOWrapper) -> str:
 
 
 def commands_for(kind: str, quick: bool = False) -> dict[str, list[str]]:
-    """command name -> argv for a "model", "trace" or "qpe" input."""
+    """command name -> argv for a "model", "trace", "qpe" or "pnml" input."""
     if kind == "trace":
         return TRACE_COMMANDS
-    if kind == "qpe":
-        return QUICK_QPE_COMMANDS if quick else QPE_COMMANDS
+    if kind in ("qpe", "pnml"):
+        return _foreign(INPUT_FILE[kind], QUICK_SOLVE_BUDGET if quick else SOLVE_BUDGET)
     return QUICK_MODEL_COMMANDS if quick else MODEL_COMMANDS
 
 

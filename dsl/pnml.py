@@ -1,0 +1,395 @@
+"""PNML place/transition nets (ISO/IEC 15909-2) as qpn models, and back.
+
+A PNML P/T net has places with initial markings, transitions and weighted arcs; it
+says nothing about time.  qpn's own timing and queueing travel in tool-specific
+sections (``<toolspecific tool="qpn" version="1">``), which other tools ignore:
+
+* on a place: ``<queue discipline="ps" servers="2"/>``, ``<service>exp(50 ms)</service>``,
+  ``<capacity>5</capacity>``;
+* on a transition: ``<delay>exp(2 s)</delay>`` (timed) or ``<immediate weight="0.3"
+  priority="1"/>``, and ``<servers>inf</servers>``.
+
+A transition without them is timed with ``exp(1)``: the usual reading of an untimed
+net as a stochastic Petri net with unit rates (the translation says so in a note).
+Arcs of type ``inhibitor`` (PIPE's ``<type value="inhibitor"/>``) become ``unless``.
+Pages are flattened; reference nodes (``referencePlace``, ``referenceTransition``)
+stand for the node they refer to.  Symmetric nets (sorts and color terms) are refused
+with a located error, as are arcs that do not join a place and a transition.
+
+>>> text, notes = pnml_to_qpn(EXAMPLE, "two.pnml")
+>>> [l for l in text.splitlines() if l.startswith(("net", "place", "transition"))]
+['net two', 'place idle init 4', 'place busy', 'transition start : 2 idle -> busy delay exp(1)', 'transition stop : busy -> 2 idle delay exp(1)']
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from qpn.errors import ModelError
+
+from .qpe import RESERVED, _Names
+from .xmlsource import XElement, element_loc, parse_xml
+
+PTNET = "ptnet"
+TOOL = "qpn"
+DISCIPLINES = ("is", "fcfs", "ps", "random", "prio", "lcfs-pr", "rr")
+
+EXAMPLE = b"""<?xml version="1.0" encoding="UTF-8"?>
+<pnml xmlns="http://www.pnml.org/version-2009/grammar/pnml">
+  <net id="n1" type="http://www.pnml.org/version-2009/grammar/ptnet">
+    <page id="pg1">
+      <place id="p1"><name><text>idle</text></name>
+        <initialMarking><text>4</text></initialMarking></place>
+      <place id="p2"><name><text>busy</text></name></place>
+      <transition id="t1"><name><text>start</text></name></transition>
+      <transition id="t2"><name><text>stop</text></name></transition>
+      <arc id="a1" source="p1" target="t1"><inscription><text>2</text></inscription></arc>
+      <arc id="a2" source="t1" target="p2"/>
+      <arc id="a3" source="p2" target="t2"/>
+      <arc id="a4" source="t2" target="p1"><inscription><text>2</text></inscription></arc>
+    </page>
+  </net>
+</pnml>
+"""
+
+
+def _text(e: XElement, label: str) -> XElement | None:
+    """The ``<text>`` element of a label child (``<name><text>..</text></name>``)."""
+    for c in e.find(label):
+        for t in c.find("text"):
+            return t
+    return None
+
+
+class _Reader:
+    def __init__(self, root: XElement, file: str, source: str | None):
+        self.root, self.file, self.source = root, file, source
+        self.notes: list[str] = []
+
+    def err(self, e: XElement, msg: str, **kw) -> ModelError:
+        ident = e.get("id")
+        what = f"<{e.tag}" + (f' id="{ident}"' if ident else "") + ">"
+        return ModelError(f"{what}: {msg}", element_loc(e, self.file, self.source), **kw)
+
+    def content(self, e: XElement) -> str:
+        return e.text
+
+    def one_line(self, e: XElement, what: str) -> tuple[str, XElement]:
+        """A tool-specific value (a distribution, a number) as one line of the language."""
+        t = e.text.strip()
+        if not t or any(ch in t for ch in "\n\r#{}"):
+            raise self.err(e, f"{what} must be one value on one line, got '{t[:40]}'",
+                           expected="e.g. exp(50 ms)" if what == "a distribution" else "a number")
+        return t, e
+
+    def whole(self, e: XElement, text: str, what: str) -> int:
+        t = text.strip()
+        if not re.fullmatch(r"\d+", t):
+            raise self.err(e, f"{what} must be a whole number >= 0, got '{t}'")
+        return int(t)
+
+    def read(self) -> dict:
+        r = self.root
+        if r.tag != "pnml":
+            raise self.err(r, "this is not a PNML file (the root element must be <pnml>)")
+        nets = r.find("net")
+        if len(nets) != 1:
+            raise self.err(r, f"a PNML file for qpn holds one <net>, this one has {len(nets)}")
+        net = nets[0]
+        kind = (net.get("type") or "").rstrip("/").rsplit("/", 1)[-1]
+        if kind != PTNET:
+            raise self.err(net, f"net type '{net.get('type')}' is not supported",
+                           expected="a place/transition net (.../grammar/ptnet)",
+                           hint="symmetric and high-level nets are not supported yet")
+        nodes: dict[str, tuple[str, XElement]] = {}
+        refs: dict[str, tuple[str, XElement]] = {}
+        arcs: list[XElement] = []
+
+        def walk(e: XElement) -> None:
+            for c in e.children:
+                if c.tag in ("place", "transition"):
+                    i = c.get("id")
+                    if not i:
+                        raise self.err(c, f"a <{c.tag}> needs an id")
+                    if i in nodes or i in refs:
+                        raise self.err(c, f"id '{i}' is used twice")
+                    nodes[i] = (c.tag, c)
+                elif c.tag in ("referencePlace", "referenceTransition"):
+                    refs[c.get("id") or ""] = (c.get("ref") or "", c)
+                elif c.tag == "arc":
+                    arcs.append(c)
+                elif c.tag == "page":
+                    walk(c)
+
+        walk(net)
+        names = _Names()
+        places, transitions, by_id = [], [], {}
+        for i, (tag, e) in nodes.items():
+            label = _text(e, "name")
+            name = names.make(self.content(label) if label is not None else i, tag[0])
+            item = {"id": i, "name": name, "el": e, "inputs": [], "outputs": [], "inhibitors": []}
+            tool = [t for t in e.find("toolspecific") if t.get("tool") == TOOL]
+            if tag == "place":
+                m = _text(e, "initialMarking")
+                item["init"] = self.whole(m, self.content(m), "the initial marking") if m is not None else 0
+                item.update(self._place_tool(tool[0]) if tool else {})
+                places.append(item)
+            else:
+                item.update(self._transition_tool(tool[0]) if tool else {"delay": "exp(1)", "untimed": True})
+                transitions.append(item)
+            by_id[i] = (tag, item)
+
+        def resolve(i: str, seen=()) -> tuple[str, dict] | None:
+            if i in by_id:
+                return by_id[i]
+            if i in refs and i not in seen:
+                return resolve(refs[i][0], seen + (i,))
+            return None
+
+        for a in arcs:
+            src, dst = resolve(a.get("source") or ""), resolve(a.get("target") or "")
+            if src is None or dst is None or src[0] == dst[0]:
+                raise self.err(a, f"arc from '{a.get('source')}' to '{a.get('target')}' does not join "
+                                  f"a place and a transition",
+                               expected="source and target: the ids of a place and a transition")
+            ins = _text(a, "inscription")
+            n = self.whole(ins, self.content(ins), "an arc inscription") if ins is not None else 1
+            if n == 0:
+                raise self.err(a, "an arc inscription must be at least 1")
+            kinds = [t.get("value") for t in a.find("type")]
+            inhibitor = "inhibitor" in kinds
+            if src[0] == "place":
+                dst[1]["inhibitors" if inhibitor else "inputs"].append((n, src[1]["name"]))
+            else:
+                if inhibitor:
+                    raise self.err(a, "an inhibitor arc runs from a place to a transition")
+                src[1]["outputs"].append((n, dst[1]["name"]))
+        untimed = [t["name"] for t in transitions if t.get("untimed")]
+        if untimed:
+            self.notes.append(f"PNML has no time: {len(untimed)} transition(s) without qpn timing "
+                              f"({', '.join(untimed[:5])}{', ...' if len(untimed) > 5 else ''}) fire "
+                              f"after exp(1), a stochastic Petri net with unit rates")
+        name = _text(net, "name")
+        return {"places": places, "transitions": transitions,
+                "name": self.content(name) if name is not None else ""}
+
+    def _place_tool(self, tool: XElement) -> dict:
+        out: dict = {}
+        for c in tool.children:
+            if c.tag == "queue":
+                d = c.get("discipline", "")
+                if d not in DISCIPLINES:
+                    raise self.err(c, f"unknown queueing discipline '{d}'", expected=", ".join(DISCIPLINES))
+                for k in ("servers", "quantum", "switch"):
+                    v = c.get(k)
+                    if v is not None and not re.fullmatch(r"inf|[0-9.eE+-]+( ?[mun]?s)?", v):
+                        raise self.err(c, f"attribute '{k}' is not a number: '{v}'", expected="a number")
+                out["queue"] = d + "".join(f" {k} {c.get(k)}" for k in ("servers", "quantum", "switch")
+                                           if c.get(k))
+                if c.get("preemptive") in ("false", "no"):
+                    out["queue"] += " nonpreemptive"
+            elif c.tag in ("service", "capacity"):
+                out[c.tag] = self.one_line(c, "a distribution" if c.tag == "service" else "a capacity")
+        return out
+
+    def _transition_tool(self, tool: XElement) -> dict:
+        out: dict = {}
+        for c in tool.children:
+            if c.tag == "delay":
+                out["delay"] = self.one_line(c, "a distribution")
+            elif c.tag == "immediate":
+                for k in ("weight", "priority"):
+                    v = c.get(k)
+                    if v is not None and not re.fullmatch(r"[0-9.eE+-]+", v):
+                        raise self.err(c, f"attribute '{k}' is not a number: '{v}'", expected="a number")
+                out["immediate"] = c
+            elif c.tag == "servers":
+                out["servers"] = self.one_line(c, "a server count")
+        if "delay" not in out and "immediate" not in out:
+            out["delay"], out["untimed"] = "exp(1)", True
+        return out
+
+
+def _arcs(terms: list[tuple[int, str]]) -> str:
+    return ", ".join(p if n == 1 else f"{n} {p}" for n, p in terms)
+
+
+def _write(model: dict, name: str, lines: list) -> str:
+    """qpn text; ``lines[k]`` is the XML element behind generated line k + 1 (or None)."""
+    out: list[str] = []
+
+    def emit(text: str, el=None):
+        out.append(text)
+        lines.append(el)
+
+    emit(f"# Imported from a PNML place/transition net by qpn convert.")
+    emit(f"net {name}")
+    for p in model["places"]:
+        opts = []
+        if "queue" in p:
+            opts.append(f"queue {p['queue']}")
+        for key in ("service", "capacity"):
+            if key in p:
+                opts.append(f"{key} {p[key][0]}")
+        if p["init"]:
+            opts.append(f"init {p['init']}")
+        emit(" ".join([f"place {p['name']}"] + opts), p["el"])
+    for t in model["transitions"]:
+        head = f"transition {t['name']}"
+        if "immediate" in t:
+            imm = t["immediate"]
+            if imm.get("priority"):
+                head += f" immediate priority {imm.get('priority')}"
+        elif "servers" in t:
+            head += f" servers {t['servers'][0]}"
+        body = f"{_arcs(t['inputs'])} -> {_arcs(t['outputs'])}".strip()
+        if t["inhibitors"]:
+            body += " unless " + _arcs(t["inhibitors"])
+        if "immediate" in t:
+            if t["immediate"].get("weight"):
+                body += f" weight {t['immediate'].get('weight')}"
+        else:
+            d = t["delay"]
+            body += f" delay {d[0] if isinstance(d, tuple) else d}"
+        emit(f"{head} : {body}", t["el"])
+    return "\n".join(out) + "\n"
+
+
+def pnml_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
+    """The qpn model text of a PNML P/T net, and notes on what the translation assumed.
+
+    Parameters
+    ----------
+    data : the bytes of a ``.pnml`` file
+    file : its path (for error messages and the model's name)
+
+    Returns
+    -------
+    (text, notes)
+    """
+    root = parse_xml(data, file)
+    try:
+        source = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        source = None
+    reader = _Reader(root, file, source)
+    model = reader.read()
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", Path(file).stem).strip("_") or "imported"
+    if stem[0].isdigit() or stem in RESERVED:
+        stem = "pnml_" + stem
+    lines: list = []
+    text = _write(model, stem, lines)
+    from .parser import parse
+    try:
+        parse(text, file)
+    except ModelError as exc:   # a value in a tool-specific section: show it at its element
+        el = lines[exc.loc.line - 1] if exc.loc is not None and 0 < exc.loc.line <= len(lines) else None
+        if el is None:
+            raise
+        raise reader.err(el, exc.message, hint=exc.hint, expected=exc.expected) from None
+    return text, reader.notes
+
+
+def load_pnml(path: str | os.PathLike):
+    """Read a PNML file as a validated :class:`qpn.model.Net` (notes go to stderr)."""
+    import sys
+
+    from .parser import parse
+    with open(path, "rb") as fh:
+        data = fh.read()
+    text, notes = pnml_to_qpn(data, os.fspath(path))
+    for n in notes:
+        print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
+    return parse(text, os.fspath(path) + " (as qpn)")
+
+
+# ------------------------------------------------------------------ writing
+def qpn_to_pnml(c) -> str:
+    """The PNML of a compiled net with plain tokens (qpn's timing in tool-specific sections).
+
+    Parameters
+    ----------
+    c : the net compiled with its parameter values (:func:`qpn.compile_net`)
+
+    Returns
+    -------
+    The text of a ``.pnml`` file.
+    """
+    from .printer import fmt_dist
+    for p in c.places:
+        if p.colors != [None]:
+            raise ModelError(f"place '{p.name}' holds colored tokens: PNML place/transition nets have "
+                             f"plain tokens", p.loc, hint="write colored models as QPME: -o model.qpe")
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<pnml xmlns="http://www.pnml.org/version-2009/grammar/pnml">',
+           f'  <net id="net" type="http://www.pnml.org/version-2009/grammar/ptnet">',
+           f"    <name><text>{escape(c.net.name or 'net')}</text></name>", '    <page id="page">']
+    tool = f'<toolspecific tool="{TOOL}" version="1">'
+    for i, p in enumerate(c.places):
+        init = int(c.m0[p.slots[0]] + (c.m0[p.qslots[0]] if p.qslots else 0))
+        body = [f"<name><text>{escape(p.name)}</text></name>"]
+        if init:
+            body.append(f"<initialMarking><text>{init}</text></initialMarking>")
+        extra = []
+        if p.queue is not None:
+            q = c.queues[p.queue]
+            attrs = f'discipline="{q.discipline}"'
+            if q.servers != 1 and q.discipline != "is":
+                attrs += f' servers="{"inf" if q.servers == float("inf") else int(q.servers)}"'
+            if q.discipline == "rr":
+                attrs += f' quantum="{q.quantum!r}" switch="{q.switch!r}"'
+            if q.discipline == "prio" and not q.preemptive:
+                attrs += ' preemptive="false"'
+            if len(q.places) > 1:
+                raise ModelError(f"place '{p.name}' is on a shared queue: PNML export writes each "
+                                 f"queue with its one place", p.loc)
+            extra.append(f"<queue {attrs}/>")
+            k = q.classes.index(p.qslots[0])
+            extra.append(f"<service>{escape(fmt_dist(q.service[k]))}</service>")
+        if p.capacity is not None:
+            extra.append(f"<capacity>{p.capacity}</capacity>")
+        if extra:
+            body.append(tool + "".join(extra) + "</toolspecific>")
+        out.append(f'      <place id="p{i + 1}">' + "".join(body) + "</place>")
+    pre, post = c.pre.tocsr(), c.post.tocsr()
+    slot_place = {int(s): i for i, p in enumerate(c.places) for s in p.slots + (p.qslots or [])}
+    arcs = []
+    seen: dict[str, int] = {}
+    for j, m in enumerate(c.modes):
+        if m.transition in seen:
+            raise ModelError(f"transition '{m.transition}' has several modes: a PNML transition has one",
+                             m.loc, hint="write it as several transitions, or export as QPME")
+        seen[m.transition] = j
+        tid = f"t{j + 1}"
+        body = [f"<name><text>{escape(m.transition)}</text></name>"]
+        if m.kind == "immediate":
+            t_el = f'<immediate weight="{m.weight!r}"' + (f' priority="{m.priority!r}"' if m.priority else "") + "/>"
+        else:
+            t_el = f"<delay>{escape(fmt_dist(m.delay))}</delay>"
+            if m.servers != 1:
+                t_el += f"<servers>{'inf' if m.servers == float('inf') else int(m.servers)}</servers>"
+        body.append(tool + t_el + "</toolspecific>")
+        out.append(f'      <transition id="{tid}">' + "".join(body) + "</transition>")
+        for mat, incoming in ((pre, True), (post, False)):
+            for s, n in zip(mat.indices[mat.indptr[j]:mat.indptr[j + 1]], mat.data[mat.indptr[j]:mat.indptr[j + 1]]):
+                pid = f"p{slot_place[int(s)] + 1}"
+                a, b = (pid, tid) if incoming else (tid, pid)
+                ins = "" if n == 1 else f"<inscription><text>{int(n)}</text></inscription>"
+                arcs.append(f'      <arc id="a{len(arcs) + 1}" source="{a}" target="{b}">{ins}</arc>')
+    if c.inh.nnz:
+        inh = c.inh.tocsr()
+        for g in range(inh.shape[0]):
+            j = int(c.inh_mode[g])
+            for s in inh.indices[inh.indptr[g]:inh.indptr[g + 1]]:
+                if int(c.inh_threshold[g]) != 1:
+                    raise ModelError(f"transition '{c.modes[j].transition}': an inhibitor with a "
+                                     f"threshold other than 1", c.modes[j].loc)
+                arcs.append(f'      <arc id="a{len(arcs) + 1}" source="p{slot_place[int(s)] + 1}" '
+                            f'target="t{j + 1}"><type value="inhibitor"/></arc>')
+    out += arcs + ["    </page>", "  </net>", "</pnml>"]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["pnml_to_qpn", "load_pnml", "qpn_to_pnml"]
