@@ -361,3 +361,18 @@ def test_a_routing_weight_of_1e60_is_solved_at_once():
     assert res.info["linear_solver"] in ("direct", "gth") and res.info["residual"] < 1e-12
     # nearly every CPU burst goes to disk1: the 8 jobs sit at the CPU and disk1
     assert res.get("tokens", "cpu") + res.get("tokens", "disk1") == pytest.approx(8.0, rel=1e-9)
+
+
+def test_one_firing_feeding_two_phase_type_queues_keeps_rows_aligned():
+    """Campaign 20's crash: a firing puts tokens into a hyperexponential IS queue and a
+    hyperexponential PS queue; the rows split by the first queue's phases must carry the
+    second queue's arrivals (IndexError: 2 rows of counts for 6 rows)."""
+    net = qpn.parse("colors job = {a, b}\n"
+                    "place q0 queue is service hyperexp(mean = 0.1, scv = 4) init 1\n"
+                    "place q1 : job queue ps service hyperexp(mean = 1, scv = 2) capacity 3\n"
+                    "transition t0 {\n  mode m0 : q1(x), q0 -> when x == a\n}\n"
+                    "transition t2 : -> 2 q1(a), 2 q0 delay exp(0.1)\n")
+    res = ctmc(net)
+    for place in ("q0", "q1"):      # flow balance: what enters leaves
+        assert res.get("arrivals", place) == pytest.approx(res.get("departures", place), rel=1e-9)
+    assert 0 < res.get("tokens", "q1") <= 3

@@ -136,10 +136,11 @@ class Dynamics:
         R = R.copy()
         R[:, :self.spec.nslots] += self.delta[modes]
         hit = np.unique(modes)
+        G_carry = None
         for qi, q in enumerate(self.spec.queues):
             if not self.feeds[hit, qi].any():
                 continue
-            got = self.post[modes][:, q.classes]
+            got = (self.post[modes] if G_carry is None else G_carry)[:, q.classes]
             if q.layout == "seq":
                 for k in range(len(q.classes)):
                     for rep in range(int(got[:, k].max())):
@@ -147,17 +148,23 @@ class Dynamics:
                         R[rows] = self._seq_insert(q, qi, R[rows], k)
                 R, w, par = self._settle(q, qi, R, w, par)
             elif q.max_phases > 1:
+                # rows split as tokens pick phases: carry every slot's count with them, so that
+                # the next queue reads its arrivals row by row (a hyperexp IS queue fed with a
+                # PS queue by one firing crashed: 2 rows of counts for 6 rows)
+                G = self.post[modes] if G_carry is None else G_carry
                 for k in range(len(q.classes)):
-                    R, w, par, got = self._enter_phases(q, qi, k, R, w, par, got)
+                    R, w, par, G = self._enter_phases(q, qi, k, R, w, par, G, col=q.classes[k])
+                G_carry = G
         return self.timed_update(R, w, par)
 
-    def _enter_phases(self, q, qi, k, R, w, par, got):
+    def _enter_phases(self, q, qi, k, R, w, par, got, col=None):
         """Tokens of class ``k`` (``got[:, k]`` per row) take their first phase.  One start
         phase: added at once, whatever their number; several: one token at a time, equal
         rows merged, refused beyond MAX_ENTRY_ROWS (a count of 2^31 tokens must not loop)."""
         A = self.qtab[qi]["A"][k]
         starts = np.flatnonzero(A > 0)
-        n = got[:, k]
+        col = k if col is None else col      # the column of got holding class k's arrivals
+        n = got[:, col]
         if len(starts) == 1:
             if starts[0] > 0:
                 R = R.copy()
@@ -172,14 +179,14 @@ class Dynamics:
                               "too large; simulate it (--method des)", construct="state space",
                               methods=("des",))
         for rep in range(top):
-            R, w, par, got = self._counts_initial_phase(q, qi, k, R, w, par, got, rep)
+            R, w, par, got = self._counts_initial_phase(q, qi, k, R, w, par, got, rep, col)
             if top > 1:     # one token splits a row into distinct rows: nothing to merge
                 R, w, par, got = _merge_rows(R, w, par, got)
         return R, w, par, got
 
-    def _counts_initial_phase(self, q, qi, k, R, w, par, got, rep):
+    def _counts_initial_phase(self, q, qi, k, R, w, par, got, rep, col):
         A = self.qtab[qi]["A"][k]
-        sel = got[:, k] > rep
+        sel = got[:, col] > rep
         outs = []
         for i in np.flatnonzero(A > 0):
             Ri = R[sel].copy()
