@@ -719,12 +719,9 @@ def load(path: str | os.PathLike) -> Net:
     if not p.is_file():
         raise ModelError(f"no such model file: {p}", None,
                          hint="model files use the extension .qpn (or .qpe for QPME, .pnml for PNML)")
-    if p.suffix.lower() == ".qpe":
-        from .qpe import load_qpe
-        return load_qpe(path)
-    if p.suffix.lower() == ".pnml":
-        from .pnml import load_pnml
-        return load_pnml(path)
+    if p.suffix.lower() in (".qpe", ".pnml"):
+        from .xmlsource import load_foreign
+        return load_foreign(path)
     return parse(read_source(path), str(path))
 
 

@@ -22,15 +22,13 @@ with a located error, as are arcs that do not join a place and a transition.
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from xml.sax.saxutils import escape
 
 from qpn.errors import ModelError
 
 from .qpe import RESERVED, _Names
-from .xmlsource import XElement, element_loc, parse_xml
+from .xmlsource import XElement, element_error, model_name, parse_xml, text_of
 
 PTNET = "ptnet"
 TOOL = "qpn"
@@ -69,12 +67,7 @@ class _Reader:
         self.notes: list[str] = []
 
     def err(self, e: XElement, msg: str, **kw) -> ModelError:
-        ident = e.get("id")
-        what = f"<{e.tag}" + (f' id="{ident}"' if ident else "") + ">"
-        return ModelError(f"{what}: {msg}", element_loc(e, self.file, self.source), **kw)
-
-    def content(self, e: XElement) -> str:
-        return e.text
+        return element_error(e, msg, self.file, self.source, **kw)
 
     def one_line(self, e: XElement, what: str) -> tuple[str, XElement]:
         """A tool-specific value (a distribution, a number) as one line of the language."""
@@ -128,12 +121,12 @@ class _Reader:
         places, transitions, by_id = [], [], {}
         for i, (tag, e) in nodes.items():
             label = _text(e, "name")
-            name = names.make(self.content(label) if label is not None else i, tag[0])
+            name = names.make(label.text if label is not None else i, tag[0])
             item = {"id": i, "name": name, "el": e, "inputs": [], "outputs": [], "inhibitors": []}
             tool = [t for t in e.find("toolspecific") if t.get("tool") == TOOL]
             if tag == "place":
                 m = _text(e, "initialMarking")
-                item["init"] = self.whole(m, self.content(m), "the initial marking") if m is not None else 0
+                item["init"] = self.whole(m, m.text, "the initial marking") if m is not None else 0
                 item.update(self._place_tool(tool[0]) if tool else {})
                 places.append(item)
             else:
@@ -155,7 +148,7 @@ class _Reader:
                                   f"a place and a transition",
                                expected="source and target: the ids of a place and a transition")
             ins = _text(a, "inscription")
-            n = self.whole(ins, self.content(ins), "an arc inscription") if ins is not None else 1
+            n = self.whole(ins, ins.text, "an arc inscription") if ins is not None else 1
             if n == 0:
                 raise self.err(a, "an arc inscription must be at least 1")
             kinds = [t.get("value") for t in a.find("type")]
@@ -173,7 +166,7 @@ class _Reader:
                               f"after exp(1), a stochastic Petri net with unit rates")
         name = _text(net, "name")
         return {"places": places, "transitions": transitions,
-                "name": self.content(name) if name is not None else ""}
+                "name": name.text if name is not None else ""}
 
     def _place_tool(self, tool: XElement) -> dict:
         out: dict = {}
@@ -224,7 +217,7 @@ def _write(model: dict, name: str, lines: list) -> str:
         out.append(text)
         lines.append(el)
 
-    emit(f"# Imported from a PNML place/transition net by qpn convert.")
+    emit("# Imported from a PNML place/transition net by qpn convert.")
     emit(f"net {name}")
     for p in model["places"]:
         opts = []
@@ -269,18 +262,10 @@ def pnml_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
     -------
     (text, notes)
     """
-    root = parse_xml(data, file)
-    try:
-        source = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        source = None
-    reader = _Reader(root, file, source)
+    reader = _Reader(parse_xml(data, file), file, text_of(data))
     model = reader.read()
-    stem = re.sub(r"[^A-Za-z0-9_]+", "_", Path(file).stem).strip("_") or "imported"
-    if stem[0].isdigit() or stem in RESERVED:
-        stem = "pnml_" + stem
     lines: list = []
-    text = _write(model, stem, lines)
+    text = _write(model, model_name(file, "pnml_", RESERVED), lines)
     from .parser import parse
     try:
         parse(text, file)
@@ -290,19 +275,6 @@ def pnml_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
             raise
         raise reader.err(el, exc.message, hint=exc.hint, expected=exc.expected) from None
     return text, reader.notes
-
-
-def load_pnml(path: str | os.PathLike):
-    """Read a PNML file as a validated :class:`qpn.model.Net` (notes go to stderr)."""
-    import sys
-
-    from .parser import parse
-    with open(path, "rb") as fh:
-        data = fh.read()
-    text, notes = pnml_to_qpn(data, os.fspath(path))
-    for n in notes:
-        print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
-    return parse(text, os.fspath(path) + " (as qpn)")
 
 
 # ------------------------------------------------------------------ writing
@@ -324,7 +296,7 @@ def qpn_to_pnml(c) -> str:
                              f"plain tokens", p.loc, hint="write colored models as QPME: -o model.qpe")
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            '<pnml xmlns="http://www.pnml.org/version-2009/grammar/pnml">',
-           f'  <net id="net" type="http://www.pnml.org/version-2009/grammar/ptnet">',
+           '  <net id="net" type="http://www.pnml.org/version-2009/grammar/ptnet">',
            f"    <name><text>{escape(c.net.name or 'net')}</text></name>", '    <page id="page">']
     tool = f'<toolspecific tool="{TOOL}" version="1">'
     for i, p in enumerate(c.places):
@@ -392,4 +364,4 @@ def qpn_to_pnml(c) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["pnml_to_qpn", "load_pnml", "qpn_to_pnml"]
+__all__ = ["pnml_to_qpn", "qpn_to_pnml"]

@@ -2,7 +2,7 @@
 
 :func:`qpe_to_qpn` turns a QPME file into the text of an equivalent qpn model
 (readable: one line per QPME element, QPME's names kept where the language
-allows them, element ids in comments); :func:`load_qpe` parses that text, so a
+allows them, element ids in comments); :func:`dsl.xmlsource.load_foreign` parses that text, so a
 ``.qpe`` file works wherever a ``.qpn`` file does (``qpn solve model.qpe``).
 
 How QPME's meaning is kept:
@@ -37,11 +37,8 @@ import math
 import os
 import re
 from collections import defaultdict
-from pathlib import Path
 
-from qpn.errors import ModelError
-
-from .xmlsource import XElement, element_loc, parse_xml
+from .xmlsource import XElement, element_error, model_name, parse_xml, text_of
 
 XSI_TYPE = "xsi:type"
 STRATEGIES = {"IS": "is", "FCFS": "fcfs", "PS": "ps", "RANDOM": "random", "PRIO": "prio"}
@@ -128,10 +125,7 @@ class _Reader:
 
     # ---------------------------------------------------------- helpers
     def err(self, e: XElement, msg: str, hint: str | None = None, expected: str | None = None):
-        ident = e.get("id")
-        what = f"<{e.tag}" + (f" id=\"{ident}\"" if ident else "") + ">"
-        return ModelError(f"{what}: {msg}", element_loc(e, self.file, self.source),
-                          hint=hint, expected=expected)
+        return element_error(e, msg, self.file, self.source, hint=hint, expected=expected)
 
     def attr(self, e: XElement, name: str, default: str | None = None) -> str:
         v = e.get(name, default)
@@ -461,32 +455,9 @@ def qpe_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
     (text, notes): the model in the qpn language, and notes for the user.
     """
     root = parse_xml(data, file)
-    try:
-        source = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        source = None
-    reader = _Reader(root, file, source)
+    reader = _Reader(root, file, text_of(data))
     model = reader.read()
     model["queues"], model["reader"] = reader.queues, reader
-    stem = re.sub(r"[^A-Za-z0-9_]+", "_", Path(file).stem).strip("_") or "imported"
-    if stem[0].isdigit() or stem in RESERVED:
-        stem = "qpme_" + stem
-    text = _write(model, stem, file, root.get("qpme-version", "?"), reader.notes)
+    text = _write(model, model_name(file, "qpme_", RESERVED), file, root.get("qpme-version", "?"),
+                  reader.notes)
     return text, reader.notes
-
-
-def load_qpe(path: str | os.PathLike):
-    """Read a QPME file as a validated :class:`qpn.model.Net` (notes go to stderr)."""
-    import sys
-
-    from .parser import parse
-    with open(path, "rb") as fh:
-        data = fh.read()
-    text, notes = qpe_to_qpn(data, os.fspath(path))
-    for n in notes:
-        print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
-    try:
-        return parse(text, os.fspath(path) + " (as qpn)")
-    except ModelError as exc:   # a mistake the reader did not catch: show it in the qpn text
-        raise ModelError(f"the QPME model translates to a qpn model that is not valid: {exc.message}",
-                         exc.loc, hint="run 'qpn convert' to see the translation") from None

@@ -113,3 +113,56 @@ def parse_xml(data: bytes, file: str) -> XElement:
 def element_loc(e: XElement, file: str, source: str | None) -> Loc:
     """The location of an element's start tag, for errors."""
     return Loc(file, e.line, e.col, source=source)
+
+
+def model_name(file: str, prefix: str, reserved) -> str:
+    """A net name from a file's stem: letters, digits and _, not a keyword."""
+    import re
+    from pathlib import Path
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", Path(file).stem).strip("_") or "imported"
+    return prefix + stem if stem[0].isdigit() or stem in reserved else stem
+
+
+def element_error(e: XElement, msg: str, file: str, source: str | None, **kw) -> ModelError:
+    """A located error at an element, naming it by tag and id: ``<place id="p1">: ...``."""
+    ident = e.get("id")
+    what = f"<{e.tag}" + (f' id="{ident}"' if ident else "") + ">"
+    return ModelError(f"{what}: {msg}", element_loc(e, file, source), **kw)
+
+
+def text_of(data: bytes) -> str | None:
+    """The file's text for showing error lines (None if it is not UTF-8)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def translate_file(path) -> tuple[str, list[str]]:
+    """The qpn text of a foreign model file (.qpe, .pnml) and the translation's notes."""
+    import os
+    if not os.path.isfile(path):
+        raise ModelError(f"no such model file: {path}")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if os.fspath(path).lower().endswith(".pnml"):
+        from .pnml import pnml_to_qpn as translate
+    else:
+        from .qpe import qpe_to_qpn as translate
+    return translate(data, os.fspath(path))
+
+
+def load_foreign(path):
+    """A foreign model file as a validated Net; the translation's notes go to stderr."""
+    import os
+    import sys
+
+    from .parser import parse
+    text, notes = translate_file(path)
+    for n in notes:
+        print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
+    try:
+        return parse(text, os.fspath(path) + " (as qpn)")
+    except ModelError as exc:   # a mistake the reader did not catch: show it in the qpn text
+        raise ModelError(f"the model translates to a qpn model that is not valid: {exc.message}",
+                         exc.loc, hint="run 'qpn convert' to see the translation") from None

@@ -161,14 +161,8 @@ def cmd_convert(args) -> int:
                          hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.pnml")
     check_output(args.output)
     if src in FOREIGN:
-        if src == ".qpe":
-            from dsl.qpe import qpe_to_qpn as reader
-        else:
-            from dsl.pnml import pnml_to_qpn as reader
-        if not os.path.isfile(args.file):
-            raise ModelError(f"no such model file: {args.file}")
-        with open(args.file, "rb") as fh:
-            text, notes = reader(fh.read(), args.file)
+        from dsl.xmlsource import translate_file
+        text, notes = translate_file(args.file)
         for n in notes:
             print(f"{args.file}: note: {n}", file=sys.stderr)
         from . import parse

@@ -107,7 +107,11 @@ def mutate_model(rng: random.Random, text: str) -> bytes:
         return text.encode()
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         text = (_token_mutation if rng.random() < 0.75 else _line_mutation)(rng, text)
-    data = text.encode("utf-8", "surrogatepass")
+    return _damage(rng, text.encode("utf-8", "surrogatepass"))
+
+
+def _damage(rng: random.Random, data: bytes) -> bytes:
+    """Now and then a truncation (5%) or random bytes spliced in (5%)."""
     r = rng.random()
     if r < 0.05 and data:
         data = data[:rng.randrange(len(data))]
@@ -169,14 +173,7 @@ def mutate_xml(rng: random.Random, text: bytes | str) -> bytes:
             else:
                 lines.insert(rng.randrange(len(lines)), lines.pop(i))
             text = "\n".join(lines)
-    data = text.encode("utf-8", "surrogateescape")
-    r = rng.random()
-    if r < 0.05 and data:
-        data = data[:rng.randrange(len(data))]
-    elif r < 0.10:
-        k = rng.randrange(len(data) + 1)
-        data = data[:k] + rng.choice(RANDOM_BYTES) + data[k:]
-    return data
+    return _damage(rng, text.encode("utf-8", "surrogateescape"))
 
 
 # ------------------------------------------------------------------ traces
