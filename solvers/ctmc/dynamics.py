@@ -136,25 +136,25 @@ class Dynamics:
         R = R.copy()
         R[:, :self.spec.nslots] += self.delta[modes]
         hit = np.unique(modes)
-        G_carry = None
+        # rows split as tokens pick phases or servers: every slot's arrivals (G) travel with
+        # their row, so that a later queue reads its own arrivals row by row (campaign 20:
+        # a hyperexp IS queue fed with a PS queue by one firing, 2 rows of counts for 6 rows)
+        G = self.post[modes]
         for qi, q in enumerate(self.spec.queues):
             if not self.feeds[hit, qi].any():
                 continue
-            got = (self.post[modes] if G_carry is None else G_carry)[:, q.classes]
             if q.layout == "seq":
+                got = G[:, q.classes]
                 for k in range(len(q.classes)):
                     for rep in range(int(got[:, k].max())):
                         rows = np.flatnonzero(got[:, k] > rep)
                         R[rows] = self._seq_insert(q, qi, R[rows], k)
-                R, w, par = self._settle(q, qi, R, w, par)
+                # _settle carries its third argument by row: pass row numbers, then map back
+                R, w, origin = self._settle(q, qi, R, w, np.arange(len(R)))
+                par, G = par[origin], G[origin]
             elif q.max_phases > 1:
-                # rows split as tokens pick phases: carry every slot's count with them, so that
-                # the next queue reads its arrivals row by row (a hyperexp IS queue fed with a
-                # PS queue by one firing crashed: 2 rows of counts for 6 rows)
-                G = self.post[modes] if G_carry is None else G_carry
                 for k in range(len(q.classes)):
                     R, w, par, G = self._enter_phases(q, qi, k, R, w, par, G, col=q.classes[k])
-                G_carry = G
         return self.timed_update(R, w, par)
 
     def _enter_phases(self, q, qi, k, R, w, par, got, col=None):
