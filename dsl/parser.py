@@ -718,8 +718,9 @@ def load(path: str | os.PathLike) -> Net:
     p = Path(path)
     if not p.is_file():
         raise ModelError(f"no such model file: {p}", None,
-                         hint="model files use the extension .qpn (or .qpe for QPME, .pnml for PNML)")
-    if p.suffix.lower() in (".qpe", ".pnml"):
+                         hint="model files use the extension .qpn (or .qpe for QPME, .pnml for PNML, "
+                         ".lqn for LQN)")
+    if p.suffix.lower() in (".qpe", ".pnml", ".lqn"):
         from .xmlsource import load_foreign
         return load_foreign(path)
     return parse(read_source(path), str(path))

@@ -139,7 +139,7 @@ def text_of(data: bytes) -> str | None:
 
 
 def translate_file(path) -> tuple[str, list[str]]:
-    """The qpn text of a foreign model file (.qpe, .pnml) and the translation's notes."""
+    """The qpn text of a foreign model file (.qpe, .pnml, .lqn) and the translation's notes."""
     import os
     if not os.path.isfile(path):
         raise ModelError(f"no such model file: {path}")
@@ -147,6 +147,8 @@ def translate_file(path) -> tuple[str, list[str]]:
         data = fh.read()
     if os.fspath(path).lower().endswith(".pnml"):
         from .pnml import pnml_to_qpn as translate
+    elif os.fspath(path).lower().endswith(".lqn"):
+        from .lqn_translate import lqn_to_qpn as translate
     else:
         from .qpe import qpe_to_qpn as translate
     return translate(data, os.fspath(path))

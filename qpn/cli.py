@@ -143,11 +143,11 @@ def _(p):
     g.add_argument("--check", action="store_true", help="exit 1 if the file is not canonical")
 
 
-FOREIGN = (".qpe", ".pnml")   # model formats read and written besides .qpn
+FOREIGN = (".qpe", ".pnml", ".lqn")   # model formats read (and written) besides .qpn
 
 
-@command("convert", "convert between qpn (.qpn), QPME (.qpe) and PNML (.pnml) models, by the "
-                    "files' extensions")
+@command("convert", "convert between qpn (.qpn), QPME (.qpe), PNML (.pnml) and LQN (.lqn) models, "
+                    "by the files' extensions")
 def cmd_convert(args) -> int:
     from .fileio import check_output, write_atomic
     src = os.path.splitext(args.file)[1].lower()
@@ -156,7 +156,7 @@ def cmd_convert(args) -> int:
     if args.output and os.path.abspath(args.output) == os.path.abspath(args.file):
         raise ModelError(f"convert would overwrite its input {args.file}", hint="name another output file")
     if {src, dst} - {".qpn", *FOREIGN} or (src in FOREIGN) == (dst in FOREIGN):
-        raise ModelError(f"convert turns .qpe or .pnml into .qpn and back, not "
+        raise ModelError(f"convert turns .qpe, .pnml or .lqn into .qpn and back, not "
                          f"{src or 'no extension'} -> {dst or 'no extension'}",
                          hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.pnml")
     check_output(args.output)
@@ -167,6 +167,11 @@ def cmd_convert(args) -> int:
             print(f"{args.file}: note: {n}", file=sys.stderr)
         from . import parse
         parse(text, args.file + " (as qpn)")   # refuse to write a model that does not load
+    elif dst == ".lqn":
+        from dsl.lqn_export import qpn_to_lqn
+        text, notes = qpn_to_lqn(load_model(args.file, args.set))
+        for n in notes:
+            print(f"{args.file}: note: {n}", file=sys.stderr)
     else:
         if dst == ".qpe":
             from dsl.qpe_export import qpn_to_qpe as writer
@@ -189,9 +194,9 @@ def _compiled(path: str, sets):
 
 @cmd_convert.setup
 def _(p):
-    p.add_argument("-o", "--output", help="output file (.qpn, .qpe or .pnml); default: stdout, .qpn "
+    p.add_argument("-o", "--output", help="output file (.qpn, .qpe, .pnml or .lqn); default: stdout, .qpn "
                    "for a foreign model, .qpe for a qpn model")
-    p.add_argument("--to", choices=("qpn", "qpe", "pnml"),
+    p.add_argument("--to", choices=("qpn", "qpe", "pnml", "lqn"),
                    help="the format written to stdout when there is no -o")
 
 

@@ -401,3 +401,28 @@ def test_a_sequence_queue_splitting_rows_keeps_a_later_queues_arrivals_aligned(d
         for meas, el in (("throughput", "t2"), ("tokens", "q0"), ("tokens", "q1")):
             c = sim.cell(meas, el)
             assert abs(c.value - res.get(meas, el)) <= 4 * c.ci, (meas, el, c, res.get(meas, el))
+
+
+def test_a_vanishing_loop_left_with_a_probability_below_rounding_is_a_timeless_trap():
+    """Campaign 21's crash ('Factor is exactly singular'): immediate modes weighted 1e40
+    and 0.1 make a loop whose way out has probability ~1e-41, so I - P is singular in
+    floating point; the CTMC says so instead of crashing.  With a ratio of 1e6 the exact
+    chain is explored and found to reach a dead marking (q0 keeps growing until q1 is full)."""
+    text = ("place q0 init 1\nplace q1 capacity 5\nplace q2\n"
+            "transition t0 {\n  mode m0 : q0, q2 -> q1 weight W\n  mode m1 : q1 -> q2, q0 weight 0.1\n}\n"
+            "transition t1 {\n  mode m0 : -> 2 q0, q1\n  mode m1 : q1, q2 ->\n}\n")
+    with pytest.raises(SolverError, match="timeless trap up to rounding"):
+        ctmc(qpn.parse(text.replace("W", "1" + "0" * 40)))
+    res = ctmc(qpn.parse(text.replace("W", "1000000")))
+    assert res.degenerate == "deadlock"
+
+
+def test_a_cpu_that_no_step_uses_adds_nothing_to_the_chain():
+    """The LQN fuzz slice's crash: a processor left without tasks is a shared fcfs queue
+    with no places; the CTMC spec and its state estimate took min/max over its (no)
+    classes.  The chain is the pool's alone: one thread sleeping, throughput 1."""
+    from qpn.compile import compile_net
+    from solvers.ctmc.spec import build_spec
+    net = qpn.parse("software {\n    cpu idle cores 1 fcfs\n    pool w size 1 { sleep exp(1) }\n}\n")
+    assert "at most 1 state" in build_spec(compile_net(net)).estimate_phrase()
+    assert ctmc(net).get("throughput", "w.begin") == pytest.approx(1.0, rel=1e-12)

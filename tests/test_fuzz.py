@@ -42,8 +42,8 @@ def test_fast_slice_finds_no_new_crash_hang_or_memory_failure(tmp_path_factory):
     # programs (timed runs) are left to the campaigns
     camp = run_campaign(300, 200, SLICE_SEED, jobs=2, budget=10.0, shrink=False, quick=True,
                         programs="none", cache_dir=str(tmp_path_factory.mktemp("fuzz-seeds")),
-                        qpe=60, pnml=60)
-    assert dict(camp.inputs) == {"model": 300, "trace": 200, "qpe": 60, "pnml": 60}
+                        qpe=60, pnml=60, lqn=60)
+    assert dict(camp.inputs) == {"model": 300, "trace": 200, "qpe": 60, "pnml": 60, "lqn": 60}
     # the inputs reach past the parser: every command succeeds on a good share
     ok = {c: n for (c, o), n in camp.outcomes.items() if o == OK}
     assert all(ok.get(c, 0) >= 40 for c in ("check", "fmt", "flatten", "solve", "trace-check",

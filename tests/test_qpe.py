@@ -253,7 +253,7 @@ def test_cli_convert_both_ways_and_solve_a_qpe_file(tmp_path, capsys):
     assert main(["convert", str(qpe), "-o", str(qpe)]) == 2
     assert main(["convert", str(qpe), "-o", str(tmp_path / "x.txt")]) == 2
     err = capsys.readouterr().err
-    assert "would overwrite its input" in err and "turns .qpe or .pnml into .qpn and back" in err
+    assert "would overwrite its input" in err and "turns .qpe, .pnml or .lqn into .qpn and back" in err
 
 
 def test_export_refuses_what_qpme_cannot_say():

@@ -404,6 +404,8 @@ def _product(spec, chosen, unit_of, ctx) -> float:
             logf += _lcomb(bound_of[u] + P - 1, P - 1)
     for q in ctx["seq"]:
         K = len(q.classes)
+        if not K:           # a queue no place uses (a cpu no step runs on) holds nothing
+            continue
         per = max(_token_factor(q, k) for k in range(K))
         logf += q.L * (log(K) + log(max(per, 1.0)))
     return _exp(logf) * _outside_factor(spec, ctx)

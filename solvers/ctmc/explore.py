@@ -218,10 +218,34 @@ class Explorer:
         ws = np.bincount(inv.ravel(), weights=w, minlength=len(u))
         return R[first], ws, par[first], P[first]
 
+    def _solve_vanishing(self, A, B, mode_prob):
+        """``A^-1 B`` for the vanishing markings; a SolverError when rounding makes A singular.
+
+        A loop of immediate firings whose way out has a probability below the rounding
+        of 1 (weights 1e40 against 0.1: campaign 21) is a timeless trap in floating point:
+        I - P is singular although the exact chain leaves the loop."""
+        import warnings
+
+        import scipy.sparse as sp
+        from scipy.sparse.linalg import spsolve
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                X = spsolve(A, B)
+            except RuntimeError:
+                X = None
+        data = X.data if sp.issparse(X) else X
+        if X is None or not np.all(np.isfinite(data)):
+            trans = sorted({self.spec.compiled.modes[m].transition for _v, m, _p in mode_prob})
+            raise SolverError("timeless trap up to rounding: the immediate transitions "
+                              f"{', '.join(repr(t) for t in trans)} leave a loop of immediate firings "
+                              "with a probability below the precision of floating point (weights "
+                              "more than 1e16 apart)", construct="timeless trap", methods=())
+        return X
+
     def _resolve_linear(self, cur, out):
         """Immediate transitions that can loop: absorb exactly with (I - P_VV)^-1."""
         import scipy.sparse as sp
-        from scipy.sparse.linalg import spsolve
         R0, w0, par0 = cur
         E0, _ = self._immediate_choice(R0)
         V0 = E0.any(axis=1)
@@ -311,12 +335,12 @@ class Explorer:
         B = sp.csc_matrix(([e[2] for e in edges_t], ([e[0] for e in edges_t], [e[1] for e in edges_t])),
                           shape=(nv, nt))
         # spsolve returns a 1-D array when B has one column (or A one row): keep the shape
-        X = spsolve(A, B)
+        X = self._solve_vanishing(A, B, mode_prob)
         X = sp.csr_matrix(np.reshape(X, (nv, nt))) if not sp.issparse(X) else X.tocsr()
         M = sp.csr_matrix(([p for _, _, p in mode_prob], ([v for v, _, _ in mode_prob],
                                                            [m for _, m, _ in mode_prob])),
                           shape=(nv, len(self.spec.compiled.modes)))
-        Nm = spsolve(A, M.tocsc())
+        Nm = self._solve_vanishing(A, M.tocsc(), mode_prob)
         Nm = (sp.csr_matrix(np.reshape(Nm, (nv, len(self.spec.compiled.modes))))
               if not sp.issparse(Nm) else Nm.tocsr())
         T = np.stack(tang_rows) if tang_rows else np.zeros((0, self.spec.ncols), dtype=np.int64)

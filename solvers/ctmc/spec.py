@@ -191,7 +191,7 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
             if all(uncovered[s] for s in q.classes):
                 L = min(L, cutoff)  # the cut-off bounds the open part as a whole
             for y, tokens in totals:
-                if all(y[unit_of[s]] > 0 for s in q.classes):
+                if q.classes and all(y[unit_of[s]] > 0 for s in q.classes):
                     L = min(L, tokens // int(min(y[unit_of[s]] for s in q.classes)))
             if math.isinf(q.servers) and disc not in ("is", "ps"):
                 raise SolverError(f"queue {q.name}: infinitely many servers with {disc}",

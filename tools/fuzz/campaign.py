@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import mutate
-from .corpus import model_seeds, pnml_seeds, qpe_seeds, trace_seeds
+from .corpus import lqn_seeds, model_seeds, pnml_seeds, qpe_seeds, trace_seeds
 from .netgen import generated_models
 from .pool import DEFAULT_MEMORY, Pool
 from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
@@ -21,10 +21,10 @@ GENERATED_SHARE = 0.25      # of the models: Hypothesis nets; the rest mutate th
 
 
 def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: str = "quick",
-                qpe: int = 0, pnml: int = 0):
+                qpe: int = 0, pnml: int = 0, lqn: int = 0):
     """Yield (origin, kind, data): the seeds themselves first, then mutants
     round-robin over the seeds, and Hypothesis nets among the models; then
-    ``qpe`` QPME files (seeds, then mutants)."""
+    ``qpe`` QPME, ``pnml`` PNML and ``lqn`` LQN files (seeds, then mutants)."""
     rng = random.Random(seed)
     # the trace seeds first: tracing the test programs overlaps the workers' start
     tseeds = trace_seeds(cache_dir, programs) if traces else {}
@@ -57,7 +57,8 @@ def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: s
                 yield name, "trace", tseeds[name]
             else:
                 yield f"mutant of {name}", "trace", mutate.mutate_trace(rng, tseeds[name])
-    for kind, count, seeds in (("qpe", qpe, qpe_seeds), ("pnml", pnml, pnml_seeds)):
+    for kind, count, seeds in (("qpe", qpe, qpe_seeds), ("pnml", pnml, pnml_seeds),
+                               ("lqn", lqn, lqn_seeds)):
         if not count:
             continue
         xseeds = seeds()
@@ -67,7 +68,9 @@ def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: s
             if k < len(xnames):
                 yield name, kind, xseeds[name]
             else:
-                yield f"mutant of {name}", kind, mutate.mutate_xml(rng, xseeds[name])
+                mutant = mutate.mutate_model if kind == "lqn" else mutate.mutate_xml
+                data = xseeds[name]
+                yield f"mutant of {name}", kind, mutant(rng, data.decode() if kind == "lqn" else data)
 
 
 @dataclass
@@ -135,13 +138,13 @@ class Campaign:
 def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: float = 5.0,
                  memory: int = DEFAULT_MEMORY, out: str | None = None, shrink: bool = True,
                  programs: str = "quick", cache_dir: str | None = None, progress=None,
-                 quick: bool = False, qpe: int = 0, pnml: int = 0) -> Campaign:
+                 quick: bool = False, qpe: int = 0, pnml: int = 0, lqn: int = 0) -> Campaign:
     """Run a campaign; with ``out`` write report.json, report.txt and one
     reproducing input per failure signature there."""
     cache_dir = cache_dir or os.path.join(out or ".", "seeds")
     camp = Campaign()
     with Pool(jobs, budget, memory, quick) as pool:
-        items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml)
+        items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml, lqn)
         t0 = time.perf_counter()
         try:
             first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
@@ -223,7 +226,8 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
         os.makedirs(os.path.join(out, group), exist_ok=True)
         ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
         for i, f in enumerate(ordered, 1):
-            ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe", "pnml": ".pnml"}[f.kind]
+            ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe", "pnml": ".pnml",
+                   "lqn": ".lqn"}[f.kind]
             name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{ext}")
             with open(os.path.join(out, name), "wb") as fh:
                 fh.write(f.data)

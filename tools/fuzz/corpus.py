@@ -66,6 +66,16 @@ def pnml_seeds() -> dict[str, bytes]:
     return out
 
 
+def lqn_seeds() -> dict[str, bytes]:
+    """name -> LQN text: the reader's example and the LQN files shipped and tested."""
+    from dsl.lqn import EXAMPLE
+    out = {"dsl/lqn.py:EXAMPLE": EXAMPLE}
+    for pattern in ("models/lqn/*.lqn", "tests/data/lqn/*.lqn"):
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            out[os.path.relpath(path, ROOT)] = _read(path)
+    return out
+
+
 def _bad_input_cases() -> list[tuple]:
     path = os.path.join(ROOT, "tests", "bad_inputs.py")
     if not os.path.exists(path):

@@ -40,9 +40,10 @@ OK, USER_ERROR, CRASH, HANG, MEMORY, WRONG, SUSPECT = (
 FAILURES = (CRASH, HANG, MEMORY, WRONG)
 PROJECT_DIRS = ("qpn", "solvers", "frontends", "dsl")
 
-MODEL_FILE, TRACE_FILE, QPE_FILE, PNML_FILE = "m.qpn", "t.jsonl", "m.qpe", "m.pnml"
+MODEL_FILE, TRACE_FILE, QPE_FILE, PNML_FILE, LQN_FILE = "m.qpn", "t.jsonl", "m.qpe", "m.pnml", "m.lqn"
 #: the file each kind of input is written to
-INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE, "pnml": PNML_FILE}
+INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE, "pnml": PNML_FILE,
+              "lqn": LQN_FILE}
 #: solver budgets that keep one solve well under a second: a small CTMC, short
 #: simulations on one thread, imprecise results accepted
 SOLVE_BUDGET = ["--limit", "20000", "--events", "4000", "-R", "2", "--wall", "1", "--threads", "1",
@@ -70,7 +71,7 @@ TRACE_COMMANDS = {
 
 
 def _foreign(f: str, budget: list[str]) -> dict[str, list[str]]:
-    """Foreign model files (QPME, PNML): read (check), translated (convert) and solved."""
+    """Foreign model files (QPME, PNML, LQN): read (check), translated (convert) and solved."""
     return {"check": ["check", f], "convert": ["convert", f, "-o", "converted.qpn"],
             "solve": ["solve", f, "--method", "auto"] + budget}
 
@@ -203,10 +204,10 @@ def _text(stream: io.TextIOWrapper) -> str:
 
 
 def commands_for(kind: str, quick: bool = False) -> dict[str, list[str]]:
-    """command name -> argv for a "model", "trace", "qpe" or "pnml" input."""
+    """command name -> argv for a "model", "trace", "qpe", "pnml" or "lqn" input."""
     if kind == "trace":
         return TRACE_COMMANDS
-    if kind in ("qpe", "pnml"):
+    if kind in ("qpe", "pnml", "lqn"):
         return _foreign(INPUT_FILE[kind], QUICK_SOLVE_BUDGET if quick else SOLVE_BUDGET)
     return QUICK_MODEL_COMMANDS if quick else MODEL_COMMANDS
 
