@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
@@ -35,6 +34,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from qpn.errors import Loc, ModelError, QPNError, suggest
 
+from .lqn_model import (MAX_PHASES, TASK_SCHED, LqnActivities, LqnCall, LqnConnection,  # noqa: F401
+                        LqnEntry, LqnModel, LqnProcessor, LqnTask, reachable)
 from .source import decode_source
 
 EXAMPLE = b"""G "client and server" 1e-05 50 10 0.9 -1
@@ -52,95 +53,6 @@ E 2
   s server 0.5 -1
 -1
 """
-
-#: processor scheduling flags and their meaning
-PROC_SCHED = {"f": "fcfs", "r": "random", "s": "ps", "c": "ps", "p": "priority preemptive",
-              "h": "priority non-preemptive", "i": "infinite"}
-#: task scheduling flags (the first letter after the task name)
-TASK_SCHED = {"r": "reference", "n": "fcfs", "f": "fcfs", "h": "priority", "i": "infinite",
-              "P": "polled", "S": "semaphore", "W": "read-write lock", "b": "burst", "w": "lock"}
-MAX_PHASES = 3
-
-
-@dataclass
-class LqnProcessor:
-    name: str
-    sched: str                       # a letter of PROC_SCHED
-    multiplicity: int | None         # None: infinite
-    quantum: float = 0.0
-    rate: float = 1.0                # speed: demands are divided by it
-    loc: Loc | None = None
-
-
-@dataclass
-class LqnCall:
-    kind: str                        # 'y' synchronous, 'z' asynchronous, 'F' forwarding
-    target: str
-    phase: int
-    mean: float                      # mean number of calls (F: a probability)
-    loc: Loc | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass
-class LqnEntry:
-    name: str
-    task: str = ""
-    demand: list[float] = field(default_factory=lambda: [0.0] * MAX_PHASES)
-    scv: list[float] = field(default_factory=lambda: [1.0] * MAX_PHASES)
-    deterministic: list[bool] = field(default_factory=lambda: [False] * MAX_PHASES)
-    think: list[float] = field(default_factory=lambda: [0.0] * MAX_PHASES)
-    calls: list[LqnCall] = field(default_factory=list)
-    open_rate: float = 0.0
-    phases: int = 0                  # the highest phase given a value
-    start: str | None = None         # the first activity, for an entry defined by activities
-    loc: Loc | None = None
-    start_loc: Loc | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass
-class LqnConnection:
-    """``joins -> forks``: how activities follow each other.
-
-    ``join`` is ("one" | "and" | "or", [activities]); ``fork`` is None (the graph
-    ends), ("seq", [a]), ("and", [a, b, ...]), ("or", [(p, a), ...]) or
-    ("loop", [(n, a), ...], end activity or None)."""
-    join: tuple
-    fork: tuple | None
-    loc: Loc | None = None
-
-
-@dataclass
-class LqnActivities:
-    """The activity graph of one task: each activity is a one-phase :class:`LqnEntry`."""
-    task: str
-    acts: dict[str, LqnEntry] = field(default_factory=dict)
-    connections: list[LqnConnection] = field(default_factory=list)
-    replies: dict[str, list[str]] = field(default_factory=dict)   # activity -> entries
-    loc: Loc | None = None
-
-
-@dataclass
-class LqnTask:
-    name: str
-    ref: bool
-    sched: str                       # a letter of TASK_SCHED
-    entries: list[str]
-    processor: str
-    multiplicity: int | None = 1     # None: infinite
-    think: float = 0.0
-    priority: int = 0
-    loc: Loc | None = None
-
-
-@dataclass
-class LqnModel:
-    name: str
-    comment: str = ""
-    processors: dict[str, LqnProcessor] = field(default_factory=dict)
-    tasks: dict[str, LqnTask] = field(default_factory=dict)
-    entries: dict[str, LqnEntry] = field(default_factory=dict)
-    activities: dict[str, LqnActivities] = field(default_factory=dict)   # by task
-
 
 # ------------------------------------------------------------------ parsing
 _PARSER: Lark | None = None
@@ -229,7 +141,11 @@ class _Build(Transformer):
         return ModelError(msg, loc, **kw)
 
     def number(self, c):
-        return (float(c[0]), c[0])
+        v = float(c[0])
+        if not math.isfinite(v):
+            raise self._err(f"{c[0]} is too large for a number", c[0],
+                            expected="a number below 1.8e308")
+        return (v, c[0])
 
     def _count(self, num, what: str) -> int:
         v, tok = num
@@ -298,7 +214,7 @@ class _Build(Transformer):
         i += 1                                   # the -1 after the entry list
         proc = c[i]
         opts = c[i + 1:]
-        if flag in ("P", "S", "W", "b", "w", "h"):
+        if flag in ("p", "S", "W", "b", "w", "h"):
             raise self._err(f"{TASK_SCHED[flag]} tasks ('{flag}') are not supported", c[2],
                             expected="r (reference), n or f (first come, first served), i (infinite)")
         task = LqnTask(str(name), flag == "r", flag, [str(e) for e in entries], str(proc),
@@ -568,27 +484,6 @@ def read_lqn(data: bytes | str, file: str = "<string>") -> LqnModel:
     return model
 
 
-def reachable(g: LqnActivities, start: str) -> list[str]:
-    """The activities of ``g`` that follow ``start`` (itself included), in order found."""
-    after: dict[str, list[str]] = {}
-    for conn in g.connections:
-        if conn.fork is None:
-            continue
-        kind, items = conn.fork[0], conn.fork[1]
-        nxt = [str(x) for x in items] if kind in ("seq", "and") else [str(n) for _, n in items]
-        if kind == "loop" and conn.fork[2] is not None:
-            nxt.append(str(conn.fork[2]))
-        for name, _ in conn.join[1]:
-            after.setdefault(str(name), []).extend(nxt)
-    seen, todo = [], [start]
-    while todo:
-        a = todo.pop()
-        if a not in seen:
-            seen.append(a)
-            todo.extend(after.get(a, []))
-    return seen
-
-
 def _check(m: LqnModel, file: str, text: str) -> None:
     """References, reference tasks and the call graph."""
     for t in m.tasks.values():
@@ -612,6 +507,11 @@ def _check(m: LqnModel, file: str, text: str) -> None:
             raise ModelError(f"open arrivals to '{e.name}', an entry of a reference task", e.loc)
         if e.phases == 0 and not task.ref and not e.calls:
             pass   # an entry that does nothing is legal (it replies at once)
+    if not any(t.ref for t in m.tasks.values()) and not any(e.open_rate for e in m.entries.values()):
+        first = next(iter(m.tasks.values()), None)
+        raise ModelError("nothing drives the model: no reference task ('t NAME r ...') and no open "
+                         "arrivals ('a ENTRY RATE')", first.loc if first else Loc(file, 1, 1, source=text),
+                         hint="add a reference task (the users) or open arrivals to an entry")
     for e in m.entries.values():
         if e.start is not None:
             g = m.activities.get(e.task)

@@ -53,7 +53,7 @@ from typing import Callable
 
 from qpn.errors import ModelError
 
-from .lqn import LqnActivities, LqnConnection, LqnEntry
+from .lqn_model import LqnActivities, LqnConnection, LqnEntry
 
 REPLY = "#REPLY"          # a line marking the reply, at the top level of the steps
 

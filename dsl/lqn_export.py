@@ -293,7 +293,6 @@ def qpn_to_lqn(net, params: dict | None = None) -> tuple[str, list[str]]:
         e.open_rate = opens.pop(e.name, 0.0)
     if opens:
         raise ModelError(f"sources call '{next(iter(opens))}', which is not an entry", None)
-    lines_e: list[str] = []
     for name, (flag, ents, _, opts) in tasks.items():
         if not ents:
             raise ModelError(f"semaphore '{name}' guards no behavior: it is not a task", None)

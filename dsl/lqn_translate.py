@@ -162,6 +162,10 @@ class _Writer:
             return f"det({_num(mean)})"
         if scv > 1:
             return f"hyperexp(mean = {_num(mean)}, scv = {_num(scv)})"
+        if scv < 1e-3:      # erlang(1000) and beyond: constant for every purpose here
+            self.notes.append(f"entry '{e.name}': a squared coefficient of variation of {_num(scv)} "
+                              "is read as 0 (deterministic)")
+            return f"det({_num(mean)})"
         k = max(1, round(1 / scv))
         if abs(1 / k - scv) > 1e-9:
             self.notes.append(f"entry '{e.name}': a squared coefficient of variation of {_num(scv)} "

@@ -236,6 +236,9 @@ def _at(text: str, marker: str) -> tuple[int, int]:
     (_cs().replace("t server n", "t server S"), "S server", "semaphore tasks"),
     (_cs(extra="  A server s1\n"), "A server", "entry 'server' starts with activity 's1'"),
     ("P 1\n p a f\n", None, "unexpected end of file"),
+    (_cs().replace("s server 1 -1", "s server 1e999 -1"), "1e999", "too large for a number"),
+    (_cs().replace("t client r", "t client n").replace("  y client server 1 -1\n", ""), "t client",
+     "nothing drives the model"),
 ])
 def test_mistakes_are_located(text, marker, words):
     with pytest.raises(ModelError) as err:
@@ -358,3 +361,11 @@ def test_a_processor_without_tasks_and_a_huge_demand_are_read_and_solved(tmp_pat
         out = subprocess.run([sys.executable, "-m", "qpn.cli", *cmd], capture_output=True, text=True)
         assert out.returncode in (0, 1), out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_a_tiny_squared_coefficient_of_variation_is_deterministic():
+    """c = 1e-300 (a fuzzing mutant) asked for erlang(1e300); below 1e-3 it is det, noted."""
+    qtext, notes = lqn_to_qpn(_cs(extra="  c server 1e-300 -1\n"), "m.lqn")
+    assert "cpu det(1) on server" in qtext and any("deterministic" in n for n in notes)
+    qtext, _ = lqn_to_qpn(_cs(extra="  c server 0.25 -1\n"), "m.lqn")
+    assert "cpu erlang(4, 1) on server" in qtext
