@@ -51,6 +51,8 @@ from qpn.errors import ModelError
 from .lqn import LqnCall, LqnEntry, LqnModel, LqnTask, read_lqn
 from .lqn_activities import REPLY, activity_lines
 
+#: calls of a deterministic phase written one by one (each is a step of the model)
+MAX_UNROLLED_CALLS = 100
 _IDENT = re.compile(r"[^A-Za-z0-9_]")
 _KEYWORDS = set("""net include param colors shared place transition subnet instance input output
 software mode when unless weight priority delay init queue service capacity departure timed
@@ -207,6 +209,11 @@ class _Writer:
                     raise ModelError(f"entry '{e.name}' phase {p} is deterministic but makes "
                                      f"{_num(c.mean)} calls to '{c.target}'", e.loc,
                                      hint="a deterministic phase makes a whole number of calls")
+            if Y > MAX_UNROLLED_CALLS:
+                raise ModelError(f"entry '{e.name}' phase {p} is deterministic with {_num(Y)} calls; "
+                                 f"qpn writes at most {MAX_UNROLLED_CALLS} calls one by one",
+                                 e.loc, hint="make the phase stochastic (f 0): the same mean, a "
+                                             "geometric number of calls")
             seq = [c for c in calls for _ in range(int(c.mean))]
             slice_ = s / (len(seq) + 1)
             out += self.demand(e, slice_, indent, p)

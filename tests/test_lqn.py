@@ -237,6 +237,8 @@ def _at(text: str, marker: str) -> tuple[int, int]:
     (_cs(extra="  A server s1\n"), "A server", "entry 'server' starts with activity 's1'"),
     ("P 1\n p a f\n", None, "unexpected end of file"),
     (_cs().replace("s server 1 -1", "s server 1e999 -1"), "1e999", "too large for a number"),
+    (_cs(extra="  f client 1 -1\n").replace("y client server 1 -1", "y client server 1000000 -1"),
+     "client -1 client", "deterministic with 1000000 calls"),
     (_cs().replace("t client r", "t client n").replace("  y client server 1 -1\n", ""), "t client",
      "nothing drives the model"),
 ])
