@@ -393,4 +393,10 @@ def lqn_to_qpn(data: bytes | str, file: str = "<string>") -> tuple[str, list[str
     """
     model = read_lqn(data, file)
     w = _Writer(model)
+    called = {c.target for e in model.entries.values() for c in e.calls}
+    idle = [e.name for e in model.entries.values()
+            if not model.tasks[e.task].ref and not e.open_rate and e.name not in called]
+    if idle:
+        w.notes.append(f"no request reaches entr{'y' if len(idle) == 1 else 'ies'} "
+                       f"{', '.join(repr(n) for n in idle)}: nothing calls {'it' if len(idle) == 1 else 'them'}")
     return w.write(), w.notes
