@@ -73,6 +73,9 @@ class _Entry:
     phases: list
     forward: dict = field(default_factory=dict)
     open_rate: float = 0.0
+    acts: list = field(default_factory=list)      # (activity, _Phase) when the body forks
+    conns: list = field(default_factory=list)     # the activities' connections
+    start: str = ""                               # the first activity
 
 
 class _Reader:
@@ -194,19 +197,80 @@ class _Reader:
                                   "are written as one phase 2, with their mean demand and calls")
         elif task:
             raise self.refuse(f"behavior '{b.name}' (it must release '{task}' at its end)", b)
+        if any(isinstance(st, sw.Fork) for st in body):
+            if later is not None:
+                raise self.refuse(f"behavior '{b.name}' (a fork together with steps after the reply)", b)
+            e = _Entry(b.name, task or f"{b.name}_task", [], forward)
+            self.graph(e, body, reply=True)
+            return e
         self.walk(body, phases[0], 1.0)
         if _segments(body) > 1:
             self.notes.append(f"entry '{b.name}': its steps are written as one phase, with their "
                               "mean demand and calls")
         return _Entry(b.name, task or f"{b.name}_task", phases, forward)
 
+    def graph(self, e: _Entry, steps, reply: bool) -> None:
+        """A body with forks as LQN activities: the steps between forks are one activity
+        each, a fork's blocks start an AND-fork and their ends join."""
+        def new_act(part) -> str:
+            name = f"{e.name}_a{len(e.acts) + 1}"
+            ph = _Phase()
+            self.walk(part, ph, 1.0)
+            if _segments(part) > 1:
+                self.notes.append(f"activity '{name}' of '{e.name}': its steps are written as one "
+                                  "activity, with their mean demand and calls")
+            e.acts.append((name, ph))
+            return name
+
+        def build(body):
+            first, frm, pending = None, None, []
+
+            def attach(name):
+                nonlocal first, frm
+                if first is None:
+                    first = name
+                if isinstance(frm, str):
+                    e.conns.append(f"{frm} -> {name}")
+                elif isinstance(frm, list):
+                    e.conns.append(" & ".join(frm) + f" -> {name}")
+                frm = name
+
+            for st in body:
+                if not isinstance(st, sw.Fork):
+                    pending.append(st)
+                    continue
+                if self.value(st.count) != 1:
+                    raise self.refuse("a fork of several threads per block", st)
+                if pending or frm is None or isinstance(frm, list):
+                    attach(new_act(list(pending)))
+                    pending.clear()
+                parts = [build(list(blk.body)) for blk in st.blocks]
+                e.conns.append(f"{frm} -> " + " & ".join(f for f, _ in parts))
+                frm = [last for _, last in parts]
+            if pending or first is None or isinstance(frm, list):
+                attach(new_act(list(pending)))
+            return first, frm
+
+        first, last = build(list(steps))
+        e.start = first
+        e.phases = [p for _, p in e.acts]
+        if reply:
+            e.conns.append(f"{last}[{e.name}]")
+
     def reference(self, r) -> tuple[_Entry, float, float]:
         ph = _Phase()
         body = r.body if isinstance(r.body, tuple) else (sw.Call(r.body),)
+        if any(isinstance(st, sw.Fork) for st in body):
+            e = _Entry(f"{r.name}_ref", r.name, [])
+            self.graph(e, body, reply=False)
+            return e, *self._think_size(r)
         self.walk(body, ph, 1.0)
         if _segments(body) > 1:
             self.notes.append(f"'{r.name}': its steps are written as one phase of a reference task, "
                               "with their mean demand and calls")
+        return (_Entry(f"{r.name}_ref", r.name, [ph]), *self._think_size(r))
+
+    def _think_size(self, r) -> tuple[float, float]:
         think = 0.0
         if isinstance(r, sw.Population):
             d = r.think.bind(self.env)
@@ -214,7 +278,7 @@ class _Reader:
             if not r.think.is_exponential() and think > 0:
                 self.notes.append(f"population '{r.name}': its think time is written as its mean "
                                   f"{_num(think)}; LQN draws it exponentially")
-        return _Entry(f"{r.name}_ref", r.name, [ph]), think, self.value(r.size)
+        return think, self.value(r.size)
 
 
 def qpn_to_lqn(net, params: dict | None = None) -> tuple[str, list[str]]:
@@ -320,8 +384,25 @@ def qpn_to_lqn(net, params: dict | None = None) -> tuple[str, list[str]]:
     out += ["-1", f"E {len(entries)}"]
     for _flag, ents, _proc, _opts in tasks.values():
         for e in ents:
-            out += _entry_lines(e, r.notes)
-    out += ["-1", ""]
+            if e.acts:
+                out.append(f"  A {e.name} {e.start}")
+                out += [f"  F {e.name} {t} {_num(p)} -1" for t, p in e.forward.items()]
+                out += [f"  a {e.name} {_num(e.open_rate)}"] if e.open_rate else []
+            else:
+                out += _entry_lines(e, r.notes)
+    out += ["-1"]
+    for name, (_flag, ents, _proc, _opts) in tasks.items():
+        graphs = [e for e in ents if e.acts]
+        if graphs:
+            out.append(f"A {name}")
+            for e in graphs:
+                for act, ph in e.acts:
+                    out += _activity_lines(act, ph, e.name, r.notes)
+            out.append(":")
+            conns = [c for e in graphs for c in e.conns]
+            out += [f"  {c}" + (";" if i + 1 < len(conns) else "") for i, c in enumerate(conns)]
+            out.append("-1")
+    out.append("")
     return "\n".join(out), r.notes
 
 
@@ -338,6 +419,24 @@ def _segments(steps) -> int:
         shape.startswith("T") and shape.endswith("T") and
         all(shape[i] == ("T" if i % 2 == 0 else "C") for i in range(len(shape))))
     return 1 if one else 2
+
+
+def _activity_lines(act: str, ph: _Phase, entry: str, notes: list[str]) -> list[str]:
+    out = [f"  s {act} {_num(ph.demand)}"]
+    s = ph.scvs - {1.0}
+    if s:
+        if len(s) > 1 or 1.0 in ph.scvs:
+            notes.append(f"activity '{act}' of '{entry}': steps with different variabilities; "
+                         f"{_num(max(s))} written")
+        out.append(f"  c {act} {_num(max(s))}")
+    if (ph.sync or ph.asyn) and not ph.stochastic:
+        out.append(f"  f {act} 1")
+    if ph.think:
+        out.append(f"  Z {act} {_num(ph.think)}")
+    for kind, calls in (("y", ph.sync), ("z", ph.asyn)):
+        for t in sorted(calls):
+            out.append(f"  {kind} {act} {t} {_num(calls[t])}")
+    return out
 
 
 def _entry_lines(e: _Entry, notes: list[str]) -> list[str]:
