@@ -190,17 +190,18 @@ class _Build(Transformer):
             raise self._err(f"processor '{name}' defined twice", c[1])
         self.model.processors[name] = proc
 
-    def p_mult(self, c):
+    # options of processors and tasks: (letter, value)
+    def o_mult(self, c):
         return ("m", c[1])
 
-    def p_inf(self, c):
+    def o_inf(self, c):
         return ("i", None)
+
+    def o_repl(self, c):
+        return ("r", c[1])
 
     def p_rate(self, c):
         return ("R", c[0])
-
-    def p_repl(self, c):
-        return ("r", c[1])
 
     # ---------------------------------------------------------- tasks
     @v_args(meta=True)
@@ -255,15 +256,6 @@ class _Build(Transformer):
 
     def t_think(self, c):
         return ("z", c[1])
-
-    def t_mult(self, c):
-        return ("m", c[1])
-
-    def t_inf(self, c):
-        return ("i", None)
-
-    def t_repl(self, c):
-        return ("r", c[1])
 
     def t_group(self, c):
         return ("g", c[0])

@@ -54,13 +54,9 @@ from typing import Callable
 from qpn.errors import ModelError
 
 from .lqn_model import LqnActivities, LqnConnection, LqnEntry
+from .lqn_model import number_text as _num
 
 REPLY = "#REPLY"          # a line marking the reply, at the top level of the steps
-
-
-def _num(x: float) -> str:
-    r = repr(float(x))
-    return r[:-2] if r.endswith(".0") else r
 
 
 def activity_lines(g: LqnActivities, start: str,

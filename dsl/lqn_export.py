@@ -47,7 +47,7 @@ from qpn.errors import ModelError
 from qpn.expr import evaluate
 from qpn.software import ast as sw
 
-from .lqn_translate import _num as _exact
+from .lqn_model import number_text as _exact
 
 
 def _num(x: float) -> str:
@@ -135,12 +135,10 @@ class _Reader:
             for st in steps:
                 if isinstance(st, sw.Compute) and (st.on or cpu) == cpu:
                     out.append(st.dist.bind(self.env).mean())
-                for sub in ("body",):
-                    if isinstance(getattr(st, sub, None), tuple):
-                        visit(getattr(st, sub))
-                if isinstance(st, sw.Branch):
-                    for a in st.alternatives:
-                        visit(a.body)
+                # nested steps: a loop's body, a branch's alternatives, a fork's blocks
+                for nested in [st] + list(getattr(st, "alternatives", ())) + list(getattr(st, "blocks", ())):
+                    if isinstance(getattr(nested, "body", None), tuple):
+                        visit(nested.body)
         for d in self.decls:
             if isinstance(getattr(d, "body", None), tuple):
                 visit(d.body)

@@ -9,6 +9,12 @@ from dataclasses import dataclass, field
 
 from qpn.errors import Loc
 
+
+def number_text(x: float) -> str:
+    """Shortest text that reads back as ``x`` (1.0 prints as 1)."""
+    r = repr(float(x))
+    return r[:-2] if r.endswith(".0") else r
+
 #: processor scheduling flags and their meaning
 PROC_SCHED = {"f": "fcfs", "r": "random", "s": "ps", "c": "ps", "p": "priority preemptive",
               "h": "priority non-preemptive", "i": "infinite"}

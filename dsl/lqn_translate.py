@@ -50,6 +50,7 @@ from qpn.errors import ModelError
 
 from .lqn import LqnCall, LqnEntry, LqnModel, LqnTask, read_lqn
 from .lqn_activities import REPLY, activity_lines
+from .lqn_model import number_text as _num
 
 #: calls of a deterministic phase written one by one (each is a step of the model)
 MAX_UNROLLED_CALLS = 100
@@ -57,12 +58,6 @@ _IDENT = re.compile(r"[^A-Za-z0-9_]")
 _KEYWORDS = set("""net include param colors shared place transition subnet instance input output
 software mode when unless weight priority delay init queue service capacity departure timed
 immediate and or not inf is fcfs ps random prio rr""".split())
-
-
-def _num(x: float) -> str:
-    """Shortest text that reads back as ``x``."""
-    r = repr(float(x))
-    return r[:-2] if r.endswith(".0") else r
 
 
 class _Names:

@@ -720,7 +720,8 @@ def load(path: str | os.PathLike) -> Net:
         raise ModelError(f"no such model file: {p}", None,
                          hint="model files use the extension .qpn (or .qpe for QPME, .pnml for PNML, "
                          ".lqn for LQN)")
-    if p.suffix.lower() in (".qpe", ".pnml", ".lqn"):
+    from .xmlsource import FOREIGN_FORMATS
+    if p.suffix.lower() in FOREIGN_FORMATS:
         from .xmlsource import load_foreign
         return load_foreign(path)
     return parse(read_source(path), str(path))

@@ -138,19 +138,22 @@ def text_of(data: bytes) -> str | None:
         return None
 
 
+#: model formats read besides .qpn: file suffix -> (module, function turning its bytes into qpn text);
+#: ``load``, ``qpn convert`` and ``qpn fmt`` all ask this table
+FOREIGN_FORMATS = {".qpe": ("dsl.qpe", "qpe_to_qpn"), ".pnml": ("dsl.pnml", "pnml_to_qpn"),
+                   ".lqn": ("dsl.lqn_translate", "lqn_to_qpn")}
+
+
 def translate_file(path) -> tuple[str, list[str]]:
     """The qpn text of a foreign model file (.qpe, .pnml, .lqn) and the translation's notes."""
+    import importlib
     import os
     if not os.path.isfile(path):
         raise ModelError(f"no such model file: {path}")
     with open(path, "rb") as fh:
         data = fh.read()
-    if os.fspath(path).lower().endswith(".pnml"):
-        from .pnml import pnml_to_qpn as translate
-    elif os.fspath(path).lower().endswith(".lqn"):
-        from .lqn_translate import lqn_to_qpn as translate
-    else:
-        from .qpe import qpe_to_qpn as translate
+    module, func = FOREIGN_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower(), FOREIGN_FORMATS[".qpe"])
+    translate = getattr(importlib.import_module(module), func)
     return translate(data, os.fspath(path))
 
 

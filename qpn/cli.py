@@ -114,7 +114,7 @@ def cmd_fmt(args) -> int:
     from dsl.source import read_source
     from .fileio import check_output, write_atomic
     from . import load
-    if os.path.splitext(args.file)[1].lower() in FOREIGN and (args.write or args.check):
+    if os.path.splitext(args.file)[1].lower() in _foreign() and (args.write or args.check):
         raise ModelError(f"{args.file} is not a qpn model: fmt --write and --check work on .qpn files",
                          hint=f"write the qpn text with: qpn convert {args.file} -o MODEL.qpn")
     if args.write:
@@ -143,7 +143,10 @@ def _(p):
     g.add_argument("--check", action="store_true", help="exit 1 if the file is not canonical")
 
 
-FOREIGN = (".qpe", ".pnml", ".lqn")   # model formats read (and written) besides .qpn
+def _foreign() -> tuple[str, ...]:
+    """Suffixes of the model formats read (and written) besides .qpn."""
+    from dsl.xmlsource import FOREIGN_FORMATS
+    return tuple(FOREIGN_FORMATS)
 
 
 @command("convert", "convert between qpn (.qpn), QPME (.qpe), PNML (.pnml) and LQN (.lqn) models, "
@@ -151,16 +154,17 @@ FOREIGN = (".qpe", ".pnml", ".lqn")   # model formats read (and written) besides
 def cmd_convert(args) -> int:
     from .fileio import check_output, write_atomic
     src = os.path.splitext(args.file)[1].lower()
+    foreign = _foreign()
     dst = os.path.splitext(args.output or "")[1].lower() or \
-        ("." + args.to if args.to else ".qpn" if src in FOREIGN else ".qpe")
+        ("." + args.to if args.to else ".qpn" if src in foreign else ".qpe")
     if args.output and os.path.abspath(args.output) == os.path.abspath(args.file):
         raise ModelError(f"convert would overwrite its input {args.file}", hint="name another output file")
-    if {src, dst} - {".qpn", *FOREIGN} or (src in FOREIGN) == (dst in FOREIGN):
+    if {src, dst} - {".qpn", *foreign} or (src in foreign) == (dst in foreign):
         raise ModelError(f"convert turns .qpe, .pnml or .lqn into .qpn and back, not "
                          f"{src or 'no extension'} -> {dst or 'no extension'}",
                          hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.pnml")
     check_output(args.output)
-    if src in FOREIGN:
+    if src in foreign:
         from dsl.xmlsource import translate_file
         text, notes = translate_file(args.file)
         for n in notes:

@@ -20,7 +20,7 @@ from qpn.errors import ModelError
 
 CLIENT_SERVER = """P 0
   p client f i
-  p server f
+  p server {ps}
 -1
 T 0
   t client r client -1 client {opts}
@@ -34,8 +34,8 @@ E 0
 """
 
 
-def _cs(opts="", sopts="", sc="1", ss="1", extra=""):
-    return CLIENT_SERVER.format(opts=opts, sopts=sopts, sc=sc, ss=ss, extra=extra)
+def _cs(opts="", sopts="", sc="1", ss="1", extra="", ps="f"):
+    return CLIENT_SERVER.format(opts=opts, sopts=sopts, sc=sc, ss=ss, extra=extra, ps=ps)
 
 
 INTERLOCK = """P 3
@@ -83,18 +83,10 @@ KNOWN = {
     "01-sanity": (_cs(), {"client": 0.5}),
     "06-think": (_cs(opts="z 0.5", sc="0.5"), {"client": 0.5}),
     "07-entry-think": (_cs(ss="0.5", extra="  Z server 0.5 -1\n"), {"client": 0.5}),
-    "20-multiserver": ("P 2\n p client f i\n p server f i\n-1\nT 2\n t client r client -1 client m 4\n"
-                       " t server n server -1 server m 2\n-1\nE 2\n s client 1 -1\n"
-                       " y client server 1 -1\n s server 1 -1\n-1\n", {"client": 1.699997}),
-    "21-multiserver": ("P 2\n p client f i\n p server f i\n-1\nT 2\n t client r client -1 client m 3\n"
-                       " t server n server -1 server m 3\n-1\nE 2\n s client 1 -1\n"
-                       " y client server 1 -1\n s server 0.5 0.5 -1\n-1\n", {"client": 1.920094}),
-    "22-multiserver": ("P 2\n p client f i\n p server f i\n-1\nT 2\n t client r client -1 client m 3\n"
-                       " t server n server -1 server m 3\n-1\nE 2\n s client 1 -1\n"
-                       " y client server 1 -1\n s server 1 -1\n-1\n", {"client": 1.5}),
-    "23-infinite-task": ("P 2\n p client f i\n p server f i\n-1\nT 2\n t client r client -1 client m 3\n"
-                         " t server n server -1 server i\n-1\nE 2\n s client 1 -1\n"
-                         " y client server 1 -1\n s server 1 -1\n-1\n", {"client": 1.5}),
+    "20-multiserver": (_cs(ps="f i", opts="m 4", sopts="m 2"), {"client": 1.699997}),
+    "21-multiserver": (_cs(ps="f i", opts="m 3", sopts="m 3", ss="0.5 0.5"), {"client": 1.920094}),
+    "22-multiserver": (_cs(ps="f i", opts="m 3", sopts="m 3"), {"client": 1.5}),
+    "23-infinite-task": (_cs(ps="f i", opts="m 3", sopts="i"), {"client": 1.5}),
     "03-forwarding": ("P 4\n p p0 f i\n p p1 f\n p p2 f\n p p3 f\n-1\nT 4\n t t0 r e0 -1 p0 m 4\n"
                       " t t1 n e1 -1 p1 m 2\n t t2 n e2 -1 p2 m 2\n t t3 n e3 -1 p3\n-1\nE 4\n"
                       " s e0 0.5 0.5 -1\n y e0 e1 0.25 0.75 -1\n s e1 1 -1\n F e1 e2 0.5 -1\n"
