@@ -106,6 +106,33 @@ def test_overloaded_queue_is_unstable(tmp_path, capsys, method, reason):
     assert out.startswith(f"mm1: {method} -- UNSTABLE: ")
 
 
+CRITICAL = """net gen
+colors job = {a, b}
+place q0 : job init 5 a
+transition t0 {
+  mode m0 : q0(x) ->  delay erlang(2, 1)
+  mode m1 :  -> q0(a) delay erlang(2, 1)
+}
+"""
+
+
+def test_a_critically_loaded_net_is_unstable_after_four_cutoffs():
+    # campaign 23: arrivals equal service (a symmetric random walk); the mass at the
+    # cut-off halved as it doubled, so the CTMC doubled on to 3,840 (7.8 s, a HANG) and
+    # answered a mean of half the cut-off
+    res = qpn.solve(qpn.parse(CRITICAL), method="ctmc")
+    assert res.degenerate == "unstable" and "arrivals equal service" in res.reason
+    masses = [float(m) for m in res.reason.split("doubles (")[1].split(")")[0].split(", ")]
+    assert len(masses) == 4 and all(0.48 <= b / a <= 0.52 for a, b in zip(masses, masses[1:]))
+    mm1 = open(f"{MODELS}/mm1.qpn").read()
+    crit = qpn.solve(qpn.parse(mm1), method="ctmc", **{"lambda": 1.0})
+    assert crit.degenerate == "unstable" and "arrivals equal service" in crit.reason
+    # near-critical but stable: not flagged, and exact to the truncation (M/M/1, rho = 0.99)
+    near = qpn.solve(qpn.parse(mm1), method="ctmc", **{"lambda": 0.99})
+    assert near.degenerate is None
+    assert near.get("tokens", "server") == pytest.approx(0.99 / 0.01, rel=1e-6)
+
+
 def test_a_healthy_net_is_ok(tmp_path, capsys):
     rc, out, err, js = _solve(tmp_path, capsys, MM1_OVERLOAD.replace("exp(0.5)", "exp(2)"), "-m", "mva")
     assert rc == 0 and (js["status"], js["reason"]) == ("ok", None)
