@@ -2,28 +2,29 @@
 
 A solver is registered under a method name and offers:
 
+* ``Options``: a frozen dataclass of its typed, documented options
+  (:mod:`solvers.options`);
 * ``problems(compiled, options) -> list[str]``: why it cannot solve this net
   (empty if it can); each problem names the construct;
 * ``solve(compiled, options) -> Result``.
 
+``options`` is the user's mapping; a solver reads it through ``Options.of``.
 ``solve(net, method=..., **params)`` compiles the net once and hands it to the
-chosen solver.  Methods register themselves in :data:`REGISTRY` on import.
+chosen solver.  Methods register themselves in :data:`REGISTRY` on import;
+:data:`_MODULES` is the one list of the modules that hold them.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from qpn.errors import SolverError
 
 from .result import Measure, Result
 
-METHODS = ("auto", "mva", "ctmc", "symbolic", "des")
-
-
 class Solver(Protocol):
     name: str
+    Options: type
 
     def problems(self, compiled, options: dict) -> list[str]: ...
 
@@ -31,8 +32,10 @@ class Solver(Protocol):
 
 
 REGISTRY: dict[str, Solver] = {}
-_MODULES = {"mva": "solvers.mva", "ctmc": "solvers.ctmc", "symbolic": "solvers.symbolic",
-            "des": "solvers.des", "auto": "solvers.auto"}
+_MODULES = {"auto": "solvers.auto", "mva": "solvers.mva", "ctmc": "solvers.ctmc",
+            "symbolic": "solvers.symbolic", "des": "solvers.des"}
+#: the method names, in the order help texts list them
+METHODS = tuple(_MODULES)
 
 
 def register(solver: Solver) -> Solver:
@@ -61,13 +64,67 @@ def get_solver(method: str) -> Solver:
     return REGISTRY[method]
 
 
+def all_solvers() -> list[Solver]:
+    """Every available solver, in :data:`METHODS` order (importing their modules)."""
+    out = []
+    for m in METHODS:
+        try:
+            out.append(get_solver(m))
+        except SolverError:
+            continue
+    return out
+
+
+def check_options(options: dict | None) -> None:
+    """Every name in ``options`` declared by some solver and every value acceptable to
+    each solver that declares it (a SolverError naming the option otherwise)."""
+    if options:
+        for s in all_solvers():
+            s.Options.of(options)
+
+
 def solve(net, method: str = "auto", options: dict | None = None, **params: Any) -> Result:
-    """Solve ``net`` with ``method``; ``params`` override net parameters."""
+    """Solve ``net`` with ``method``.
+
+    Parameters
+    ----------
+    net : qpn.Net
+        A model (``qpn.load``, ``qpn.parse``).
+    method : str
+        ``auto`` (chooses, and says why in the result's explanation), ``mva``,
+        ``ctmc``, ``symbolic`` or ``des``.
+    options : dict, optional
+        Solver options by name, listed below (one dict may hold several
+        methods' options; each method reads its own).  A name no method
+        declares, or a value its method cannot take, is a SolverError.
+    **params
+        Values of the net's parameters, overriding the model's.
+
+    Returns
+    -------
+    Result
+        Measures with their units (and, from the simulator, confidence
+        intervals and observation counts), the method and why it was chosen.
+
+    Options, as each solver's ``Options`` dataclass declares them (name, default,
+    accepted values; this list is filled in from the registered solvers)::
+
+    {options}
+
+    Examples
+    --------
+    >>> import qpn, solvers
+    >>> res = solvers.solve(qpn.load("models/mm1.qpn"), "mva", options={"tol": 1e-12})
+    >>> round(res.get("utilization", "server"), 6), res.method
+    (0.8, 'mva')
+    """
     from qpn.compile import compile_net
-    options = dict(options or {})
+    from .options import SolverOptions
+    options = options.as_dict() if isinstance(options, SolverOptions) else dict(options or {})
     t0 = time.perf_counter()
-    compiled = compile_net(net, params or None)
     solver = get_solver(method)
+    check_options(options)        # before compiling: a misspelt option costs nothing
+    compiled = compile_net(net, params or None)
     from .status import Degenerate, empty_reason, source_traps
     from qpn.errors import ModelError
     empty = empty_reason(compiled)
@@ -108,5 +165,14 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
         res.wall_time = time.perf_counter() - t0
     return res
 
+
+def _document_options() -> None:
+    """Fill solve's docstring with every registered solver's options."""
+    from .options import describe_all
+    lines = describe_all().splitlines()
+    solve.__doc__ = solve.__doc__.replace("{options}", "\n    ".join(lines))
+
+
+_document_options()
 
 __all__ = ["solve", "register", "get_solver", "REGISTRY", "Result", "Measure", "METHODS", "Solver"]

@@ -11,6 +11,7 @@ from qpn.errors import SolverError
 from qpn.resources import MemoryLimitError
 
 from . import get_solver, register
+from .options import SolverOptions
 from .result import Result
 
 EXACT_PH = (Exp, Erlang, HyperExp, HyperExpFit)
@@ -41,19 +42,19 @@ def choose(compiled, options: dict) -> tuple[str, str]:
     ctmc = get_solver("ctmc")
     problems = ctmc.problems(compiled, options) + _non_ph(compiled)
     if not problems:
-        from .ctmc.solver import _options, keep_probe, probe, size_problem
+        from .ctmc.solver import CTMCOptions, keep_probe, probe, size_problem
         from .ctmc.spec import build_spec
-        o = _options(options)
+        o = CTMCOptions.of(options)
         try:
-            cutoff = int(o["cutoff"] or 60)
-            spec = build_spec(compiled, cutoff=cutoff, det_order=int(o["det_order"]), rr=o["rr"])
+            cutoff = o.first_cutoff
+            spec = build_spec(compiled, cutoff=cutoff, det_order=o.det_order, rr=o.rr)
         except SolverError as exc:
             problems = [str(exc)]
         except MemoryLimitError as exc:
             problems = [str(exc).splitlines()[0].removeprefix("error: ")]
         else:
-            space = probe(spec, o["limit"])   # a bound too high for the limits: count exactly if small
-            too_large = size_problem(spec, o["limit"])
+            space = probe(spec, o.limit)   # a bound too high for the limits: count exactly if small
+            too_large = size_problem(spec, o.limit)
             if too_large is None:
                 if space is not None:
                     keep_probe(compiled, o, cutoff, spec, space)
@@ -65,7 +66,9 @@ def choose(compiled, options: dict) -> tuple[str, str]:
 
 
 class AutoSolver:
+    """Chooses a method (:func:`choose`); the options go on to the method it chose."""
     name = "auto"
+    Options = SolverOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
         return []

@@ -4,7 +4,6 @@ one simulation; a table per measure lays the points out."""
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 
@@ -15,32 +14,28 @@ from . import METHODS
 from .result import UNITS
 from .status import DEGENERATE, ExitStatus, epilog, exit_status
 
-KERNELS = ("auto", "qn", "lindley", "general")
-# simulator flags: attribute of args -> option name of solvers.des
-DES_FLAGS = {"seed": "seed", "replications": "replications", "time": "time", "events": "events",
-             "rtol": "rtol", "atol": "atol", "level": "level", "crn": "crn", "scheduler": "scheduler",
-             "warmup": "warmup", "wall": "wall", "kernel": "kernel", "histograms": "histograms",
-             "workers": "workers", "threads": "threads", "floor": "floor"}
+def _flagged() -> list[tuple[object, object]]:
+    """(solver, field) of every option a solver offers as a command-line flag."""
+    from . import all_solvers
+    return [(s, f) for s in all_solvers() for f in s.Options.fields() if f.metadata["flag"]]
 
 
-def _option_value(v: str):
-    s = v.strip()
-    if s.lower() in ("true", "yes", "on"):
-        return True
-    if s.lower() in ("false", "no", "off"):
-        return False
-    try:
-        return int(s) if s.lstrip("-").isdigit() else float(s)
-    except ValueError:
-        return s
+def _flag_names(f) -> tuple[str, ...]:
+    return f.metadata["flag"].names or ("--" + f.name.replace("_", "-"),)
+
+
+def _uses(method: str | None, solver) -> bool:
+    """Whether ``method`` reads the options of ``solver`` (auto may hand them to any)."""
+    return method in ("auto", solver.name) or solver.name in getattr(_solver(method), "reads", ())
+
+
+def _solver(method: str | None):
+    from . import get_solver
+    return get_solver(method) if method else None
 
 
 def _options(args) -> dict:
     o: dict = {}
-    if args.limit is not None:
-        o["limit"] = args.limit
-    if args.cutoff is not None:
-        o["cutoff"] = args.cutoff
     for item in args.predicate or []:
         if "=" not in item:
             raise QPNError(f"--predicate expects name=expression, got '{item}'")
@@ -50,21 +45,21 @@ def _options(args) -> dict:
         if "=" not in item:
             raise QPNError(f"--option expects name=value, got '{item}'")
         k, v = item.split("=", 1)
-        o[k.strip()] = _option_value(v)
-    given = [a for a in DES_FLAGS if getattr(args, a, None) is not None]
-    if given:
-        uses_des = {args.method, args.compare} & {"des", "auto"}
-        if not uses_des:
-            flag = "--" + given[0].replace("_", "-")
-            if given[0] == "histograms" and not args.histograms:
-                flag = "--no-histograms"
-            raise SolverError(f"error: {flag} is a simulation option; it has no effect with --method "
-                              f"{args.method}" + (f" --compare {args.compare}" if args.compare else ""),
-                              methods=("des", "auto"))
-        if args.scheduler is not None and args.method != "des":
-            raise SolverError("error: --scheduler needs --method des")
-        for a in given:
-            o[DES_FLAGS[a]] = getattr(args, a)
+        o[k.strip()] = v.strip()          # the option's own check converts the text
+    for solver, f in _flagged():
+        v = getattr(args, f.name, None)
+        if v is None:
+            continue
+        if not (_uses(args.method, solver) or _uses(args.compare, solver)):
+            flag = _flag_names(f)[0]
+            if isinstance(v, bool) and not v:
+                flag = "--no-" + flag[2:]
+            raise SolverError(f"error: {flag} is a {solver.Options.label} option; it has no effect with "
+                              f"--method {args.method}" + (f" --compare {args.compare}" if args.compare else ""),
+                              methods=[m for m in METHODS if m == "auto" or m == solver.name])
+        o[f.name] = v
+    if o.get("scheduler") is not None and args.method != "des":
+        raise SolverError("error: --scheduler needs --method des")
     from qpn import progress
     if (args.quiet or not progress.enabled()) and {args.method, args.compare} & {"des", "auto"}:
         o["quiet"] = True       # no progress bar when asked, nor into a log file
@@ -73,7 +68,7 @@ def _options(args) -> dict:
 
 def _run(net, method: str, options: dict):
     from . import solve
-    if method == "des" and options.get("scheduler"):
+    if method == "des" and options.get("scheduler") is not None:
         # only simulate() hands the lanes to a scheduler
         import time
         from .des.solver import simulate
@@ -229,68 +224,12 @@ def _status(results: list, args) -> int:
     return int(status)
 
 
-# ------------------------------------------------------ argument checking
-def _typed(kind, what: str, test, need: str):
-    def conv(text: str):
-        try:
-            v = kind(text)
-        except (ValueError, TypeError):
-            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
-        if not test(v):
-            raise argparse.ArgumentTypeError(f"must be {need}, got '{text}'")
-        return v
-    return conv
-
-
-def _count(text: str) -> int:
-    v = float(text)
-    if not math.isfinite(v) or v != int(v):
-        raise ValueError(text)
-    return int(v)
-
-
-def _seconds(text: str) -> float:
-    """A duration: plain seconds or with a unit ('10 min')."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    from dsl.parser import parse_expr
-    from qpn.expr import evaluate
-    try:
-        return float(evaluate(parse_expr(text.strip(), "duration"), {}))
-    except (QPNError, TypeError, ValueError, ZeroDivisionError):
-        raise ValueError(text) from None
-
-
-def _warmup(text: str):
-    t = text.strip().lower()
-    if t == "mser":
-        return "mser"
-    if t in ("none", "no", "off"):
-        return 0
-    try:
-        v = _seconds(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'mser', 'none' or a time in seconds, got '{text}'") from None
-    if not (math.isfinite(v) and v >= 0):
-        raise argparse.ArgumentTypeError(f"must be 'mser' or a time >= 0, got '{text}'")
-    return v
-
-
-def _replications(text: str):
-    if text.strip().lower() == "auto":
-        return "auto"
-    return _typed(int, "an integer or 'auto'", lambda v: v >= 1, ">= 1")(text)
-
-
-_positive = lambda v: math.isfinite(v) and v > 0  # noqa: E731
-
-
 @cmd_solve.setup
 def _(p):
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = epilog()
+    from .options import describe_all
+    p.epilog = (epilog() + "\n\nsolver options (--option NAME=VALUE; a flag below sets the same option):\n"
+                + describe_all())
     p.add_argument("--method", "-m", default="auto", choices=METHODS, help="solution method (default auto)")
     p.add_argument("--compare", choices=METHODS, help="also solve with this method and print the differences")
     p.add_argument("--measure", help="only these measures, comma separated (e.g. throughput,utilization)")
@@ -303,61 +242,50 @@ def _(p):
                    help="solve at every value of parameter NAME: a list v1,v2,... or a range "
                         "start:stop:step (stop included, e.g. rate=10:100:10); repeat for the "
                         "cartesian product; with des all points run as lanes of one simulation")
-    p.add_argument("--limit", type=int, help="CTMC: refuse beyond this many states (default 2,000,000)")
-    p.add_argument("--cutoff", type=int, help="CTMC: population cut-off of open nets (default adaptive)")
     p.add_argument("--transient", metavar="T1,T2", help="CTMC: measures at these times from the initial marking")
     p.add_argument("--predicate", action="append", metavar="NAME=EXPR",
                    help="CTMC: probability of a marking predicate over place totals, e.g. idle=lock==1")
-    p.add_argument("--option", action="append", metavar="NAME=VALUE", help="solver option (repeatable)")
+    p.add_argument("--option", action="append", metavar="NAME=VALUE", help="a solver option (repeatable; all are listed below)")
     p.add_argument("--show-expressions", action="store_true", help="symbolic: print the closed forms")
     p.add_argument("-q", "--quiet", action="store_true", help="no explanation or progress on stderr")
-    g = p.add_argument_group("simulation (des; also auto when it simulates)")
-    g.add_argument("--seed", type=_typed(int, "an integer", lambda v: v >= 0, ">= 0"),
-                   help="random seed (default 1)")
-    g.add_argument("--replications", "-R", metavar="R", type=_replications,
-                   help="independent replications per point (default auto: 10, more for small "
-                        "sweeps on the step kernels; 1: one long run with batch means)")
-    g.add_argument("--time", metavar="T", type=_typed(_seconds, "a time", _positive, "> 0"),
-                   help="simulated time per replication, in seconds or with a unit ('10 min'); "
-                        "default: until --rtol/--atol is met")
-    g.add_argument("--events", metavar="N", type=_typed(_count, "a whole number", lambda v: v > 0, "> 0"),
-                   help="events per replication instead of --time")
-    g.add_argument("--rtol", metavar="X", type=_typed(float, "a number", _positive, "> 0"),
-                   help="sequential stopping: run until the CI half-widths of throughputs and token "
-                        "counts are within X times their means, or X times --floor of the largest "
-                        "value of the same measure, whichever is larger (default 0.01)")
-    g.add_argument("--floor", metavar="F", type=_typed(float, "a number", lambda v: 0 <= v <= 1,
-                                                       "between 0 and 1"),
-                   help="precision floor as a fraction of the largest value of the same measure "
-                        "(default 0.05; 0: every estimate to --rtol of its own value)")
-    g.add_argument("--atol", metavar="X", type=_typed(float, "a number", _positive, "> 0"),
-                   help="sequential stopping on absolute half-widths below X (instead of --rtol)")
-    g.add_argument("--level", metavar="L", type=_typed(float, "a number", lambda v: 0 < v < 1,
-                                                       "between 0 and 1, e.g. 0.95"),
-                   help="confidence level of the intervals (default 0.95)")
-    g.add_argument("--crn", action="store_const", const=True, default=None,
-                   help="common random numbers: replication r of every sweep point uses the same streams")
-    g.add_argument("--scheduler", metavar="ADDR",
-                   help="run the sweep points on the Dask scheduler at ADDR (e.g. tcp://host:8786; "
-                        "needs --method des and qpn[distributed])")
-    g.add_argument("--warmup", metavar="mser|T", type=_warmup,
-                   help="warm-up to discard: mser (default, detected), none, or a time in seconds")
-    g.add_argument("--wall", metavar="SECONDS", type=_typed(_seconds, "a time", _positive, "> 0"),
-                   help="wall-clock cap of a simulation, fixed --time/--events runs included (default "
-                        "60 s); a run it stops has not reached its precision or horizon: the table, the "
-                        "JSON and the exit status (3) say so")
-    g.add_argument("--allow-imprecise", action="store_true",
+    p.add_argument("--allow-imprecise", action="store_true",
                    help="exit 0 even when the simulation stopped before reaching its precision")
-    g.add_argument("--kernel", choices=KERNELS,
-                   help="simulation kernel (default auto: the fastest that fits the net)")
-    g.add_argument("--workers", metavar="N", type=int,
-                   help="local processes sharing the lanes (default: every core for long fixed-length "
-                        "runs with >= 1024 lanes, else 1); the numbers do not depend on it")
-    g.add_argument("--threads", metavar="N", type=_typed(int, "a whole number", lambda v: v >= 1, ">= 1"),
-                   help="threads sharing the lanes of the event engine (default: every core; 1 in "
-                        "each --workers process); the numbers do not depend on it")
-    g.add_argument("--histograms", action=argparse.BooleanOptionalAction, default=None,
-                   help="residence-time histograms for percentiles (default on)")
+    _add_option_flags(p)
+
+
+def _add_option_flags(p) -> None:
+    """A group per solver of the options it offers as flags (solvers.options)."""
+    groups: dict = {}
+    for solver, f in _flagged():
+        if solver.name not in groups:
+            groups[solver.name] = p.add_argument_group(f"{solver.name} options ({solver.Options.label}; "
+                                                       f"also auto when it chooses {solver.name})")
+        flag, check = f.metadata["flag"], f.metadata["check"]
+        kw = dict(dest=f.name, default=None)
+        if f.default is not None and f.default != "auto" or f.name == "replications":
+            default = f" (default {str(f.default).lower() if isinstance(f.default, bool) else f.default})"
+        else:
+            default = ""
+        kw["help"] = flag.help or f"{f.metadata['doc']}{default}"
+        if check.what == "true | false":
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = _argument_type(check)
+            kw["metavar"] = flag.metavar or (check.what.replace(" | ", "|") if " | " in check.what
+                                             else "VALUE")
+        groups[solver.name].add_argument(*_flag_names(f), **kw)
+
+
+def _argument_type(check):
+    """An argparse type from an option's check: its message, then what was given."""
+    from .options import OptionValueError
+
+    def conv(text: str):
+        try:
+            return check(text)
+        except OptionValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc}, got '{text}'") from None
+    return conv
 
 
 @command("plot", "draw a result file (qpn solve --json, a sweep, verify.json) as .png or .svg")

@@ -61,25 +61,25 @@ def setup(case):
 def test_same_seed_same_bits(case):
     net, o, points, _ = setup(case)
     p0 = points[-1]
-    a = qpn.solve(net, method="des", options=dict(o), **p0)
-    b = qpn.solve(net, method="des", options=dict(o), **p0)
+    a = qpn.solve(net, method="des", options=o, **p0)
+    b = qpn.solve(net, method="des", options=o, **p0)
     assert a.info["kernel"] == KERNELS[case[0]]
     assert_identical(a, b, "same seed twice")
-    c = qpn.solve(net, method="des", options=dict(o, seed=12), **p0)
+    c = qpn.solve(net, method="des", options=o.replace(seed=12), **p0)
     assert [r.value for r in a.rows] != [r.value for r in c.rows], "another seed gave the same numbers"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_sweep_point_equals_point_run_alone(case):
     net, o, points, compiled = setup(case)
-    sw = simulate(net, sweep={k: [p[k] for p in points] for k in points[0]}, options=dict(o))
+    sw = simulate(net, sweep={k: [p[k] for p in points] for k in points[0]}, options=o)
     assert [p.params for p in sw.points] == points
     assert sw.points[0].result.info["kernel"] == KERNELS[case[0]]
     for i in range(len(points)):
-        alone = _simulate_compiled([compiled[i]], [points[i]], dict(o), True, point_offsets=[i]).points[0]
+        alone = _simulate_compiled([compiled[i]], [points[i]], o, True, point_offsets=[i]).points[0]
         assert_identical(sw.points[i].result, alone.result, f"point {i} of the sweep vs run alone")
     # the sweep split into two runs: points 0-1 together, point 2 alone
-    first = _simulate_compiled(compiled[:2], points[:2], dict(o), True, point_offsets=[0, 1]).points
+    first = _simulate_compiled(compiled[:2], points[:2], o, True, point_offsets=[0, 1]).points
     for i in range(2):
         assert_identical(sw.points[i].result, first[i].result, f"point {i}: 3-point sweep vs 2-point sweep")
 
@@ -88,13 +88,13 @@ def test_sweep_point_equals_point_run_alone(case):
 def test_common_random_numbers_point_alone(case):
     # with crn every point uses lane keys 0..R-1, so a point alone is the point in the sweep
     net, o, points, compiled = setup(case)
-    o = dict(o, crn=True)
-    sw = simulate(net, sweep={k: [p[k] for p in points] for k in points[0]}, options=dict(o))
+    o = o.replace(crn=True)
+    sw = simulate(net, sweep={k: [p[k] for p in points] for k in points[0]}, options=o)
     for i in (0, 2):
-        alone = _simulate_compiled([compiled[i]], [points[i]], dict(o), False)
+        alone = _simulate_compiled([compiled[i]], [points[i]], o, False)
         assert_identical(sw.points[i].result, alone, f"crn point {i} vs alone")
     # and the first point of the sweep is the plain run with the same seed
-    plain = qpn.solve(net, method="des", options=dict(o), **points[0])
+    plain = qpn.solve(net, method="des", options=o, **points[0])
     assert_identical(sw.points[0].result, plain, "crn point 0 vs qpn.solve")
 
 

@@ -17,6 +17,7 @@ from qpn import progress, resources
 from qpn.errors import QPNError, SolverError
 
 from ..measures import derive, to_result
+from ..options import Flag, SolverOptions, choice, mapping, option, optional, positive, whole
 from ..result import Result
 from .explore import Explorer, StateSpace
 from .linalg import generator, steady_state, transient
@@ -39,28 +40,57 @@ class CTMC:
         return self.Q.shape[0]
 
 
-def _options(options: dict) -> dict:
-    o = {"limit": None, "cutoff": None, "det_order": 20, "rr": None,
-         "steady": "auto", "predicates": {}}
-    o.update({k: v for k, v in (options or {}).items() if v is not None})
-    return o
+#: the population cut-off an open net starts from (doubled while the mass at it is not negligible)
+START_CUTOFF = 60
+STEADY_METHODS = ("auto", "direct", "gauss-seidel", "bicgstab", "gmres", "power")
 
 
-def build(compiled, options: dict | None = None) -> CTMC:
+@dataclass(frozen=True)
+class CTMCOptions(SolverOptions):
+    """Options of the CTMC solver."""
+    label = "CTMC"
+    limit: int | None = option(None, f"refuse chains beyond this many tangible states (default "
+                                     f"{DEFAULT_LIMIT:,}, lowered to what memory holds)",
+                               optional(whole(1, "a whole number")),
+                               flag=Flag(metavar="N", help=f"CTMC: refuse beyond this many states "
+                                                           f"(default {DEFAULT_LIMIT:,})"))
+    cutoff: int | None = option(None, f"population cut-off of open nets (default adaptive: "
+                                      f"{START_CUTOFF}, doubled until the mass at it is below "
+                                      f"'truncation')",
+                                optional(whole(1, "a whole number")),
+                                flag=Flag(metavar="N", help="CTMC: population cut-off of open nets "
+                                                            "(default adaptive)"))
+    truncation: float = option(1e-10, "adaptive cut-off: stop when the probability of the "
+                                      "cut-off states is below this", positive())
+    det_order: int = option(20, "phases of the Erlang that stands for a deterministic delay",
+                            whole(1, "a whole number"))
+    rr: str | None = option(None, "'ps': solve round robin queues as processor sharing (the "
+                                  "limit of a small quantum)", optional(choice("ps")))
+    steady: str = option("auto", "steady-state method", choice(*STEADY_METHODS))
+    predicates: dict = option(None, "probabilities of marking predicates over place totals "
+                                    "(name -> expression, e.g. idle: 'lock == 1')", mapping(),
+                              factory=dict)
+
+    @property
+    def first_cutoff(self) -> int:
+        return START_CUTOFF if self.cutoff is None else self.cutoff
+
+
+def build(compiled, options: dict | CTMCOptions | None = None) -> CTMC:
     """Generate the CTMC of a compiled net (refusing if it is estimated too large)."""
-    o = _options(options or {})
-    cutoff = o["cutoff"] if o["cutoff"] is not None else 60
-    key = _probe_key(o, int(cutoff))
+    o = CTMCOptions.of(options)
+    cutoff = o.first_cutoff
+    key = _probe_key(o, cutoff)
     found = compiled.__dict__.get("_ctmc_probes", {}).pop(key, None)   # auto counted it already
     if found is not None:
         spec, space = found
     else:
-        spec = build_spec(compiled, cutoff=int(cutoff), det_order=int(o["det_order"]), rr=o["rr"])
+        spec = build_spec(compiled, cutoff=cutoff, det_order=o.det_order, rr=o.rr)
         # asked for by name: a longer look before a loose bound refuses (8.5e11 for QPME's
         # ispass03, which has 63,271 states)
-        space = probe(spec, o["limit"], seconds=NAMED_PROBE_SECONDS)
+        space = probe(spec, o.limit, seconds=NAMED_PROBE_SECONDS)
     if space is None:
-        limit = check_size(spec, o["limit"])
+        limit = check_size(spec, o.limit)
         space = Explorer(spec, limit).run()
     Q = generator(space.src, space.dst, space.rate, len(space.states))
     return CTMC(spec, space, Q)
@@ -75,13 +105,13 @@ PROBE_SECONDS = 2.0
 NAMED_PROBE_SECONDS = 10.0
 
 
-def _probe_key(o: dict, cutoff: int) -> tuple:
-    return (cutoff, int(o["det_order"]), o["rr"], o["limit"])
+def _probe_key(o: CTMCOptions, cutoff: int) -> tuple:
+    return (cutoff, o.det_order, o.rr, o.limit)
 
 
-def keep_probe(compiled, o: dict, cutoff: int, spec: CTMCSpec, space) -> None:
+def keep_probe(compiled, o: CTMCOptions, cutoff: int, spec: CTMCSpec, space) -> None:
     """Hand a probe's exploration to the solve that follows (auto probed to choose)."""
-    compiled.__dict__.setdefault("_ctmc_probes", {})[_probe_key(_options(o), cutoff)] = (spec, space)
+    compiled.__dict__.setdefault("_ctmc_probes", {})[_probe_key(o, cutoff)] = (spec, space)
 
 
 def probe(spec: CTMCSpec, limit: int | None, seconds: float = PROBE_SECONDS):
@@ -193,12 +223,13 @@ def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
 
 class CTMCSolver:
     name = "ctmc"
+    Options = CTMCOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
-        o = _options(options)
+        o = CTMCOptions.of(options)
         out = []
         for q in compiled.queues:
-            if q.discipline == "rr" and o["rr"] != "ps":
+            if q.discipline == "rr" and o.rr != "ps":
                 out.append(f"queue {q.name}: round robin with a quantum (no exact Markov model)")
             if math.isinf(q.servers) and q.discipline not in ("is", "ps"):
                 out.append(f"queue {q.name}: infinitely many servers with {q.discipline}")
@@ -213,13 +244,13 @@ class CTMCSolver:
         return out
 
     def solve(self, compiled, options: dict) -> Result:
-        o = _options(options)
+        o = CTMCOptions.of(options)
         t0 = time.perf_counter()
-        adaptive = o["cutoff"] is None
-        cutoff = 60 if adaptive else int(o["cutoff"])
+        adaptive = o.cutoff is None
+        cutoff = o.first_cutoff
         masses: list[float] = []
         while True:
-            ctmc = build(compiled, dict(o, cutoff=cutoff))
+            ctmc = build(compiled, o.replace(cutoff=cutoff))
             t1 = time.perf_counter()
             stuck = _stuck(ctmc)
             if stuck is not None:       # no steady state to solve for (the system is singular)
@@ -227,19 +258,19 @@ class CTMCSolver:
                              info={"states": ctmc.n, "generation_seconds": t1 - t0})
                 res.mark_degenerate(*stuck)
                 return res
-            pi, info = _steady(ctmc, o["steady"])
+            pi, info = _steady(ctmc, o.steady)
             t2 = time.perf_counter()
             if ctmc.spec.cutoff is None or not adaptive:
                 break
             mass = float(pi[ctmc.space.blocked].sum())
             masses.append(mass)
             # an open net: raise the cut-off until the mass at it is negligible
-            if mass <= o.get("truncation", 1e-10) or cutoff >= 2000 or _plainly_growing(masses) or \
-                    ctmc.n * 2.2 > state_limit(ctmc.spec, o["limit"]) or \
+            if mass <= o.truncation or cutoff >= 2000 or _plainly_growing(masses) or \
+                    ctmc.n * 2.2 > state_limit(ctmc.spec, o.limit) or \
                     not resources.fits(ctmc.n * 2.2 * ctmc.spec.bytes_per_state):
                 break
             cutoff *= 2
-        rows = measures(ctmc, pi) + _predicates(ctmc, pi, o["predicates"])
+        rows = measures(ctmc, pi) + _predicates(ctmc, pi, o.predicates)
         growing = _growing(compiled, rows, masses)
         sp = ctmc.space
         res = to_result(compiled, rows, "ctmc", states=ctmc.n, transitions=int(ctmc.Q.nnz - ctmc.n),
@@ -373,13 +404,13 @@ def _growing(compiled, rows: list, masses: list[float]) -> str | None:
 
 def solve_transient(compiled, times, options: dict | None = None) -> list[Result]:
     """Measures at each time (instantaneous means and rates) from the initial marking."""
-    o = _options(options or {})
+    o = CTMCOptions.of(options)
     ctmc = build(compiled, o)
     p0 = np.zeros(ctmc.n)
     p0[ctmc.space.init_ids] = ctmc.space.init_prob
     out = []
     for t, pt in zip(times, transient(ctmc.Q, p0, list(times))):
-        res = to_result(compiled, measures(ctmc, pt) + _predicates(ctmc, pt, o["predicates"]),
+        res = to_result(compiled, measures(ctmc, pt) + _predicates(ctmc, pt, o.predicates),
                         "ctmc-transient", time=float(t), states=ctmc.n)
         out.append(res)
     return out

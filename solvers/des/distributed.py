@@ -15,7 +15,7 @@ from __future__ import annotations
 from qpn.errors import QPNError
 
 
-def _shard(net, params: dict, points: list[dict], offsets: list[int], options: dict) -> list:
+def _shard(net, params: dict, points: list[dict], offsets: list[int], options) -> list:
     """Run on a worker: the given points, with their global point offsets."""
     from qpn.compile import compile_net
 
@@ -38,19 +38,19 @@ def _client(scheduler):
     return scheduler, False       # a Client given by the caller
 
 
-def simulate_distributed(net, *, sweep: dict | None, options: dict, params: dict | None = None):
+def simulate_distributed(net, *, sweep: dict | None, options, params: dict | None = None):
     """Like ``simulate`` but with the points run as Dask tasks on ``options['scheduler']``
     (an address such as ``tcp://host:8786`` or a ``dask.distributed.Client``)."""
     from qpn.compile import compile_net
 
+    from .options import DESOptions
     from .solver import PointResult, SweepResult, replications, sweep_points
-    o = dict(options)
-    scheduler = o.pop("scheduler")
+    o = DESOptions.of(options)
+    scheduler = o.scheduler
     params = dict(params or {})
     points = sweep_points(sweep)
     compiled = [compile_net(net, {**params, **pt}) for pt in points]   # checks params here, once
-    o["replications"] = replications(compiled, o, len(points))
-    o["quiet"] = True
+    o = o.replace(scheduler=None, replications=replications(compiled, o, len(points)), quiet=True)
     client, own = _client(scheduler)
     try:
         workers = max(len(client.scheduler_info().get("workers", {})), 1)
@@ -75,4 +75,4 @@ def simulate_distributed(net, *, sweep: dict | None, options: dict, params: dict
     if sweep is None:
         return results[0]
     return SweepResult([PointResult(p, r) for p, r in zip(points, results)],
-                       {"lanes": len(points) * o["replications"], "shards": nshards, "workers": workers})
+                       {"lanes": len(points) * o.replications, "shards": nshards, "workers": workers})

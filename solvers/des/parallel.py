@@ -8,10 +8,10 @@ the step count alone.  Used for fixed-time or fixed-event runs with many
 lanes (sequential stopping decides per point, so it shards whole points).
 
 >>> import qpn
->>> from solvers.des.solver import lane_keys, options_of
+>>> from solvers.des.solver import DESOptions, lane_keys
 >>> net = qpn.parse("net n\\nplace q queue ps service exp(1)\\ntransition a : -> q delay exp(2)\\n"
 ...                 "transition b : q ->\\n")
->>> o = options_of({"time": 50.0, "quiet": True, "replications": 4})
+>>> o = DESOptions.of({"time": 50.0, "quiet": True, "replications": 4})
 >>> engine, info = run_sharded([qpn.compile_net(net)], 4, lane_keys(1, 4, False), o, workers=2)
 >>> engine.processes, engine.L, info.stopped_by
 (2, 4, 'time')
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .options import DESOptions
 from .run import RunInfo
 from .stats import Stats
 
@@ -57,12 +58,12 @@ def usable_cores() -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-def default_workers(o: dict, lanes: int) -> int:
+def default_workers(o: DESOptions, lanes: int) -> int:
     """Processes for a run: all cores for long fixed-length runs with many lanes."""
-    w = o.get("workers", "auto")
+    w = o.workers
     if w not in (None, "auto"):
         return max(int(w), 1)
-    if (o["time"] is None and o["events"] is None) or lanes < 1024:
+    if (o.time is None and o.events is None) or lanes < 1024:
         return 1
     return usable_cores()
 
@@ -79,21 +80,21 @@ def _to_shared(engine, a: int, b: int) -> None:
     st.bk_busy = None
 
 
-def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: dict, show: bool):
+def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: DESOptions, show: bool):
     from .solver import _run_group
     a, b = int(lanes[0]), int(lanes[-1]) + 1          # shards are contiguous
     # one thread per process: the processes already take every core
-    engine, runinfo = _run_group(points, R, keys, dict(o, quiet=o["quiet"] or not show, threads=1),
+    engine, runinfo = _run_group(points, R, keys, o.replace(quiet=o.quiet or not show, threads=1),
                                  lanes=lanes)
     _to_shared(engine, a, b)
     return (engine.stats, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
 
 
-def _allocate(points: list, R: int, keys: np.ndarray, o: dict, L: int) -> dict:
+def _allocate(points: list, R: int, keys: np.ndarray, o: DESOptions, L: int) -> dict:
     """Shared arrays for the bucket statistics of all L lanes, shaped like a 1-lane engine's."""
     from .lanes import build_lanes
     from .solver import make_engine
-    probe = make_engine(build_lanes(points, R, np.arange(1)), keys[:1], dict(o, quiet=True)).stats
+    probe = make_engine(build_lanes(points, R, np.arange(1)), keys[:1], o.replace(quiet=True)).stats
 
     def shared(like: np.ndarray) -> np.ndarray:
         shape = like.shape[:-1] + (L,)
@@ -131,12 +132,12 @@ def merge(parts: list, c, units) -> MergedRun:
                      np.concatenate([p[2] for p in parts]), notes, parts[0][4])
 
 
-def run_sharded(points: list, R: int, keys: np.ndarray, o: dict, workers: int):
+def run_sharded(points: list, R: int, keys: np.ndarray, o: DESOptions, workers: int):
     """Run the lanes of ``points`` x ``R`` in ``workers`` processes; merged engine and run info."""
     from .flat import residence_units
     L = len(points) * R
     # sequential stopping decides per point: keep a point's lanes together then
-    unit = R if (o["time"] is None and o["events"] is None) else 1
+    unit = R if (o.time is None and o.events is None) else 1
     bounds = (np.linspace(0, L // unit, workers + 1).round().astype(int)) * unit
     shards = [np.arange(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
     _SHARED.clear()

@@ -15,9 +15,9 @@
   (sum x)^2 / sum x^2 is small, so the spread across replications, and the
   interval built from it, may be too narrow.
 
+>>> from solvers.des.options import DESOptions
 >>> rows = [("tokens", "a", "", 7.0, 0.05), ("tokens", "b", "", 2e-6, 1e-6)]
->>> [round(t, 6) for t in tolerances(rows, {"rtol": 0.01, "atol": None, "floor": 0.05,
-...                                         "watch": ("tokens",)})]
+>>> [round(t, 6) for t in tolerances(rows, DESOptions(rtol=0.01, floor=0.05, watch=("tokens",)))]
 [0.07, 0.0035]
 """
 from __future__ import annotations
@@ -27,15 +27,16 @@ import math
 import numpy as np
 
 from ..measures import class_labels, derive
+from .options import DESOptions
 
 #: effective observations below which a residence estimate is flagged
 FEW_EFFECTIVE = 100
 
 
-def tolerances(rows: list, o: dict) -> list[float | None]:
+def tolerances(rows: list, o: DESOptions) -> list[float | None]:
     """Target half-width of every row (None: not watched, or zero / non-finite)."""
-    watch = set(o["watch"])
-    floor = float(o.get("floor", 0.0) or 0.0)
+    watch = set(o.watch)
+    floor = float(o.floor or 0.0)
     top: dict[str, float] = {}
     for m, _e, _c, v, _h in rows:
         if m in watch and np.isfinite(v):
@@ -44,14 +45,14 @@ def tolerances(rows: list, o: dict) -> list[float | None]:
     for m, _e, _c, v, _h in rows:
         if m not in watch or not np.isfinite(v) or v == 0:
             out.append(None)
-        elif o["atol"] is not None:
-            out.append(float(o["atol"]))
+        elif o.atol is not None:
+            out.append(float(o.atol))
         else:
-            out.append(float(o["rtol"]) * max(abs(v), floor * top[m]))
+            out.append(float(o.rtol) * max(abs(v), floor * top[m]))
     return out
 
 
-def imprecise(rows: list, o: dict) -> list[tuple]:
+def imprecise(rows: list, o: DESOptions) -> list[tuple]:
     """Rows (measure, element, color, value, half-width, target) that miss their target."""
     out = []
     for (m, e, c, v, h), tol in zip(rows, tolerances(rows, o)):

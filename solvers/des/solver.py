@@ -21,30 +21,21 @@ from ..measures import derive
 from ..result import Result
 from .flat import residence_units
 from .lanes import build_lanes, signature
+from .options import DESOptions
 from .parallel import default_workers, run_sharded
 from .precision import describe_miss, few_observations, imprecise, observations
 from .run import run, run_chunked
 from .stats import bin_edges, percentile_from_hist, student_t
 
-DEFAULTS = dict(time=None, events=None, replications="auto", seed=1, level=0.95, warmup="mser", kernel="auto",
-                rtol=0.01, atol=None, floor=0.05, watch=("throughput", "tokens"), wall=60.0, crn=False,
-                quiet=False, histograms=True, series=False, min_events=20_000, buckets=64,
-                workers="auto", threads="auto")
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 #: steps before the next sequential check, as a multiple of the steps so far (see _sequential_rule)
 #: (measured on 10 models x 2 seeds: total events 197 M with these, 226 M with at most 4x and aim 1)
 GROWTH_MIN, GROWTH_MAX, GROWTH_DEFAULT, GROWTH_AIM = 1.25, 2.0, 1.5, 0.8
 
 
-def options_of(options: dict | None) -> dict:
-    o = dict(DEFAULTS)
-    for k, v in (options or {}).items():
-        if k not in DEFAULTS and k not in ("sweep", "scheduler", "limit", "cutoff", "predicates", "rr",
-                                          "det_order", "steady", "mva", "tol", "max_population"):
-            raise QPNError(f"unknown simulation option '{k}'")
-        if v is not None:
-            o[k] = v
-    return o
+def options_of(options: dict | DESOptions | None) -> DESOptions:
+    """The simulator's options from a mapping (checked; see :class:`DESOptions`)."""
+    return DESOptions.of(options)
 
 
 # ----------------------------------------------------------------- points
@@ -73,7 +64,7 @@ def _per_bucket(st, lane: int, first: int):
     return tokens, rates, busy
 
 
-def analyze(engine, lanes: np.ndarray, o: dict, first: np.ndarray,
+def analyze(engine, lanes: np.ndarray, o: DESOptions, first: np.ndarray,
             distribution: bool = True) -> tuple[list, dict]:
     """Rows (measure, element, color, mean, half-width) for one point's lanes."""
     c = engine.c
@@ -87,14 +78,14 @@ def analyze(engine, lanes: np.ndarray, o: dict, first: np.ndarray,
     out = []
     if len(lanes) >= 2:
         for m, e, col, v in rows:
-            mean, half = _ci(np.asarray(v, float), o["level"])
+            mean, half = _ci(np.asarray(v, float), o.level)
             out.append((m, e, col, float(mean), float(half)))
     else:  # one long replication: batch means over the buckets after the warm-up
         lane = int(lanes[0])
         bt, br, bb = _per_bucket(st, lane, int(first[lane]))
         brows = derive(c, bt, br, bb)
         for (m, e, col, v), (_, _, _, bv) in zip(rows, brows):
-            _, half = _ci(np.asarray(bv, float), o["level"])
+            _, half = _ci(np.asarray(bv, float), o.level)
             out.append((m, e, col, float(np.asarray(v).ravel()[0]), float(half)))
     info = {}
     if distribution:
@@ -143,7 +134,7 @@ def simulate(net, *, sweep: dict | None = None, options: dict | None = None, par
     """Simulate ``net``; with ``sweep`` a SweepResult, else a Result."""
     from qpn.compile import compile_net
     o = options_of(options)
-    if o.get("scheduler"):
+    if o.scheduler:
         from .distributed import simulate_distributed
         return simulate_distributed(net, sweep=sweep, options=o, params=params)
     points = sweep_points(sweep)
@@ -158,21 +149,21 @@ def lane_keys(npoints: int, R: int, crn: bool, point_offset: int = 0) -> np.ndar
     return np.arange((point_offset) * R, (point_offset + npoints) * R)
 
 
-def replications(compiled: list, o: dict, npoints: int | None = None) -> int:
+def replications(compiled: list, o: DESOptions, npoints: int | None = None) -> int:
     """Replications per point: 10 by default (each point stops by its own precision
     rule, so more replications only add warm-up periods to simulate)."""
-    if o["replications"] != "auto":
-        R = int(o["replications"])
+    if o.replications != "auto":
+        R = int(o.replications)
         if R < 1:
             raise QPNError("replications must be at least 1")
         return R
     return 10
 
 
-def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bool,
+def _simulate_compiled(compiled: list, points: list[dict], o: DESOptions, as_sweep: bool,
                        point_offsets: list[int] | None = None):
     R = replications(compiled, o)
-    o = dict(o, replications=R)
+    o = o.replace(replications=R)
     groups: dict[tuple, list[int]] = {}
     for i, c in enumerate(compiled):
         groups.setdefault(signature(c), []).append(i)
@@ -180,7 +171,7 @@ def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bo
     info = {"groups": len(groups), "lanes": len(compiled) * R}
     for members in groups.values():
         cs = [compiled[i] for i in members]
-        keys = np.concatenate([lane_keys(1, R, bool(o["crn"]),
+        keys = np.concatenate([lane_keys(1, R, bool(o.crn),
                                          (point_offsets or list(range(len(compiled))))[i]) for i in members])
         workers = default_workers(o, len(cs) * R)
         if workers > 1 and len(cs) * R > 1:
@@ -203,12 +194,12 @@ def _simulate_compiled(compiled: list, points: list[dict], o: dict, as_sweep: bo
 QN_MIN_LANES = 2048
 
 
-def choose_kernel(net, o: dict) -> tuple[str, object, str]:
+def choose_kernel(net, o: DESOptions) -> tuple[str, object, str]:
     """(kernel name, plan, why): the Lindley kernel for a G/G/1 queue, the queueing-network
     kernel for a plain queueing network with many lanes, else the event engine."""
     from .lindley import lindley_plan
     from .qnplan import qn_plan
-    kernel = o.get("kernel", "auto")
+    kernel = o.kernel
     if kernel in ("auto", "lindley"):
         lp = lindley_plan(net)
         if not isinstance(lp, list):
@@ -224,31 +215,31 @@ def choose_kernel(net, o: dict) -> tuple[str, object, str]:
     return "general", None, "compiled event loop, one lane at a time (requested)"
 
 
-def make_engine(net, keys, o: dict):
+def make_engine(net, keys, o: DESOptions):
     """The engine for ``net``'s lanes (see :func:`choose_kernel`); its ``why`` says why."""
     from .lindley import LindleyKernel
     from .qnkernel import QNKernel
     from .events import EventEngine
     units, unit = residence_units(net.c)
     name, plan, why = choose_kernel(net, o)
-    h, b = bool(o["histograms"]), int(o["buckets"])
+    h, b = bool(o.histograms), int(o.buckets)
     if name == "lindley":
-        engine = LindleyKernel(net, plan, keys, o["seed"], units, unit, histograms=h, buckets=b)
+        engine = LindleyKernel(net, plan, keys, o.seed, units, unit, histograms=h, buckets=b)
     elif name == "qn":
-        engine = QNKernel(net, plan, keys, o["seed"], units, unit, histograms=h, buckets=b)
+        engine = QNKernel(net, plan, keys, o.seed, units, unit, histograms=h, buckets=b)
     else:
-        threads = o.get("threads", "auto")
-        engine = EventEngine(net, keys, o["seed"], histograms=h, buckets=b,
+        threads = o.threads
+        engine = EventEngine(net, keys, o.seed, histograms=h, buckets=b,
                              threads=None if threads in (None, "auto") else int(threads))
     engine.why = why
     return engine
 
 
-def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarray | None = None):
+def _run_group(points: list, R: int, keys: np.ndarray, o: DESOptions, lanes: np.ndarray | None = None):
     """Build the lanes (all, or a shard) and run them; the engine and the run info."""
     net = build_lanes(points, R, lanes)
     engine = make_engine(net, keys, o)
-    if not o["quiet"] and getattr(engine, "kernel", "") == "EventEngine":
+    if not o.quiet and getattr(engine, "kernel", "") == "EventEngine":
         from .jit import compiled_before
         if not compiled_before():
             print("compiling the event engine (once after installing or upgrading qpn: about 30 s; "
@@ -256,47 +247,47 @@ def _run_group(points: list, R: int, keys: np.ndarray, o: dict, lanes: np.ndarra
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)
     # the cap holds inside the first settling too (a timeless loop filling a queue)
-    engine.wall_cap = float(o["wall"])
+    engine.wall_cap = float(o.wall)
     engine.start()
     sequential = None
-    if o["time"] is None and o["events"] is None:
+    if o.time is None and o.events is None:
         sequential = _sequential_rule(engine, o)
     drive = run_chunked if hasattr(engine, "advance") else run
-    runinfo = drive(engine, t_end=o["time"], events=o["events"], sequential=sequential,
-                    first_check=int(o["min_events"]),
-                    wall_cap=float(o["wall"]), quiet=bool(o["quiet"]))
+    runinfo = drive(engine, t_end=o.time, events=o.events, sequential=sequential,
+                    first_check=int(o.min_events),
+                    wall_cap=float(o.wall), quiet=bool(o.quiet))
     return engine, runinfo
 
 
-def _run_lindley(engine, o: dict):
+def _run_lindley(engine, o: DESOptions):
     """Customer-by-customer kernel: a horizon, doubled until precise enough."""
     from .run import RunInfo
     t0 = time.perf_counter()
-    if o["time"] is not None or o["events"] is not None:
-        engine.simulate(o["time"], o["events"])
-        return RunInfo(0, time.perf_counter() - t0, False, "time" if o["time"] is not None else "events",
+    if o.time is not None or o.events is not None:
+        engine.simulate(o.time, o.events)
+        return RunInfo(0, time.perf_counter() - t0, False, "time" if o.time is not None else "events",
                        int(engine.steps.sum()))
     rule = _sequential_rule(engine, o)
-    R = int(o["replications"])
+    R = int(o.replications)
     # about min_events events per lane first, then each point doubles its own
     # horizon until its measures are precise (so a point's result never
     # depends on the other points run with it)
-    engine.simulate(None, int(o["min_events"]))
+    engine.simulate(None, int(o.min_events))
     horizon = np.array([float(engine.t[p * R:(p + 1) * R].min()) for p in range(engine.L // R)])
     while True:
         if rule():
             return RunInfo(0, time.perf_counter() - t0, False, "precision", int(engine.steps.sum()))
         wall = time.perf_counter() - t0
-        if wall * 2 > float(o["wall"]):
+        if wall * 2 > float(o.wall):
             return RunInfo(0, wall, False, "wall-clock cap", int(engine.steps.sum()))
         for p in np.flatnonzero(~rule.done):
             horizon[p] *= 2
             engine.simulate(float(horizon[p]), None, lanes=np.arange(p * R, (p + 1) * R))
 
 
-def _warmup(engine, o: dict) -> np.ndarray:
+def _warmup(engine, o: DESOptions) -> np.ndarray:
     st = engine.stats
-    w = o["warmup"]
+    w = o.warmup
     if w == "mser":
         return st.truncation()
     if not w:
@@ -305,7 +296,7 @@ def _warmup(engine, o: dict) -> np.ndarray:
     return np.minimum(np.argmax(cum >= float(w), axis=0) + 1, np.maximum(st.nb_l - 2, 0)).astype(np.int64)
 
 
-def _sequential_rule(engine, o: dict):
+def _sequential_rule(engine, o: DESOptions):
     """A check that stops each point whose watched measures are all precise enough.
 
     Called at step counts that depend on nothing but the schedule, it stops a
@@ -318,12 +309,12 @@ def _sequential_rule(engine, o: dict):
     the growth aims at GROWTH_AIM r^2, kept within [GROWTH_MIN, GROWTH_MAX]
     (early half-widths rest on few buckets).  It is computed from the
     statistics alone, so a seed still reproduces the run."""
-    R = int(o["replications"])
+    R = int(o.replications)
     done = np.zeros(engine.L // R, dtype=bool)
 
     def worst(lanes: np.ndarray, first: np.ndarray) -> float:
         """The largest half-width / target ratio of a point (inf: no estimate yet)."""
-        if engine.steps[lanes].min() < int(o["min_events"]) or engine.stats.nb_l[lanes].min() < 8:
+        if engine.steps[lanes].min() < int(o.min_events) or engine.stats.nb_l[lanes].min() < 8:
             return math.inf
         rows, _ = analyze(engine, lanes, o, first, distribution=False)
         miss = imprecise(rows, o)
@@ -382,9 +373,9 @@ def _growing(engine, lanes: np.ndarray, first: np.ndarray, c, *, factor: float =
     return out
 
 
-def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, compiled) -> Result:
+def _result(engine, lanes: np.ndarray, o: DESOptions, runinfo, first: np.ndarray, compiled) -> Result:
     rows, extra = analyze(engine, lanes, o, first)
-    res = Result(method="des", model=compiled.net.name, level=float(o["level"]), partial=runinfo.partial)
+    res = Result(method="des", model=compiled.net.name, level=float(o.level), partial=runinfo.partial)
     st = engine.stats
     _time, _area, fires, _busy, resid = st.totals(first)
     counts = observations(compiled, fires[lanes].sum(axis=0))
@@ -396,11 +387,11 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
                     warmup_buckets=int(np.median(first[lanes])),
                     warmup_time=_warmup_time(st, lanes, first),
                     events_per_second=runinfo.events / max(runinfo.wall, 1e-9),
-                    seed=o["seed"])
+                    seed=o.seed)
     res.info.update(extra)
     res.explanation.append(f"simulation: {len(lanes)} replication(s), {res.info['events']:,} events, "
                            f"stopped by {runinfo.stopped_by}; warm-up by "
-                           f"{'MSER' if o['warmup'] == 'mser' else o['warmup']}")
+                           f"{'MSER' if o.warmup == 'mser' else o.warmup}")
     if getattr(engine, "why", None):
         procs, threads = getattr(engine, "processes", 1), getattr(engine, "threads", 1)
         where = ", ".join(x for x in (f"{procs} processes" if procs > 1 else "",
@@ -422,10 +413,10 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
         res.warnings.append(f"{', '.join(saturated)} saturated (utilization ~1) in an open net: it may be "
                             f"unstable, and its estimates then grow with the simulated time")
     nb = int(np.median(st.nb_l[lanes]))
-    if o["warmup"] == "mser" and nb < 16:
+    if o.warmup == "mser" and nb < 16:
         res.warnings.append(f"run too short to detect the warm-up: {nb} statistics bucket(s) per "
                             f"replication; the start state may bias the estimates (simulate longer)")
-    elif o["warmup"] == "mser" and np.median(first[lanes]) >= nb // 2 - 1 and nb >= 16:
+    elif o.warmup == "mser" and np.median(first[lanes]) >= nb // 2 - 1 and nb >= 16:
         res.warnings.append("the warm-up detected is half of the run or more: the estimates may still "
                             "carry the start state (simulate longer)")
     res.warnings += _few_firings(rows, res.info["simulated_time"] - res.info["warmup_time"])
@@ -439,18 +430,18 @@ def _result(engine, lanes: np.ndarray, o: dict, runinfo, first: np.ndarray, comp
     res.info["threads"] = getattr(engine, "threads", 1)
     if runinfo.partial:
         res.warnings.append("interrupted: statistics so far (partial)")
-    if o["series"]:
+    if o.series:
         res.info["series"] = _series(engine, lanes)
     return res
 
 
-def _precision(res: Result, rows: list, o: dict, runinfo, engine, lanes: np.ndarray) -> None:
+def _precision(res: Result, rows: list, o: DESOptions, runinfo, engine, lanes: np.ndarray) -> None:
     """Whether the run reached its precision target; says so loudly when not."""
-    sequential = o["time"] is None and o["events"] is None
+    sequential = o.time is None and o.events is None
     missed = imprecise(rows, o)
-    target = (f"half-width <= {o['atol']:g}" if o["atol"] is not None else
-              f"half-width <= {float(o['rtol']):g} x max(|value|, {float(o['floor']):g} x the largest "
-              f"value of its measure) for {', '.join(o['watch'])}")
+    target = (f"half-width <= {o.atol:g}" if o.atol is not None else
+              f"half-width <= {float(o.rtol):g} x max(|value|, {float(o.floor):g} x the largest "
+              f"value of its measure) for {', '.join(o.watch)}")
     # the step count the run stopped at: --events reproduces a run the wall-clock cap stopped
     info = {"target": target, "requested": sequential, "missed": len(missed),
             "events_per_replication": int(runinfo.steps)}
@@ -539,13 +530,14 @@ def _series(engine, lanes: np.ndarray) -> dict:
 
 class DESSolver:
     name = "des"
+    Options = DESOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
         return []
 
     def solve(self, compiled, options: dict) -> Result:
         o = options_of(options)
-        if o.get("scheduler"):
+        if o.scheduler:
             from .distributed import simulate_distributed
             return simulate_distributed(compiled.net, sweep=None, options=o, params=dict(compiled.params))
         return _simulate_compiled([compiled], [{}], o, False)

@@ -1,14 +1,11 @@
 """The registered ``mva`` solver: product-form detection, then MVA.
 
-Options:
-
-* ``"mva"``: ``"exact"``, ``"schweitzer"``, ``"linearizer"`` or ``"auto"``
-  (default): exact when the closed chains have at most 200,000 population
-  vectors (and exact MVA's complement networks for multi-server stations
-  stay within its limit), Linearizer otherwise; the Result's ``explanation``
-  says which and why.  Purely open networks use the closed forms of :mod:`.open`.
-* ``"tol"``: convergence tolerance of the approximations (default 1e-10,
-  in customers).
+Options (:class:`MVAOptions`): ``mva``, the algorithm of closed chains
+(``auto``: exact when the closed chains have at most 200,000 population
+vectors and exact MVA's complement networks for multi-server stations stay
+within its limit, Linearizer otherwise; the Result's ``explanation`` says
+which and why), and ``tol``, the convergence tolerance of the approximations.
+Purely open networks use the closed forms of :mod:`.open`.
 
 >>> import qpn, solvers
 >>> res = solvers.solve(qpn.parse('''
@@ -26,6 +23,7 @@ import numpy as np
 
 from qpn.errors import SolverError
 from solvers.measures import derive, to_result
+from solvers.options import SolverOptions, choice, option, positive
 from solvers.result import Result
 
 from .approx import linearizer, schweitzer
@@ -56,23 +54,15 @@ class Analysis:
     explanation: list[str] = field(default_factory=list)
 
 
-def _options(options: dict | None) -> tuple[str, float, list[str]]:
-    opts = dict(options or {})
-    algo = opts.get("mva", "auto")
-    tol = opts.get("tol", 1e-10)
-    bad = []
-    if algo not in ALGORITHMS:
-        bad.append(f"option mva={algo!r} is not one of {', '.join(ALGORITHMS)}")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
-        bad.append(f"option tol={tol!r} must be a positive number")
-    return algo, tol, bad
-
-
-def _checked_options(options: dict | None) -> tuple[str, float]:
-    algo, tol, bad = _options(options)
-    if bad:
-        raise SolverError("; ".join(bad), construct="options")
-    return algo, tol
+@dataclass(frozen=True)
+class MVAOptions(SolverOptions):
+    """Options of the MVA solver."""
+    label = "MVA"
+    mva: str = option("auto", "algorithm for closed chains (auto: exact up to "
+                              f"{AUTO_LIMIT:,} population vectors, else Linearizer)",
+                      choice(*ALGORITHMS))
+    tol: float = option(1e-10, "convergence tolerance of the approximations, in customers",
+                        positive())
 
 
 def _mixed_problems(qn: QNModel) -> list[str]:
@@ -201,11 +191,10 @@ def chain_info(qn: QNModel) -> list[dict]:
 
 class MVASolver:
     name = "mva"
+    Options = MVAOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
-        # only the net's problems: options are checked by solve() (another
-        # method's caller may share the options dict while asking who can solve)
-        algo = _options(options)[0]
+        algo = MVAOptions.of(options).mva
         qn = product_form(compiled)
         if isinstance(qn, list):
             return qn
@@ -219,7 +208,8 @@ class MVASolver:
         return out
 
     def solve(self, compiled, options: dict) -> Result:
-        algo, tol = _checked_options(options)
+        o = MVAOptions.of(options)
+        algo, tol = o.mva, o.tol
         qn = product_form(compiled)
         if isinstance(qn, list):
             raise SolverError("the net is not product form: " + "; ".join(qn), construct=qn[0],
@@ -243,4 +233,4 @@ class MVASolver:
         return res
 
 
-__all__ = ["MVASolver", "analyze", "net_quantities", "Analysis", "ALGORITHMS", "AUTO_LIMIT"]
+__all__ = ["MVASolver", "MVAOptions", "analyze", "net_quantities", "Analysis", "ALGORITHMS", "AUTO_LIMIT"]

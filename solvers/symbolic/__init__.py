@@ -7,26 +7,38 @@ solved over rational functions of the parameters.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from qpn.errors import SolverError
 
 from .. import register
+from ..options import SolverOptions, option, whole
 from .result import SymbolicResult
+
+
+@dataclass(frozen=True)
+class SymbolicOptions(SolverOptions):
+    """Options of the symbolic solver (its CTMC route also reads the ctmc options)."""
+    label = "symbolic"
+    max_population: int = option(12, "largest total population solved by symbolic MVA "
+                                      "(larger product-form nets go through the CTMC route)",
+                                 whole(0, "a whole number"))
 
 
 class SymbolicSolver:
     name = "symbolic"
+    Options = SymbolicOptions
+    reads = ("ctmc",)      # the CTMC route builds the chain with the ctmc options
 
     def _route(self, compiled, options):
         from ..mva.productform import product_form
         qn = product_form(compiled)
         if not isinstance(qn, list):
             pops = [ch.population for ch in qn.chains if getattr(ch, "population", None)]
-            if sum(pops) <= int(options.get("max_population", 12)):
+            if sum(pops) <= SymbolicOptions.of(options).max_population:
                 return "mva", []
         from .ctmc import check_symbolic
-        from ..ctmc.solver import _options
-        problems = check_symbolic(compiled, _options(options))
+        problems = check_symbolic(compiled)
         return ("ctmc", problems)
 
     def problems(self, compiled, options: dict) -> list[str]:
@@ -43,7 +55,7 @@ class SymbolicSolver:
             raise SolverError("; ".join(problems), methods=("ctmc", "des"))
         if how == "mva":
             from ..mva.symbolic import symbolic_mva
-            tokens, rates, busy = symbolic_mva(compiled, int(options.get("max_population", 12)))
+            tokens, rates, busy = symbolic_mva(compiled, SymbolicOptions.of(options).max_population)
             why = "product form: closed forms by the normalizing constant (symbolic MVA)"
             nstates = None
         else:

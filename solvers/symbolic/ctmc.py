@@ -24,7 +24,7 @@ from qpn.distributions import Exp
 from qpn.errors import SolverError
 
 from ..ctmc.explore import Explorer
-from ..ctmc.solver import _options, class_busy
+from ..ctmc.solver import CTMCOptions, class_busy
 from ..ctmc.spec import build_spec
 from ..measures import derive
 
@@ -70,11 +70,11 @@ def _perturbed(c, base, factor: float = 2.0):
 
 
 def _generate(c, o):
-    spec = build_spec(c, cutoff=int(o["cutoff"] or 60), det_order=20, rr=o["rr"])
+    spec = build_spec(c, cutoff=o.first_cutoff, det_order=o.det_order, rr=o.rr)
     return spec, Explorer(spec, MAX_STATES * 4).run()
 
 
-def check_symbolic(c, o) -> list[str]:
+def check_symbolic(c) -> list[str]:
     out = []
     for q in c.queues:
         if not all(d.is_exponential() for d in q.service):
@@ -88,11 +88,11 @@ def check_symbolic(c, o) -> list[str]:
 def symbolic_ctmc(c, options: dict | None = None):
     """(slot_tokens, mode_rates, class_busy) as sympy object arrays, plus the state count."""
     from ..mva.symbolic import class_service_mean, delay_expr, parameter_symbols
-    o = _options(options or {})
-    problems = check_symbolic(c, o)
+    o = CTMCOptions.of(options)
+    problems = check_symbolic(c)
     if problems:
         raise SolverError("; ".join(problems), construct=problems[0], methods=("ctmc", "des"))
-    spec = build_spec(c, cutoff=int(o["cutoff"] or 60), det_order=20, rr=o["rr"])
+    spec = build_spec(c, cutoff=o.first_cutoff, det_order=o.det_order, rr=o.rr)
     if spec.cutoff is not None:
         raise SolverError("symbolic solution of an open net needs a product form (MVA); the CTMC "
                           "of this net would be truncated", construct="open net", methods=("ctmc",))
