@@ -91,3 +91,19 @@ def test_a_flag_of_another_method_is_refused_and_symbolic_reads_the_ctmc_flags(c
     assert main(["solve", MM1, "-m", "symbolic", "--cutoff", "80", "-q"]) == 0
     assert main(["solve", MM1, "-m", "des", "--option", "time=10 min", "--option", "replications=2",
                  "--option", "crn=on", "-q"]) == 0
+
+
+def test_max_cutoff_stops_the_doubling_and_the_result_says_what_is_left():
+    # an option added by touching solvers/ctmc/solver.py alone: the declaration gives the
+    # name check, the value check, --option, the --help line and the docstring line
+    net = qpn.load(MM1)
+    short = solvers.solve(net, "ctmc", options={"max_cutoff": 100}, **{"lambda": 0.95})
+    full = solvers.solve(net, "ctmc", **{"lambda": 0.95})
+    assert (short.info["cutoff"], full.info["cutoff"]) == (120, 480)
+    # M/M/1/K truncated at K = 120: mass 0.05 * 0.95^120 / (1 - 0.95^121) at the cut-off
+    assert short.info["truncated_mass"] == pytest.approx(0.05 * 0.95 ** 120 / (1 - 0.95 ** 121), rel=1e-6)
+    assert any("truncated at 120 tokens" in w and "raise --cutoff" in w for w in short.warnings)
+    assert full.get("tokens", "server") == pytest.approx(19.0, rel=1e-8)
+    assert "max_cutoff (2000; a whole number >= 1)" in solvers.solve.__doc__
+    with pytest.raises(SolverError, match="option max_cutoff=0: must be >= 1"):
+        solvers.solve(net, "mva", options={"max_cutoff": 0})

@@ -62,6 +62,9 @@ class CTMCOptions(SolverOptions):
                                                             "(default adaptive)"))
     truncation: float = option(1e-10, "adaptive cut-off: stop when the probability of the "
                                       "cut-off states is below this", positive())
+    max_cutoff: int = option(2000, "adaptive cut-off: no more doubling once the cut-off has "
+                                   "reached this (the result warns of the mass left there)",
+                             whole(1, "a whole number"))
     det_order: int = option(20, "phases of the Erlang that stands for a deterministic delay",
                             whole(1, "a whole number"))
     rr: str | None = option(None, "'ps': solve round robin queues as processor sharing (the "
@@ -265,7 +268,7 @@ class CTMCSolver:
             mass = float(pi[ctmc.space.blocked].sum())
             masses.append(mass)
             # an open net: raise the cut-off until the mass at it is negligible
-            if mass <= o.truncation or cutoff >= 2000 or _plainly_growing(masses) or \
+            if mass <= o.truncation or cutoff >= o.max_cutoff or _plainly_growing(masses) or \
                     ctmc.n * 2.2 > state_limit(ctmc.spec, o.limit) or \
                     not resources.fits(ctmc.n * 2.2 * ctmc.spec.bytes_per_state):
                 break
