@@ -133,6 +133,22 @@ def test_a_critically_loaded_net_is_unstable_after_four_cutoffs():
     assert near.get("tokens", "server") == pytest.approx(0.99 / 0.01, rel=1e-6)
 
 
+def test_a_closed_net_still_in_its_transient_is_imprecise_not_unstable(tmp_path, capsys):
+    # campaign 24: a mutex with 10^6 threads simulated for 4,000 events; 'waiting' rose
+    # through the run and the net was called unstable, though a P-invariant bounds it
+    text = open(f"{MODELS}/mutex.qpn").read().replace("param threads = 5", "param threads = 1000000")
+    assert "1000000" in text
+    rc, out, err, js = _solve(tmp_path, capsys, text, "-m", "des", "--events", "4000", "-R", "2",
+                              "--threads", "1")
+    assert rc == ExitStatus.IMPRECISE == 3 and js["status"] == "imprecise"
+    assert js["imprecise"] == "the run ended in the start state's transient: tokens in waiting kept rising"
+    assert any("though a P-invariant bounds them" in w for w in js["warnings"])
+    assert not any("unstable" in w for w in js["warnings"])
+    # an open queue that grows is still unstable (nothing bounds it)
+    rc, out, err, js = _solve(tmp_path, capsys, OPEN_NO_EXIT, "-m", "des", "--events", "20000", "-R", "4")
+    assert rc == 5 and js["status"] == "unstable"
+
+
 def test_a_healthy_net_is_ok(tmp_path, capsys):
     rc, out, err, js = _solve(tmp_path, capsys, MM1_OVERLOAD.replace("exp(0.5)", "exp(2)"), "-m", "mva")
     assert rc == 0 and (js["status"], js["reason"]) == ("ok", None)

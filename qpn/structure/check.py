@@ -130,6 +130,29 @@ def check_net(net: Net, params=None) -> StructureReport:
     return rep
 
 
+def bounded_places(c: CompiledNet) -> set[str]:
+    """Names of the places a positive P-invariant covers: their token counts are bounded
+    whatever happens (empty when the net is beyond the invariants' size limit).
+
+    >>> import qpn
+    >>> sorted(bounded_places(qpn.compile_net(qpn.parse("place a init 1\\nplace b\\n"
+    ...     "transition t1 : a -> b delay exp(1)\\ntransition t2 : b -> a delay exp(1)"))))
+    ['a', 'b']
+    """
+    C, m0, labels, unit_place = _merged(c)
+    if max(len(labels), len(c.modes)) > MAX_INVARIANT_SIZE:
+        return set()
+    try:
+        pf = p_semiflows(C)
+    except TooManySemiflows:
+        return set()
+    covered = np.zeros(len(labels), dtype=bool)
+    for y in pf:
+        covered |= np.asarray(y) > 0
+    names = {c.places[unit_place[i]].name for i in range(len(labels))}
+    return names - {c.places[unit_place[i]].name for i in np.flatnonzero(~covered)}
+
+
 def _connectivity(flat: Net, rep: StructureReport) -> None:
     import networkx as nx
     g = nx.Graph()

@@ -421,6 +421,21 @@ def _result(engine, lanes: np.ndarray, o: DESOptions, runinfo, first: np.ndarray
                             "carry the start state (simulate longer)")
     res.warnings += _few_firings(rows, res.info["simulated_time"] - res.info["warmup_time"])
     growing = _growing(engine, lanes, first, compiled)
+    if growing:
+        # a place a P-invariant bounds cannot grow for ever: the run ended inside the start
+        # state's transient (a fuzzed mutex with 10^6 threads was called unstable)
+        from qpn.structure.check import bounded_places
+        bounded = bounded_places(compiled)
+        rising = [g for g in growing if g.split(" ")[2] in bounded]
+        growing = [g for g in growing if g.split(" ")[2] not in bounded]
+        for g in rising:
+            head = g.split(": the model may")[0].replace("keep growing", "kept rising")
+            res.warnings.append(f"{head}, though a P-invariant bounds them: the run ended before the "
+                                f"start state's transient did, so the estimates are not the steady "
+                                f"state (simulate longer)")
+        if rising and not res.imprecise:
+            res.imprecise = (f"the run ended in the start state's transient: tokens in "
+                             f"{rising[0].split(' ')[2]} kept rising")
     res.warnings += growing
     if growing and not res.degenerate:
         # the estimates are kept (they show what grows) but they answer nothing: exit status 5
