@@ -40,25 +40,49 @@ def parse(text: str, path: str | None = None) -> Net:
 
 
 def load(path: str) -> Net:
-    """Read, parse and validate a ``.qpn`` model file."""
+    """Read, parse and validate a model file: ``.qpn``, or QPME ``.qpe``, PNML ``.pnml`` and
+    LQN ``.lqn`` files (translated on reading).
+
+    >>> net = load("models/mm1.qpn")
+    >>> net.name, [p.name for p in net.places]
+    ('mm1', ['server'])
+    """
     from dsl.parser import load as _load
     return _load(path)
 
 
 def check(net: Net):
-    """Structural analysis: invariants, traps, dead transitions, connectivity."""
+    """Structural analysis: invariants, traps, dead transitions, connectivity.
+
+    >>> rep = check(parse("place a init 2\\nplace b\\ntransition t : a -> b delay exp(1)\\n"
+    ...                   "transition u : b -> a delay exp(1)"))
+    >>> [str(i) for i in rep.p_invariants], rep.bounded
+    (['a + b = 2'], True)
+    """
     from .structure.check import check_net
     return check_net(net)
 
 
 def compile_net(net: Net, params: dict[str, Any] | None = None):
-    """Unfold a net into arrays (see :mod:`qpn.compile`)."""
+    """Unfold a net, with ``params`` overriding its parameters, into the arrays the
+    solvers read (see :mod:`qpn.compile`).
+
+    >>> c = compile_net(load("models/mm1.qpn"), {"lambda": 0.5})
+    >>> c.params["lambda"], len(c.modes)
+    (0.5, 2)
+    """
     from .compile import compile_net as _compile
     return _compile(net, params)
 
 
 def solve(net: Net, method: str = "auto", **params: Any):
-    """Solve a net; ``method`` is auto, mva, ctmc, symbolic or des."""
+    """Solve a net; ``method`` is auto, mva, ctmc, symbolic or des; ``options={...}``
+    and parameter values go on to :func:`solvers.solve`, which lists every option.
+
+    >>> res = solve(load("models/mm1.qpn"), "mva", **{"lambda": 0.5})
+    >>> round(res.get("tokens", "server"), 9), res.info["algorithm"]
+    (1.0, 'open')
+    """
     from solvers import solve as _solve
     return _solve(net, method=method, **params)
 

@@ -18,17 +18,20 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from qpn.errors import SolverError
+from qpn.errors import ParameterError, SolverError
 
 from .result import Measure, Result
 
 class Solver(Protocol):
+    """What a method offers: a name, its options dataclass, and the two calls below."""
     name: str
     Options: type
 
-    def problems(self, compiled, options: dict) -> list[str]: ...
+    def problems(self, compiled, options: dict) -> list[str]:
+        """Why this method cannot solve ``compiled`` (empty if it can), each naming the construct."""
 
-    def solve(self, compiled, options: dict) -> Result: ...
+    def solve(self, compiled, options: dict) -> Result:
+        """The measures of ``compiled`` (a :class:`qpn.compile.CompiledNet`)."""
 
 
 REGISTRY: dict[str, Solver] = {}
@@ -39,11 +42,18 @@ METHODS = tuple(_MODULES)
 
 
 def register(solver: Solver) -> Solver:
+    """Make ``solver`` available under ``solver.name`` (its module does this on import)."""
     REGISTRY[solver.name] = solver
     return solver
 
 
 def get_solver(method: str) -> Solver:
+    """The solver registered as ``method`` (importing its module); a SolverError with a
+    did-you-mean for an unknown name.
+
+    >>> get_solver("ctmc").Options.of({"cutoff": "80"}).cutoff
+    80
+    """
     if method not in REGISTRY:
         mod = _MODULES.get(method)
         if mod is None:
@@ -124,7 +134,16 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
     t0 = time.perf_counter()
     solver = get_solver(method)
     check_options(options)        # before compiling: a misspelt option costs nothing
-    compiled = compile_net(net, params or None)
+    try:
+        compiled = compile_net(net, params or None)
+    except ParameterError:
+        from .options import option_names
+        misplaced = sorted(set(params) & option_names())
+        if misplaced:          # solve(net, seed=3): keyword arguments are the net's parameters
+            name = misplaced[0]
+            raise SolverError(f"'{name}' is a solver option, not a parameter of the net: pass it "
+                              f"as options={{{name!r}: {params[name]!r}}}", construct="options") from None
+        raise
     from .status import Degenerate, empty_reason, source_traps
     from qpn.errors import ModelError
     empty = empty_reason(compiled)

@@ -202,6 +202,7 @@ def mapping() -> Check:
 
 
 def anything(what: str) -> Check:
+    """Any value, unchecked (an address, a client object); ``what`` names it in the help."""
     return Check(lambda v: v, what)
 
 
@@ -230,6 +231,7 @@ class SolverOptions:
 
     @classmethod
     def fields(cls) -> tuple[dataclasses.Field, ...]:
+        """The declared options (dataclass fields, their metadata holding doc, check and flag)."""
         return dataclasses.fields(cls)
 
     @classmethod
@@ -265,9 +267,11 @@ class SolverOptions:
                                             for k, v in changes.items()})
 
     def as_dict(self) -> dict:
+        """Every option by name, defaults included."""
         return {f.name: getattr(self, f.name) for f in self.fields()}
 
     def get(self, name: str, default: Any = None) -> Any:
+        """The option ``name``, or ``default`` when this solver does not declare it."""
         return getattr(self, name, default)
 
 

@@ -32,6 +32,13 @@ UNITS = {"tokens": "", "queue_tokens": "", "arrivals": "1/s", "departures": "1/s
 
 @dataclass
 class Measure:
+    """One cell of a result: a measure of an element (and color), with its confidence
+    half-width and observation count when simulated.
+
+    >>> m = Measure("throughput", "leave", value=0.8)
+    >>> m.key, m.unit
+    (('throughput', 'leave', ''), '1/s')
+    """
     measure: str
     element: str
     color: str = ""          # '' = all colors together (or plain tokens)
@@ -41,15 +48,26 @@ class Measure:
 
     @property
     def key(self) -> tuple[str, str, str]:
+        """(measure, element, color): what a result indexes its cells by."""
         return (self.measure, self.element, self.color)
 
     @property
     def unit(self) -> str:
+        """The measure's unit ('' for counts and ratios)."""
         return UNITS.get(self.measure, "")
 
 
 @dataclass
 class Result:
+    """What every solver returns: the cells, the parameters, what the solver chose and
+    why, warnings, and how the run ended (:attr:`status`).
+
+    >>> r = Result(method="mva", model="mm1")
+    >>> r.add("utilization", "server", 0.8)
+    >>> r.add("tokens", "server", 4.0)
+    >>> r.get("utilization", "server"), r.measures(), r.status
+    (0.8, ['utilization', 'tokens'], 'ok')
+    """
     method: str
     model: str
     rows: list[Measure] = field(default_factory=list)
@@ -87,6 +105,8 @@ class Result:
         return idx
 
     def cell(self, measure: str, element: str, color: str = "") -> Measure:
+        """The cell of ``measure`` for ``element`` (and ``color``); a QPNError with the
+        nearest element's name when there is none."""
         try:
             return self._index()[(measure, element, color)]
         except KeyError:
@@ -98,16 +118,20 @@ class Result:
                            + (f"; did you mean '{s}'?" if s else "")) from None
 
     def get(self, measure: str, element: str, color: str = "") -> float:
+        """The value of a cell (see :meth:`cell`)."""
         return self.cell(measure, element, color).value
 
     def ci(self, measure: str, element: str, color: str = "") -> float | None:
+        """The confidence half-width of a cell (None from the analytic methods)."""
         return self.cell(measure, element, color).ci
 
     def add(self, measure: str, element: str, value: float, color: str = "",
             ci: float | None = None, n: int | None = None) -> None:
+        """Append a cell."""
         self.rows.append(Measure(measure, element, color, float(value), ci, n))
 
     def measures(self) -> list[str]:
+        """The measures present, in the order of their first cell."""
         seen: dict[str, None] = {}
         for r in self.rows:
             seen.setdefault(r.measure, None)
@@ -152,6 +176,7 @@ class Result:
         return "\n".join(out) + "\n"
 
     def to_dict(self) -> dict:
+        """Everything as plain data (what ``--json`` writes), cells with their units."""
         return {"method": self.method, "model": self.model, "params": self.params,
                 "status": self.status, "reason": self.reason,
                 "level": self.level, "partial": self.partial, "imprecise": self.imprecise,
@@ -161,6 +186,7 @@ class Result:
                 "measures": [dict(asdict(r), unit=r.unit) for r in self.rows]}
 
     def to_json(self, path: str | None = None) -> str:
+        """Strict JSON of :meth:`to_dict` (NaN as null); written atomically to ``path`` if given."""
         text = strict_json(self.to_dict())
         if path is not None:
             from qpn.fileio import write_atomic
@@ -168,6 +194,8 @@ class Result:
         return text
 
     def to_csv(self, path: str | None = None) -> str:
+        """One CSV line per cell (value, half-width, unit, observations when simulated);
+        written atomically to ``path`` if given."""
         buf = io.StringIO()
         w = csv.writer(buf)
         with_n = any(r.n is not None for r in self.rows)        # simulations only

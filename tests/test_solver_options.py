@@ -107,3 +107,12 @@ def test_max_cutoff_stops_the_doubling_and_the_result_says_what_is_left():
     assert "max_cutoff (2000; a whole number >= 1)" in solvers.solve.__doc__
     with pytest.raises(SolverError, match="option max_cutoff=0: must be >= 1"):
         solvers.solve(net, "mva", options={"max_cutoff": 0})
+
+
+def test_an_option_given_as_a_parameter_says_where_it_goes():
+    # keyword arguments of solve are the net's parameters; seed=3 was "unknown parameter"
+    with pytest.raises(SolverError, match=r"'seed' is a solver option, not a parameter of the net: "
+                                          r"pass it as options=\{'seed': 3\}"):
+        solvers.solve(qpn.load(MM1), "des", seed=3)
+    with pytest.raises(qpn.ParameterError, match="unknown parameter 'lamda'"):
+        solvers.solve(qpn.load(MM1), "mva", lamda=0.5)

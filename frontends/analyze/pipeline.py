@@ -9,7 +9,11 @@
    share of each code fragment (:mod:`.gil`).
 
 :func:`analyze` returns an :class:`Analysis`; :mod:`.model` writes it as a
-model.  The whole pipeline is pure: a trace in, plain data out.
+model.  A trace and options in, plain data out, with three reads outside them:
+whether the program's source directory exists (elements are named after its
+files), this machine's core count when the trace recorded none, and the clock
+(the stages' seconds, for the benchmark).  The garbage collector is paused
+while it runs (:func:`no_gc`).
 """
 from __future__ import annotations
 

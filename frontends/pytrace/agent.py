@@ -1,9 +1,9 @@
 """The recorder that runs inside the traced Python process.
 
-It is imported by a generated ``sitecustomize`` before the program's first line
-(see :mod:`frontends.pytrace.runner`), installs the wrappers of
-:mod:`.sync`, :mod:`.queues` and :mod:`.iopatch`, and collects every event as a
-tuple in one list (``list.append`` is atomic under the GIL, so threads need no
+It is started by a generated ``sitecustomize`` before the program's first line
+(:mod:`.boot`, which also installs the wrappers of :mod:`.sync`, :mod:`.queues`
+and :mod:`.iopatch`; see :mod:`frontends.pytrace.runner`), and collects every
+event as a tuple in one list (``list.append`` is atomic under the GIL, so threads need no
 lock of their own).  The list is spilled to a raw file as marshal records when
 it grows large, at exit, on SIGTERM and before ``os._exit``; the runner turns
 the records into the neutral format afterwards, so JSON encoding never slows
@@ -256,9 +256,8 @@ def _on_signal(signum, frame) -> None:
     os.kill(os.getpid(), signum)
 
 
-def install(raw_path: str) -> None:
-    """Install every wrapper and start recording into ``raw_path``."""
-    import atexit
+def open_record(raw_path: str) -> int:
+    """Start recording into ``raw_path``: the header; returns the start time (ns)."""
     _state["fd"] = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     start = mono()
     _write(("H", {
@@ -268,14 +267,13 @@ def install(raw_path: str) -> None:
         "epoch_ns": time.time_ns(), "cpus": os.cpu_count(),
         "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "switch_interval_ns": int(sys.getswitchinterval() * 1e9)}))
-    from . import iopatch
-    iopatch.install()
-    # The other wrappers are installed when the program imports the module
-    # they wrap, so a program that never imports socket does not pay for it.
-    when_imported("threading", lambda m: _load("sync").install())
-    when_imported("queue", lambda m: _load("queues").install())
-    when_imported("concurrent.futures.thread", lambda m: _load("queues").install_futures())
-    when_imported("socket", lambda m: iopatch.install_socket())
+    return start
+
+
+def begin(start: int) -> None:
+    """The main thread's start, then the spiller, the exit, signal and fork hooks, and the
+    request API's recorder (after the wrappers are installed: :mod:`.boot`)."""
+    import atexit
     emit(("thread_start", gettid(), start, cpu(), None, "MainThread", None, False,
           native_tid()))
     atexit.register(finish)
@@ -292,69 +290,3 @@ def install(raw_path: str) -> None:
     os.register_at_fork(after_in_child=_after_fork_in_child)
     from . import api
     api._install_recorder(emit, site, mono, cpu, gettid)
-
-
-def _load(name: str):
-    import importlib
-    return importlib.import_module(f"{__package__}.{name}")
-
-
-class _PostImportHook:
-    """A meta-path finder that runs a callback right after a module is executed."""
-
-    def __init__(self):
-        self.hooks: dict = {}
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.hooks:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        # Patch only per-module loader instances: a class (frozen or built-in
-        # importer) is shared by many modules.
-        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
-            return spec
-        callbacks = self.hooks.pop(name)
-        run = loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            for cb in callbacks:
-                cb(module)
-        loader.exec_module = exec_module
-        return spec
-
-
-_hook = _PostImportHook()
-
-
-def when_imported(name: str, callback) -> None:
-    """Call ``callback(module)`` once ``name`` is imported (now if it already is)."""
-    if name in sys.modules:
-        callback(sys.modules[name])
-        return
-    _hook.hooks.setdefault(name, []).append(callback)
-    if _hook not in sys.meta_path:
-        sys.meta_path.insert(0, _hook)
-
-
-def install_from_env() -> None:
-    """Entry point of the generated sitecustomize (reads QPN_TRACE_* variables)."""
-    raw = os.environ.pop("QPN_TRACE_RAW", None)
-    os.environ.pop("QPN_TRACE_PACKAGES", None)
-    orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
-    # Children of the traced program are not traced: restore their environment.
-    if orig is not None:
-        if orig == "":
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = orig
-    if raw:
-        install(raw)

@@ -4,7 +4,9 @@ Whole frontiers are processed as arrays: every timed event and queue event
 produces successor rows for all frontier states at once; vanishing rows
 (immediate transitions enabled) are resolved into distributions over tangible
 rows; rows are encoded as integer keys and deduplicated in bulk against a
-sorted key index.  No Python loop runs per state.
+sorted key index.  Python loops run per level (and per chunk of a wide level),
+not per state: a chain of many narrow levels pays about 0.5 ms a level (a
+mutex of 10^6 threads: 3,474 levels of two states in 2 s).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from ..options import Flag, SolverOptions, choice, mapping, option, optional, po
 from ..result import Result
 from .explore import Explorer, StateSpace
 from .linalg import generator, steady_state, transient
-from .spec import FLAG_DONE, CTMCSpec, build_spec
+from .spec import CTMCSpec, build_spec
 
 #: default cap on tangible states (a time budget more than a memory one); the memory
 #: limit (qpn.resources) lowers it on machines that cannot hold that many
@@ -76,6 +76,7 @@ class CTMCOptions(SolverOptions):
 
     @property
     def first_cutoff(self) -> int:
+        """The population cut-off to start from: ``cutoff``, or the adaptive start."""
         return START_CUTOFF if self.cutoff is None else self.cutoff
 
 
@@ -225,6 +226,7 @@ def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
 
 
 class CTMCSolver:
+    """``ctmc``: the exact steady state of the net's Markov chain (phase-type delays)."""
     name = "ctmc"
     Options = CTMCOptions
 

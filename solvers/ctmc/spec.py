@@ -36,6 +36,7 @@ FLAG_DONE = 2      # finished, waiting for FIFO departure
 
 @dataclass
 class QueueSpec:
+    """One queue as the chain sees it: discipline, servers, its classes' slots and phases."""
     index: int
     name: str
     discipline: str
@@ -56,15 +57,18 @@ class QueueSpec:
 
     @property
     def exponential(self) -> bool:
+        """Whether every class's service is one exponential phase."""
         return all(p.nphases == 1 for p in self.ph)
 
     @property
     def max_phases(self) -> int:
+        """The most phases of any class's service (1 when all are exponential)."""
         return max((p.nphases for p in self.ph), default=1)    # a shared queue no place uses
 
 
 @dataclass
 class TimedSpec:
+    """One timed mode: its delay as a rate or a phase-type, and its servers."""
     mode: int
     ph: PhaseType | None          # None = exponential (rate form)
     rate: float                   # 1/mean for exponential
@@ -74,6 +78,8 @@ class TimedSpec:
 
 @dataclass
 class CTMCSpec:
+    """What the chain is built from: the compiled net, the state's columns and their
+    bounds, the queues and timed modes, and the estimated state count."""
     compiled: object
     ncols: int
     nslots: int
@@ -96,6 +102,7 @@ class CTMCSpec:
         return self.estimate * self.bytes_per_state
 
     def estimate_phrase(self) -> str:
+        """The state estimate in words ("at most 15,624 states (a proven upper bound ...)")."""
         from .estimate import StateEstimate
         return StateEstimate(self.estimate, self.estimate_kind, self.estimate_how).phrase()
 

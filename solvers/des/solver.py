@@ -19,6 +19,7 @@ from qpn.errors import QPNError
 
 from ..measures import derive
 from ..result import Result
+from ..sweep_result import PointResult, SweepResult, sweep_points
 from .flat import residence_units
 from .lanes import build_lanes, signature
 from .options import DESOptions
@@ -39,9 +40,6 @@ def options_of(options: dict | DESOptions | None) -> DESOptions:
 
 
 # ----------------------------------------------------------------- points
-from ..sweep import PointResult, SweepResult, sweep_points  # noqa: E402  (one sweep type for all methods)
-
-
 def _ci(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and Student-t half-width over the first axis (NaN-aware)."""
     n = np.sum(np.isfinite(values), axis=0)
@@ -544,6 +542,7 @@ def _series(engine, lanes: np.ndarray) -> dict:
 
 
 class DESSolver:
+    """``des``: discrete-event simulation with confidence intervals (every construct)."""
     name = "des"
     Options = DESOptions
 

@@ -190,6 +190,7 @@ def chain_info(qn: QNModel) -> list[dict]:
 
 
 class MVASolver:
+    """``mva``: product-form nets (BCMP) by exact or approximate mean value analysis."""
     name = "mva"
     Options = MVAOptions
 

@@ -26,6 +26,8 @@ class SymbolicOptions(SolverOptions):
 
 
 class SymbolicSolver:
+    """``symbolic``: closed forms in the model's parameters (symbolic MVA, or a small CTMC
+    solved over rational functions)."""
     name = "symbolic"
     Options = SymbolicOptions
     reads = ("ctmc",)      # the CTMC route builds the chain with the ctmc options

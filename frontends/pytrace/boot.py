@@ -1,0 +1,96 @@
+"""Start the recorder in the traced process: the generated ``sitecustomize``'s entry point.
+
+:func:`install_from_env` reads the ``QPN_TRACE_*`` variables and calls
+:func:`install`, which opens the record (:mod:`.agent`), installs the I/O
+wrappers (:mod:`.iopatch`) now and the others (:mod:`.sync`, :mod:`.queues`,
+sockets) when the program imports the module they wrap, then starts the
+main thread's record.  The wrappers import the recorder; only this module
+imports both, so the recorder imports none of them.
+
+Only the standard library may be imported here (see :mod:`.agent`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from . import agent, iopatch
+
+
+def install(raw_path: str) -> None:
+    """Install every wrapper and start recording into ``raw_path``."""
+    start = agent.open_record(raw_path)
+    iopatch.install()
+    # The other wrappers are installed when the program imports the module
+    # they wrap, so a program that never imports socket does not pay for it.
+    when_imported("threading", lambda m: _load("sync").install())
+    when_imported("queue", lambda m: _load("queues").install())
+    when_imported("concurrent.futures.thread", lambda m: _load("queues").install_futures())
+    when_imported("socket", lambda m: iopatch.install_socket())
+    agent.begin(start)
+
+
+def _load(name: str):
+    import importlib
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+class _PostImportHook:
+    """A meta-path finder that runs a callback right after a module is executed."""
+
+    def __init__(self):
+        self.hooks: dict = {}
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.hooks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        # Patch only per-module loader instances: a class (frozen or built-in
+        # importer) is shared by many modules.
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec
+        callbacks = self.hooks.pop(name)
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            for cb in callbacks:
+                cb(module)
+        loader.exec_module = exec_module
+        return spec
+
+
+_hook = _PostImportHook()
+
+
+def when_imported(name: str, callback) -> None:
+    """Call ``callback(module)`` once ``name`` is imported (now if it already is)."""
+    if name in sys.modules:
+        callback(sys.modules[name])
+        return
+    _hook.hooks.setdefault(name, []).append(callback)
+    if _hook not in sys.meta_path:
+        sys.meta_path.insert(0, _hook)
+
+
+def install_from_env() -> None:
+    """Entry point of the generated sitecustomize (reads QPN_TRACE_* variables)."""
+    raw = os.environ.pop("QPN_TRACE_RAW", None)
+    os.environ.pop("QPN_TRACE_PACKAGES", None)
+    orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
+    # Children of the traced program are not traced: restore their environment.
+    if orig is not None:
+        if orig == "":
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = orig
+    if raw:
+        install(raw)
