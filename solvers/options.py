@@ -161,12 +161,11 @@ def _unit_seconds(text: str) -> float:
         raise OptionValueError("expected a time") from None
 
 
-def either(first: str, other: Check, *, value: Any = None) -> Check:
-    """The word ``first`` (kept as ``value``, or as the word) or a value of ``other``."""
-    keep = first if value is None else value
+def either(first: str, other: Check) -> Check:
+    """The word ``first`` or a value of ``other``."""
     def conv(v):
         if (_text(v) or "").lower() == first:
-            return keep
+            return first
         try:
             return other(v)
         except OptionValueError as exc:
@@ -269,10 +268,6 @@ class SolverOptions:
     def as_dict(self) -> dict:
         """Every option by name, defaults included."""
         return {f.name: getattr(self, f.name) for f in self.fields()}
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The option ``name``, or ``default`` when this solver does not declare it."""
-        return getattr(self, name, default)
 
 
 def check_value(f: dataclasses.Field, value: Any) -> Any:
