@@ -15,6 +15,9 @@ from .options import SolverOptions
 from .result import Result
 
 EXACT_PH = (Exp, Erlang, HyperExp, HyperExpFit)
+#: the share of the simulation's wall-clock cap (--wall) the CTMC probe may spend (in CPU
+#: seconds, at most PROBE_SECONDS): a user who caps a solve at 1 s does not wait 2 s for it
+PROBE_SHARE_OF_WALL = 0.25
 
 
 def _non_ph(compiled) -> list[str]:
@@ -42,7 +45,8 @@ def choose(compiled, options: dict) -> tuple[str, str]:
     ctmc = get_solver("ctmc")
     problems = ctmc.problems(compiled, options) + _non_ph(compiled)
     if not problems:
-        from .ctmc.solver import CTMCOptions, keep_probe, probe, size_problem
+        from .ctmc.solver import PROBE_SECONDS, CTMCOptions, keep_probe, probe, size_problem
+        from .des.options import DESOptions
         from .ctmc.spec import build_spec
         o = CTMCOptions.of(options)
         try:
@@ -53,7 +57,10 @@ def choose(compiled, options: dict) -> tuple[str, str]:
         except MemoryLimitError as exc:
             problems = [str(exc).splitlines()[0].removeprefix("error: ")]
         else:
-            space = probe(spec, o.limit)   # a bound too high for the limits: count exactly if small
+            # a bound too high for the limits: count exactly if small, in at most a quarter
+            # of the wall-clock cap the user gave the solve (--wall 1: not 2 s of probing)
+            seconds = min(PROBE_SECONDS, DESOptions.of(options).wall * PROBE_SHARE_OF_WALL)
+            space = probe(spec, o.limit, seconds=seconds)
             too_large = size_problem(spec, o.limit)
             if too_large is None:
                 if space is not None:

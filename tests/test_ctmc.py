@@ -363,6 +363,28 @@ def test_a_routing_weight_of_1e60_is_solved_at_once():
     assert res.get("tokens", "cpu") + res.get("tokens", "disk1") == pytest.approx(8.0, rel=1e-9)
 
 
+def test_a_failed_direct_solve_pins_a_state_that_sweeps_find_likely():
+    """Campaign 25's over-budget run: 1,896 states, probabilities from 1e-42 to 3e-3; LU
+    pinned at the largest-outflow state and twice at the failed answer's argmax left
+    residual 0.56, then 6 s of GMRES.  A pin from 20 Gauss-Seidel sweeps solves it."""
+    import time
+    net = qpn.parse("colors job = {a}\n"
+                    "place q0 queue prio servers 2147483648 service exp(3) priority 5 init 3\n"
+                    "place q1 : job queue prio servers 1 service exp(0.5) init 3 a\n"
+                    "transition t0 immediate {\n  mode m0 : 2 q0, q1(x) -> q0, q1(x) when x == a\n"
+                    "  mode m1 : q1(x) -> q0, q1(x)\n}\n")
+    # (q0 is a symmetric random walk, so without a fixed cut-off the net is unstable)
+    t0 = time.process_time()
+    res = ctmc(net, options={"cutoff": 60})
+    assert res.info["states"] == 1_896
+    assert res.info["linear_solver"] == "direct" and res.info["residual"] < 1e-15
+    assert time.process_time() - t0 < 3.0          # was 6 s (GMRES, then power iteration)
+    # each departure from q1 fires t0 once, in one of its modes
+    assert res.get("throughput", "t0") == pytest.approx(res.get("departures", "q1"), rel=1e-12)
+    assert res.get("throughput", "t0") == pytest.approx(
+        res.get("throughput", "t0", "m0[x=a]") + res.get("throughput", "t0", "m1[x=a]"), rel=1e-12)
+
+
 def test_one_firing_feeding_two_phase_type_queues_keeps_rows_aligned():
     """Campaign 20's crash: a firing puts tokens into a hyperexponential IS queue and a
     hyperexponential PS queue; the rows split by the first queue's phases must carry the

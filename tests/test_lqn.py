@@ -346,10 +346,14 @@ def test_a_processor_without_tasks_and_a_huge_demand_are_read_and_solved(tmp_pat
         "t auditor n record -1 audit", "t auditor n record -1 users")
     f = tmp_path / "m.lqn"
     f.write_text(text)
-    for cmd in (["check", str(f)], ["solve", str(f), "--method", "auto", "--wall", "2"]):
-        out = subprocess.run([sys.executable, "-m", "qpn.cli", *cmd], capture_output=True, text=True)
-        assert out.returncode in (0, 1), out.stderr
-        assert "Traceback" not in out.stderr
+    out = subprocess.run([sys.executable, "-m", "qpn.cli", "check", str(f)], capture_output=True, text=True)
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
+    # a record takes 2^200 s: its requests pile up (the CTMC's cut-off once hid it: its
+    # immediate arrivals were cut without a trace, 'probability at the cut-off 0')
+    out = subprocess.run([sys.executable, "-m", "qpn.cli", "solve", str(f), "--method", "auto", "--wall", "2"],
+                         capture_output=True, text=True)
+    assert out.returncode == 5 and "Traceback" not in out.stderr, out.stderr
+    assert "error: unstable: tokens in" in out.stderr and "record_requests.items" in out.stderr
 
 
 def test_a_tiny_squared_coefficient_of_variation_is_deterministic():

@@ -94,7 +94,16 @@ class Dynamics:
         self.has_timed_phases = any(t.col >= 0 for t in spec.timed)
 
     # ------------------------------------------------------------ enabling
-    def enabled(self, R: np.ndarray, m: int, *, track_cutoff: bool = False) -> np.ndarray:
+    def cut_only(self, R: np.ndarray, m: int) -> np.ndarray:
+        """Rows where mode m is enabled but for the population cut-off."""
+        if not self.unc_delta[m] > 0:
+            return np.zeros(len(R), dtype=bool)
+        return ~self._below_cut(R, m) & self._enabled_uncut(R, m)
+
+    def _below_cut(self, R: np.ndarray, m: int) -> np.ndarray:
+        return R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.spec.cutoff
+
+    def _enabled_uncut(self, R: np.ndarray, m: int) -> np.ndarray:
         ok = np.ones(len(R), dtype=bool)
         for s, cnt in self.inputs[m]:
             ok &= R[:, s] >= cnt
@@ -102,8 +111,12 @@ class Dynamics:
             ok &= R[:, slots].sum(axis=1) < thr
         for slots, lim, d in self.caps[m]:
             ok &= R[:, slots].sum(axis=1) + d <= lim
+        return ok
+
+    def enabled(self, R: np.ndarray, m: int, *, track_cutoff: bool = False) -> np.ndarray:
+        ok = self._enabled_uncut(R, m)
         if self.unc_delta[m] > 0:
-            cut = R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.spec.cutoff
+            cut = self._below_cut(R, m)
             if track_cutoff and self.blocked_by_cutoff is not None:
                 self.blocked_by_cutoff |= ok & ~cut
             ok &= cut

@@ -95,13 +95,13 @@ def count_states(spec, totals, unit_of, C) -> StateEstimate:
     open_units = [u for u in range(nunits) if not covered[u] and u not in cap_units and u not in zero]
     dropped = _determined(C, open_units) if C is not None else set()
     open_units = [u for u in open_units if u not in dropped]
-    nph = _unit_phases(spec, unit_of)
+    bins = _unit_bins(spec, unit_of)
     seq = [q for q in spec.queues if q.layout == "seq"]
     seq_units = {int(unit_of[s]) for q in seq for s in q.classes}
     # generated chains pass the cut-off by up to one firing's growth of the open part
     cut = int(spec.cutoff) + _overshoot(spec) if open_units else None
     chosen = _choose_invariants(totals, cut)
-    ctx = dict(nunits=nunits, zero=zero, dropped=dropped, open_units=open_units, nph=nph,
+    ctx = dict(nunits=nunits, zero=zero, dropped=dropped, open_units=open_units, bins=bins,
                seq=seq, seq_units=seq_units, cap_units=cap_units, cut=cut)
     shape = tuple(int(t) + 1 for _y, t in chosen) + ((cut + 1,) if open_units else ())
     cells = float(np.prod(shape, dtype=float)) if shape else 1.0
@@ -147,18 +147,22 @@ def _always_enabled(spec, i: int) -> bool:
     return _growth(spec, i) == 0
 
 
-def _vanishing_units(spec, unit_of) -> set[int]:
-    """Ordinary places emptied at once by an unconditional single-input immediate mode."""
-    c = spec.compiled
+def _drained_slots(spec) -> set[int]:
+    """Slots an unconditional single-input immediate mode empties at once."""
     pre = spec.pre
     out = set()
     for i in spec.immediate:
         ins = np.flatnonzero(pre[i])
         if len(ins) == 1 and pre[i, ins[0]] == 1 and _always_enabled(spec, i):
-            s0 = int(ins[0])
-            if not c.places[int(c.slot_place[s0])].queueing:
-                out.add(int(unit_of[s0]))
+            out.add(int(ins[0]))
     return out
+
+
+def _vanishing_units(spec, unit_of) -> set[int]:
+    """Ordinary places emptied at once by an unconditional single-input immediate mode."""
+    c = spec.compiled
+    return {int(unit_of[s]) for s in _drained_slots(spec)
+            if not c.places[int(c.slot_place[s])].queueing}
 
 
 def _determined(C, open_units: list[int]) -> set[int]:
@@ -182,13 +186,17 @@ def _determined(C, open_units: list[int]) -> set[int]:
     return out
 
 
-def _unit_phases(spec, unit_of) -> dict[int, int]:
-    """Counts layout: tokens of a unit spread over its service phases."""
+def _unit_bins(spec, unit_of) -> dict[int, int]:
+    """Where a token of a queueing place's unit can be, besides a seq queue's line (counted
+    on its own): each service phase of a counts layout, and the depository unless an
+    immediate transition always empties it (1 bin for an ordinary place, not listed).
+    The depository was once left out: 'at most 1 state' for a chain of 4."""
+    drained = _drained_slots(spec)
     out = {}
     for q in spec.queues:
-        if q.layout == "counts":
-            for k, s in enumerate(q.classes):
-                out[int(unit_of[s])] = q.ph[k].nphases
+        for k, s in enumerate(q.classes):
+            phases = q.ph[k].nphases if q.layout == "counts" else 0
+            out[int(unit_of[s])] = phases + (0 if q.dslots[k] in drained else 1)
     return out
 
 
@@ -253,9 +261,9 @@ def _generating(spec, chosen, unit_of, ctx) -> float:
     gf[(0,) * len(pops)] = 1.0
     top = max(shape) if shape else 1
     for u in range(ctx["nunits"]):
-        if u in ctx["seq_units"] or not dirs[u].any():
+        P = ctx["bins"].get(u, 1)
+        if P == 0 or not dirs[u].any():
             continue
-        P = ctx["nph"].get(u, 1)
         kern = np.array([float(comb(n + P - 1, P - 1)) for n in range(top)])
         gf = _conv_dir(gf, dirs[u], kern)
     for q in ctx["seq"]:
@@ -324,7 +332,7 @@ def _outside_factor(spec, ctx) -> float:
             K = len(q.classes)
             f *= float(s + 1) if K == 1 else (_power(K, s + 1) - 1) / (K - 1)
     for u, cap in ctx["cap_units"].items():
-        P = ctx["nph"].get(u, 1)
+        P = ctx["bins"].get(u, 1)
         f *= float(comb(cap + P, P))            # sum over n <= cap of C(n+P-1, P-1)
     for t in spec.timed:
         if t.ph is not None:
@@ -399,8 +407,9 @@ def _product(spec, chosen, unit_of, ctx) -> float:
         logf += _lcomb(ctx["cut"] + k, k)
         for u in ctx["open_units"]:
             bound_of[u] = ctx["cut"]
-    for u, P in ctx["nph"].items():
-        if P > 1 and u in bound_of:
+    for u, P in ctx["bins"].items():
+        # a seq queue's line and the unit's total fix its depository: no factor for it
+        if u not in ctx["seq_units"] and P > 1 and u in bound_of:
             logf += _lcomb(bound_of[u] + P - 1, P - 1)
     for q in ctx["seq"]:
         K = len(q.classes)

@@ -169,8 +169,27 @@ class Explorer:
         P = np.divide(wt, tot, out=np.zeros_like(wt), where=tot > 0)
         return E, P
 
+    def _cut_rows(self, R: np.ndarray, E: np.ndarray) -> np.ndarray:
+        """Rows whose choice of immediate firing the population cut-off changed: a mode
+        it disabled would have competed (priority at least the top enabled one).  Their
+        parent states are at the cut-off like those of a timed firing it stops (else the
+        truncation of an open part fed by immediate firings went unseen: 'probability at
+        the cut-off 0' with every token at it)."""
+        dyn = self.dyn
+        out = np.zeros(len(R), dtype=bool)
+        if self.spec.cutoff is None or not len(R):
+            return out
+        top = np.where(E, dyn.prio[self.imm][None, :], -np.inf).max(axis=1) if E.size else \
+            np.full(len(R), -np.inf)
+        for j, m in enumerate(self.imm):
+            m = int(m)
+            if dyn.unc_delta[m] > 0:
+                out |= dyn.cut_only(R, m) & (dyn.prio[m] >= top)
+        return out
+
     def resolve(self, R, w, par):
-        """Replace vanishing rows by tangible rows (weights multiply), recording flows."""
+        """Replace vanishing rows by tangible rows (weights multiply), recording flows
+        (and in ``cut_parents`` the parents whose immediate firings the cut-off changed)."""
         if not len(self.imm):
             return R, w, par
         out = []
@@ -180,6 +199,9 @@ class Explorer:
             # a round may branch many rows (a probe's budget holds inside the resolution too)
             self._in_time(self.t_start, f"round {rnd + 1} of immediate firings")
             E, P = self._immediate_choice(R)
+            cut = self._cut_rows(R, E)
+            if cut.any():
+                self.cut_parents.append(par[cut])
             V = E.any(axis=1)
             if not V.all():
                 out.append((R[~V], w[~V], par[~V]))
@@ -250,6 +272,9 @@ class Explorer:
         import scipy.sparse as sp
         R0, w0, par0 = cur
         E0, _ = self._immediate_choice(R0)
+        cut0 = self._cut_rows(R0, E0)
+        if cut0.any():
+            self.cut_parents.append(par0[cut0])
         V0 = E0.any(axis=1)
         if not V0.all():
             out.append((R0[~V0], w0[~V0], par0[~V0]))
@@ -268,10 +293,12 @@ class Explorer:
             entry_ids.append(vkeys[k])
         todo = list(range(len(vrows)))
         mode_prob: list[tuple[int, int, float]] = []
+        cut_v: set[int] = set()          # vanishing markings whose choice the cut-off changed
         while todo:
             self._in_time(self.t_start, f"{len(vrows):,} vanishing markings")
             batch = np.stack([vrows[v] for v in todo])
             E, P = self._immediate_choice(batch)
+            cut_v.update(np.asarray(todo)[self._cut_rows(batch, E)].tolist())
             nxt = []
             for bi, v in enumerate(todo):
                 if bi % 256 == 255:
@@ -315,6 +342,18 @@ class Explorer:
         exits = np.zeros(nv, dtype=bool)
         for v, _t, _w in edges_t:
             exits[v] = True
+        if cut_v:
+            # an entry that can reach such a marking has its parent at the cut-off
+            hit = np.zeros(nv, dtype=bool)
+            hit[list(cut_v)] = True
+            while True:     # add the markings with an edge into the set, until none is new
+                more = hit | ((Pvv @ hit.astype(float)) > 0)
+                if (more == hit).all():
+                    break
+                hit = more
+            entries = hit[np.asarray(entry_ids, dtype=np.int64)]
+            if entries.any():
+                self.cut_parents.append(par0[entries])
         ncomp, lab = connected_components(Pvv, directed=True, connection="strong")
         for comp in range(ncomp):
             members = np.flatnonzero(lab == comp)
@@ -375,6 +414,9 @@ class Explorer:
         wb = np.concatenate([b[1] for b in branches])
         pb = frontier[np.concatenate([b[2] for b in branches])]
         Rb, wb, pb = self.resolve(Rb, wb, pb)
+        if self.cut_parents:
+            blocked_parts.extend(self.cut_parents)
+            self.cut_parents = []
         ids, new = reg.lookup_or_add(Rb)
         srcs.append(pb)
         dsts.append(ids)
@@ -414,9 +456,9 @@ class Explorer:
         dyn = self.dyn
         reg = Registry(self.keyer, self.spec.ncols, self.limit)
         R, w, par = dyn.initial_rows()
-        self.flows = []
+        self.flows, self.cut_parents = [], []
         R, w, par = self.resolve(R, w, par)
-        self.flows = []  # firings before time starts do not count as rates
+        self.flows, self.cut_parents = [], []  # firings before time starts do not count as rates
         ids, new = reg.lookup_or_add(R)
         uid, inv = np.unique(ids, return_inverse=True)
         init_prob = np.bincount(inv.ravel(), weights=w, minlength=len(uid))

@@ -35,7 +35,7 @@ from .store import change, mark_timed, put_tokens, ring_room, take_tokens
 
 INF = math.inf
 MAX_IMMEDIATE = 100_000          # immediate firings in a row without time passing: a timeless trap
-YIELD_EVERY = 4096               # ... of which this many between two looks at the wall clock
+YIELD_EVERY = 1024               # ... of which this many between two looks at the wall clock
 P_IDLE, P_SETTLE, P_CLOCKS = 0, 1, 2
 
 
