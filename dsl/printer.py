@@ -45,18 +45,21 @@ def fmt_color(e: Expr) -> str:
 
 
 def fmt_term(t: Term) -> str:
+    """A term of a marking or arc: ``a``, ``3 a``, ``n (a, 2)``."""
     if type(t.count) is Num and t.count.value == 1 and t.count.unit is None and isinstance(t.count.value, int):
         return fmt_color(t.color)
     return f"{fmt_count(t.count)} {fmt_color(t.color)}"
 
 
 def fmt_marking(p: Place) -> str:
+    """A place's initial marking as after ``init``."""
     if p.colors is None:
         return ", ".join(fmt_color(t.count) for t in p.init)
     return ", ".join(fmt_term(t) for t in p.init)
 
 
 def fmt_arc(a) -> str:
+    """An arc: ``cpu``, ``2 cpu``, ``cpu(x)``, ``cpu(2 a, b)``."""
     if len(a.terms) == 1 and a.terms[0].color is None:
         c = a.terms[0].count
         if type(c) is Num and c.value == 1 and isinstance(c.value, int) and c.unit is None:
@@ -66,6 +69,11 @@ def fmt_arc(a) -> str:
 
 
 def fmt_dist(d: Distribution) -> str:
+    """A distribution as the language writes it.
+
+    >>> fmt_dist(Erlang(4, Num(2, "ms")))
+    'erlang(4, 2 ms)'
+    """
     if isinstance(d, Exp):
         return f"exp({_e(d.mean_)})"
     if isinstance(d, Det):
@@ -99,6 +107,7 @@ def fmt_dist(d: Distribution) -> str:
 
 
 def fmt_qspec(q: Queue) -> str:
+    """A queue's specification: discipline, then servers, quantum, ... when not default."""
     parts = [q.discipline]
     default_servers = Num(math.inf) if q.discipline == "is" else Num(1)
     if q.servers != default_servers or type(q.servers) is not Num:
@@ -136,6 +145,7 @@ def _place_opts(p: Place) -> list[str]:
 
 
 def fmt_place(p: Place, indent: str) -> list[str]:
+    """The lines of a place or port declaration."""
     head = f"{p.direction} {p.name}" if isinstance(p, Port) else f"place {p.name}"
     if p.colors is not None:
         head += f" : {p.colors}"
@@ -182,6 +192,7 @@ def _wrap(option: str, indent: str) -> list[str]:
 
 
 def fmt_mode_body(m: Mode) -> str:
+    """``inputs -> outputs`` with inhibitors, guard, weight and delay."""
     s = ", ".join(fmt_arc(a) for a in m.inputs)
     s = (s + " -> " if s else "-> ") + ", ".join(fmt_arc(a) for a in m.outputs)
     s = s.rstrip()
@@ -203,6 +214,7 @@ def _doc_lines(doc: str, indent: str) -> list[str]:
 
 
 def fmt_transition(t: Transition, indent: str) -> list[str]:
+    """The lines of a transition declaration (one line, or a block of modes)."""
     head = f"transition {t.name}"
     if t.kind == "timed" and not any(m.delay is not None for m in t.modes):
         head += " timed"
@@ -222,6 +234,7 @@ def fmt_transition(t: Transition, indent: str) -> list[str]:
 
 
 def fmt_item(it, indent: str = "") -> list[str]:
+    """The lines of any declaration (its doc comment above it)."""
     if isinstance(it, Param):
         lines = [f"{indent}param {it.name} = {fmt(it.value)}"]
     elif isinstance(it, EnumColors):

@@ -56,6 +56,7 @@ def expansion_limit() -> int:
 
 @dataclass
 class CompiledPlace:
+    """A place unfolded: its colors and the slot of each (two per color if queueing)."""
     name: str
     colors: list                  # color values; [None] for plain tokens
     queueing: bool
@@ -69,6 +70,8 @@ class CompiledPlace:
 
 @dataclass
 class CompiledQueue:
+    """A queue with numbers for its parameters: discipline, servers, the service
+    distribution and priority of each class (queue slot) it serves."""
     name: str
     discipline: str
     servers: float                # math.inf for infinitely many
@@ -84,6 +87,7 @@ class CompiledQueue:
 
 @dataclass
 class CompiledMode:
+    """One binding of one mode of one transition: a row of ``pre`` and ``post``."""
     transition: str
     mode: str | None
     binding: dict
@@ -97,6 +101,7 @@ class CompiledMode:
 
     @property
     def label(self) -> str:
+        """``transition.mode[x=a]``: how results and messages name the mode."""
         s = self.transition
         if self.mode:
             s += f".{self.mode}"
@@ -107,6 +112,8 @@ class CompiledMode:
 
 @dataclass
 class CompiledNet:
+    """The arrays every solver reads: slots, initial marking, incidence (``pre``,
+    ``post``), inhibitor groups, capacities, and the compiled places, queues and modes."""
     net: Net
     params: dict[str, Any]
     places: list[CompiledPlace]
@@ -127,15 +134,18 @@ class CompiledNet:
 
     @property
     def nslots(self) -> int:
+        """The number of slots (token and queue slots)."""
         return len(self.slot_color)
 
     def place_index(self, name: str) -> int:
+        """The index of place ``name`` in :attr:`places` (KeyError if none)."""
         for i, p in enumerate(self.places):
             if p.name == name:
                 return i
         raise KeyError(name)
 
     def slot_label(self, s: int) -> str:
+        """``place(color):queue`` or ``:depository``: how messages name slot s."""
         p = self.places[self.slot_place[s]]
         c = color_label(self.slot_color[s])
         part = "queue" if self.slot_is_queue[s] else ("depository" if p.queueing else "")
@@ -143,6 +153,7 @@ class CompiledNet:
         return f"{name}:{part}" if part else name
 
     def is_exponential(self) -> bool:
+        """Whether every delay and service time is exponential."""
         return all(m.delay is None or m.delay.is_exponential() for m in self.modes) and \
             all(d.is_exponential() for q in self.queues for d in q.service)
 

@@ -60,10 +60,16 @@ class Distribution:
         return replace(self, **changes)
 
     def args(self) -> tuple:
+        """The parameters, in declaration order (numbers or expressions)."""
         return tuple(getattr(self, f.name) for f in fields(self) if f.name != "loc")
 
     # -- moments ------------------------------------------------------------
     def mean(self, env: Mapping[str, Any] | None = None) -> float:
+        """The mean, with expression arguments evaluated in ``env``.
+
+        >>> Exp(0.25).mean(), Erlang(4, 2.0).mean()
+        (0.25, 2.0)
+        """
         return self.bind(env or {})._mean()
 
     def scv(self, env: Mapping[str, Any] | None = None) -> float:
@@ -71,10 +77,12 @@ class Distribution:
         return self.bind(env or {})._scv()
 
     def variance(self, env: Mapping[str, Any] | None = None) -> float:
+        """The variance, scv x mean^2."""
         b = self.bind(env or {})
         return b._scv() * b._mean() ** 2
 
     def is_exponential(self) -> bool:
+        """Whether this is an exponential distribution (memoryless: one CTMC phase)."""
         return False
 
     def sample(self, rng: np.random.Generator, size: int | tuple = 1,
@@ -162,6 +170,7 @@ class Det(Distribution):
 
 @dataclass(frozen=True)
 class Uniform(Distribution):
+    """Uniform between ``lo`` and ``hi``."""
     lo: Value
     hi: Value
     loc: Loc | None = _loc()
@@ -242,6 +251,7 @@ class HyperExpFit(Distribution):
     kind = "hyperexp"
 
     def branches(self) -> HyperExp:
+        """The fitted two-branch :class:`HyperExp` (balanced means)."""
         m, c = self.mean_, self.scv_
         p1 = 0.5 * (1 + math.sqrt((c - 1) / (c + 1)))
         p2 = 1 - p1
@@ -264,6 +274,7 @@ class HyperExpFit(Distribution):
 
 @dataclass(frozen=True)
 class Gamma(Distribution):
+    """Gamma with the given mean and squared coefficient of variation."""
     mean_: Value
     scv_: Value
     loc: Loc | None = _loc()
@@ -282,6 +293,7 @@ class Gamma(Distribution):
 
 @dataclass(frozen=True)
 class Lognormal(Distribution):
+    """Lognormal with the given mean and squared coefficient of variation."""
     mean_: Value
     scv_: Value
     loc: Loc | None = _loc()
@@ -357,11 +369,13 @@ class Empirical(Distribution):
     kind = "empirical"
 
     def values(self) -> np.ndarray:
+        """The samples in seconds."""
         from .expr import UNITS
         scale = UNITS[self.unit] if self.unit else 1.0
         return np.asarray(self.samples, dtype=float) * scale
 
     def bind(self, env):
+        """Itself: the samples are numbers already."""
         return self
 
     def _mean(self):

@@ -27,6 +27,7 @@ _UNIT_RATIONAL = {"s": (1, 1), "ms": (1, 1000), "us": (1, 10**6), "ns": (1, 10**
 
 @dataclass(frozen=True, slots=True)
 class Num:
+    """A number, with the time unit the user wrote (``5 ms``: value 5, unit 'ms')."""
     value: int | float
     unit: str | None = None
     loc: Loc | None = field(default=None, compare=False, repr=False)
@@ -41,6 +42,7 @@ class Ref:
 
 @dataclass(frozen=True, slots=True)
 class BinOp:
+    """``left op right``: arithmetic, comparison or boolean."""
     op: str
     left: "Expr"
     right: "Expr"
@@ -49,6 +51,7 @@ class BinOp:
 
 @dataclass(frozen=True, slots=True)
 class Unary:
+    """``-x`` or ``not x``."""
     op: str  # '-' or 'not'
     operand: "Expr"
     loc: Loc | None = field(default=None, compare=False, repr=False)
@@ -56,6 +59,7 @@ class Unary:
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """A call of a built-in function (``min``, ``max``, ``ceil`` ...)."""
     func: str
     args: tuple["Expr", ...]
     loc: Loc | None = field(default=None, compare=False, repr=False)
@@ -203,6 +207,11 @@ def refs(e: Expr) -> list[Ref]:
 
 
 def free_names(e: Expr) -> set[str]:
+    """The names ``e`` refers to.
+
+    >>> sorted(free_names(BinOp('*', Ref('n'), BinOp('+', Ref('think'), Num(1)))))
+    ['n', 'think']
+    """
     return {r.name for r in refs(e)}
 
 
@@ -238,6 +247,7 @@ def substitute(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
 
 
 def is_constant(e: Expr) -> bool:
+    """Whether ``e`` refers to no name (a number without evaluation)."""
     return not free_names(e)
 
 

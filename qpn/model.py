@@ -121,6 +121,7 @@ class Service:
 
 @dataclass(frozen=True)
 class Place:
+    """An ordinary place: ``place buffer : job capacity 10 init 2 a``."""
     name: str
     colors: str | None = None      # color set name; None = plain tokens
     capacity: Expr | None = None
@@ -140,6 +141,7 @@ class QueueingPlace(Place):
 
     @property
     def queue_name(self) -> str:
+        """The name of the place's queue (inline or shared)."""
         return self.queue if isinstance(self.queue, str) else self.queue.name
 
 
@@ -187,6 +189,7 @@ class Transition:
 
 @dataclass(frozen=True)
 class SubnetParam:
+    """A parameter of a subnet, with its default (None: the instance must give it)."""
     name: str
     default: Expr | None = None
     loc: Loc | None = _meta()
@@ -203,6 +206,7 @@ class Subnet:
 
     @cached_property
     def ports(self) -> dict[str, Port]:
+        """The subnet's ports by name."""
         return {i.name: i for i in self.items if isinstance(i, Port)}
 
 
@@ -286,42 +290,52 @@ class Net:
 
     @cached_property
     def params(self) -> list[Param]:
+        """The net's parameters, in text order (includes merged, software expanded)."""
         return self._of(Param)
 
     @cached_property
     def colorsets(self) -> list[ColorSet]:
+        """The net's color sets, in text order (includes merged, software expanded)."""
         return self._of(EnumColors, RangeColors, RecordColors)
 
     @cached_property
     def queues(self) -> list[Queue]:
+        """The net's shared queues, in text order (includes merged, software expanded)."""
         return self._of(Queue)
 
     @cached_property
     def places(self) -> list[Place]:
+        """The net's places (ordinary, queueing and ports), in text order (includes merged, software expanded)."""
         return self._of(Place)
 
     @cached_property
     def transitions(self) -> list[Transition]:
+        """The net's transitions, in text order (includes merged, software expanded)."""
         return self._of(Transition)
 
     @cached_property
     def subnets(self) -> list[Subnet]:
+        """The net's subnet templates, in text order (includes merged, software expanded)."""
         return self._of(Subnet)
 
     @cached_property
     def instances(self) -> list[Instance]:
+        """The net's subnet instances, in text order (includes merged, software expanded)."""
         return self._of(Instance)
 
     @cached_property
     def place_map(self) -> dict[str, Place]:
+        """Places by name."""
         return {p.name: p for p in self.places}
 
     @cached_property
     def transition_map(self) -> dict[str, Transition]:
+        """Transitions by name."""
         return {t.name: t for t in self.transitions}
 
     @cached_property
     def colorset_map(self) -> dict[str, ColorSet]:
+        """Color sets by name."""
         return {c.name: c for c in self.colorsets}
 
     @cached_property

@@ -78,9 +78,11 @@ class AutoSolver:
     Options = SolverOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
+        """None: some method always applies (the simulator at worst)."""
         return []
 
     def solve(self, compiled, options: dict) -> Result:
+        """Solve with the method :func:`choose` picks; its reason opens the explanation."""
         method, reason = choose(compiled, options)
         solver = get_solver(method)
         problems = solver.problems(compiled, options)

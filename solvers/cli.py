@@ -146,6 +146,8 @@ def _solve_sweep(args, net, options: dict, measures) -> int:
 
 @command("solve", "solve a model: auto, mva, ctmc, symbolic or des; --sweep for parameter sweeps")
 def cmd_solve(args) -> int:
+    """``qpn solve``: solve a model (or sweep its parameters) and print or write the
+    results; the exit status says how the run ended (:mod:`solvers.status`)."""
     from qpn.fileio import check_output
     for out in (args.json, args.csv, args.plot):  # before the solve, not after it
         check_output(out)
@@ -290,6 +292,7 @@ def _argument_type(check):
 
 @command("plot", "draw a result file (qpn solve --json, a sweep, verify.json) as .png or .svg")
 def cmd_plot(args) -> int:
+    """``qpn plot``: draw a result file (a solve's or a sweep's JSON, verify.json) as a figure."""
     from .plot import read_result, save_figure
     d = read_result(args.result)
     out = args.output or args.result.rsplit(".", 1)[0] + ".png"
@@ -312,6 +315,7 @@ _.takes_file = False
 @command("report", "solve a model and write one self-contained HTML page: model, method and why, "
                    "tables with units, plots, warnings")
 def cmd_report(args) -> int:
+    """``qpn report``: solve a model and write one self-contained HTML page about it."""
     from qpn.fileio import check_output, write_atomic
     from .report import html_report
     out = args.output or args.file.rsplit(".", 1)[0] + ".html"

@@ -21,6 +21,7 @@ from qpn.errors import SolverError
 
 
 class ExitStatus(IntEnum):
+    """The exit status of ``qpn solve`` (and ``Result.status``): how the run ended."""
     OK = 0            # the numbers answer the question
     FAILED = 1        # a sweep point failed (its error is printed)
     ERROR = 2         # a mistake in the model or the command line (printed with its location)

@@ -130,6 +130,15 @@ DEPOSITORY_NETS = {
 }
 
 
+def test_open_tokens_placed_above_the_cutoff_are_counted():
+    # campaign 26: 2^31 initial tokens drained one by one were bounded by the cut-off
+    # ('at most 305 states'); auto then explored 20,000 levels for 8 s
+    spec = _spec(qpn.parse("place q init 100\ntransition t : q -> delay exp(1)\n"
+                           "transition s : -> delay exp(2)\n"))
+    assert spec.cutoff == 60 and _exact(spec) == 101
+    assert spec.estimate_kind == "upper bound" and spec.estimate >= 101
+
+
 @pytest.mark.parametrize("name", sorted(DEPOSITORY_NETS))
 def test_tokens_waiting_in_a_depository_are_counted(name):
     text, states = DEPOSITORY_NETS[name]

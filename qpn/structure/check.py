@@ -31,6 +31,7 @@ MAX_REACH_MARKINGS = 20_000
 
 @dataclass
 class Diagnostic:
+    """One finding of the structural check, located where the model says so."""
     severity: str          # 'error' | 'warning' | 'info'
     code: str
     message: str
@@ -43,6 +44,8 @@ class Diagnostic:
 
 @dataclass
 class Invariant:
+    """A P-invariant (weighted token count that no firing changes) or a T-invariant
+    (firing counts that reproduce a marking), as weights by name."""
     weights: dict[str, int]     # "place" or "place(color)" -> weight
     tokens: int | None = None   # weighted token count (P-invariants)
 
@@ -54,6 +57,7 @@ class Invariant:
 
 @dataclass
 class StructureReport:
+    """What :func:`check` found: diagnostics, invariants, boundedness."""
     net: Net
     diagnostics: list[Diagnostic] = field(default_factory=list)
     p_invariants: list[Invariant] = field(default_factory=list)
@@ -64,17 +68,22 @@ class StructureReport:
 
     @property
     def errors(self) -> list[Diagnostic]:
+        """The diagnostics of severity 'error'."""
         return [d for d in self.diagnostics if d.severity == "error"]
 
     @property
     def warnings(self) -> list[Diagnostic]:
+        """The diagnostics of severity 'warning'."""
         return [d for d in self.diagnostics if d.severity == "warning"]
 
     @property
     def bounded(self) -> bool | None:
+        """True if P-invariants cover every place, False if some place is uncovered, None
+        when the check could not tell (no invariants computed)."""
         return None if not self.p_invariants and self.uncovered == [] else not self.uncovered
 
     def add(self, severity, code, message, loc=None):
+        """Record a diagnostic."""
         self.diagnostics.append(Diagnostic(severity, code, message, loc))
 
 

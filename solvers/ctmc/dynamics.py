@@ -37,6 +37,9 @@ def _take(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 class Dynamics:
+    """What can happen in a batch of states (rows of the layout of ``spec``): enabling,
+    firing with its branches (phases, routing, service starts), queue events."""
+
     def __init__(self, spec: CTMCSpec):
         self.spec = spec
         c = spec.compiled
@@ -114,6 +117,8 @@ class Dynamics:
         return ok
 
     def enabled(self, R: np.ndarray, m: int, *, track_cutoff: bool = False) -> np.ndarray:
+        """Rows where mode m is enabled (inputs, inhibitors, capacities, the cut-off); with
+        ``track_cutoff``, rows the cut-off alone disabled are noted in blocked_by_cutoff."""
         ok = self._enabled_uncut(R, m)
         if self.unc_delta[m] > 0:
             cut = self._below_cut(R, m)
@@ -139,6 +144,7 @@ class Dynamics:
         return ok
 
     def degree(self, R: np.ndarray, m: int) -> np.ndarray:
+        """Enabling degree of mode m per row: how many times its inputs are there."""
         if not self.inputs[m]:
             return np.ones(len(R))
         return np.min(np.stack([R[:, s] // cnt for s, cnt in self.inputs[m]]), axis=0).astype(float)
@@ -448,6 +454,8 @@ class Dynamics:
         return out
 
     def queue_events(self, S: np.ndarray) -> list[Branch]:
+        """Service events of every queue in states S: phase changes and completions
+        (branches with their rates; a completion moves the token to its depository)."""
         out: list[Branch] = []
         idx = np.arange(len(S))
         for qi, q in enumerate(self.spec.queues):

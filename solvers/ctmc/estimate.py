@@ -61,6 +61,11 @@ class StateEstimate:
 
 
 def fmt_count(x: float) -> str:
+    """A state count for messages.
+
+    >>> fmt_count(15624), fmt_count(3.46e19)
+    ('15,624', '3.46e+19')
+    """
     if not math.isfinite(x):
         return "more than 1e308"
     return f"{x:,.0f}" if x < 1e7 else f"{x:.3g}"
@@ -98,8 +103,10 @@ def count_states(spec, totals, unit_of, C) -> StateEstimate:
     bins = _unit_bins(spec, unit_of)
     seq = [q for q in spec.queues if q.layout == "seq"]
     seq_units = {int(unit_of[s]) for q in seq for s in q.classes}
-    # generated chains pass the cut-off by up to one firing's growth of the open part
-    cut = int(spec.cutoff) + _overshoot(spec) if open_units else None
+    # generated chains pass the cut-off by up to one firing's growth of the open part; the
+    # cut-off stops growth only, so open tokens placed at the start above it stay possible
+    # (2^31 of them, drained one by one: 'at most 305 states' for a chain past 20,000)
+    cut = max(int(spec.cutoff), _initial_open(spec)) + _overshoot(spec) if open_units else None
     chosen = _choose_invariants(totals, cut)
     ctx = dict(nunits=nunits, zero=zero, dropped=dropped, open_units=open_units, bins=bins,
                seq=seq, seq_units=seq_units, cap_units=cap_units, cut=cut)
@@ -132,6 +139,12 @@ def _growth(spec, i: int) -> int | None:
         return 0
     unc = spec.uncovered[:c.nslots]
     return max(int((spec.post[i] - spec.pre[i])[unc].sum()), 0)
+
+
+def _initial_open(spec) -> int:
+    """Open tokens in the initial marking."""
+    c = spec.compiled
+    return int(np.asarray(c.m0)[spec.uncovered[:c.nslots]].sum())
 
 
 def _overshoot(spec) -> int:

@@ -118,11 +118,15 @@ class Registry:
         return held + (self.keys.nbytes + self.ids.nbytes if self.keys is not None else 0)
 
     def rows(self) -> np.ndarray:
+        """Every registered state's row, in id order."""
         return np.concatenate(self.blocks) if self.blocks else np.zeros((0, 0), dtype=np.int32)
 
 
 @dataclass
 class StateSpace:
+    """An explored chain: its tangible states, the transitions between them, the mode
+    firings behind them (for throughputs), the initial distribution and the states at
+    the population cut-off."""
     states: np.ndarray                 # (n, ncols)
     src: np.ndarray                    # transitions: src -> dst with rate
     dst: np.ndarray
@@ -139,6 +143,9 @@ class StateSpace:
 
 
 class Explorer:
+    """Breadth-first generation of the tangible states of ``spec``, at most ``limit`` of
+    them (and ``seconds`` of CPU time: a probe), vanishing markings resolved on the way."""
+
     def __init__(self, spec: CTMCSpec, limit: int = 2_000_000, seconds: float | None = None):
         if len(spec.bounds) != spec.ncols:   # build_spec left a chain too large unlaid
             resources.require(f"the CTMC with {spec.estimate_phrase()}", spec.memory_bytes(),
@@ -451,6 +458,8 @@ class Explorer:
                               hint="use --method des or smaller parameters")
 
     def run(self) -> StateSpace:
+        """Explore from the initial marking until no new state appears (a SolverError past
+        the state, time or memory limits)."""
         t0 = time.perf_counter()
         self.t_start = time.process_time()
         dyn = self.dyn

@@ -36,16 +36,20 @@ class PhaseType:
 
     @property
     def nphases(self) -> int:
+        """The number of phases."""
         return len(self.alpha)
 
     @property
     def exit(self) -> np.ndarray:
+        """The exit rate of each phase (-T 1)."""
         return -self.T.sum(axis=1)
 
     def mean(self) -> float:
+        """The mean, alpha (-T)^-1 1."""
         return float(self.alpha @ np.linalg.solve(-self.T, np.ones(self.nphases)))
 
     def scv(self) -> float:
+        """The squared coefficient of variation, from the first two moments."""
         M = np.linalg.inv(-self.T)
         m1 = self.alpha @ M @ np.ones(self.nphases)
         m2 = 2 * self.alpha @ M @ M @ np.ones(self.nphases)

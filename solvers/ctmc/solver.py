@@ -37,6 +37,7 @@ class CTMC:
 
     @property
     def n(self) -> int:
+        """The number of tangible states."""
         return self.Q.shape[0]
 
 
@@ -215,6 +216,9 @@ def _predicates(ctmc: CTMC, pi: np.ndarray, preds: dict) -> list[tuple]:
 
 
 def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
+    """The measure rows (tokens, throughputs, utilizations, residence times) of the
+    steady state ``pi`` of ``ctmc``: mean tokens per slot, firing rates per mode and busy
+    servers per queue class, derived as every solver derives them."""
     c = ctmc.spec.compiled
     S = ctmc.space.states
     slot_tokens = pi @ S[:, :c.nslots].astype(float)
@@ -231,6 +235,10 @@ class CTMCSolver:
     Options = CTMCOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
+        """Constructs with no exact Markov chain: round robin with a quantum (unless
+        ``rr='ps'``), infinitely many servers with an ordering discipline, a
+        non-exponential delay with several servers, FIFO departure after LCFS-PR, PRIO or
+        RANDOM service."""
         o = CTMCOptions.of(options)
         out = []
         for q in compiled.queues:
@@ -249,6 +257,9 @@ class CTMCSolver:
         return out
 
     def solve(self, compiled, options: dict) -> Result:
+        """Generate the chain and solve its steady state; an open net's population cut-off
+        doubles until the probability at it is below ``truncation``.  A net without steady
+        state (deadlock, growth, stalled solvers) is marked so on the result."""
         o = CTMCOptions.of(options)
         t0 = time.perf_counter()
         adaptive = o.cutoff is None

@@ -125,10 +125,12 @@ class EventEngine:
 
     @property
     def t(self) -> np.ndarray:
+        """Each lane's clock."""
         return region(self.sf, self.where, "t")[:, 0]
 
     @property
     def steps(self) -> np.ndarray:
+        """Each lane's number of events so far."""
         return region(self.si, self.where, "steps")[:, 0]
 
     def _initial_room(self):

@@ -52,6 +52,8 @@ class Route:
 
 @dataclass
 class LaneNet:
+    """A compiled net as L lanes see it: one structure, per-lane values (initial
+    marking, weights, servers, delays) where a sweep point changes them."""
     c: object                       # compiled net of lane 0 (structure)
     L: int
     m0: np.ndarray                  # (L, S)

@@ -58,6 +58,9 @@ def lindley_plan(net) -> dict | list[str]:
 
 
 class LindleyKernel:
+    """The kernel interface (simulate, busy, flush, statistics) over the Lindley
+    recursion: every customer of a chunk at once, per lane."""
+
     def __init__(self, net, plan: dict, keys, seed, units: dict, unit_of_slot, *, histograms=True,
                  buckets: int = 64):
         c = net.c
@@ -187,10 +190,11 @@ class LindleyKernel:
         return float(self.t.mean())
 
     def busy(self):
+        """Busy time of the one server per lane (the kernel interface's form)."""
         return [self.stats.bk_busy[0].sum(axis=0)]
 
     def flush(self):
-        pass
+        """Nothing to close: :meth:`simulate` fills whole buckets."""
 
 
 def _overlap(lo: np.ndarray, hi: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -225,9 +229,11 @@ class _OneLane:
         self.g = g
 
     def uniform(self, lanes):
+        """One uniform number per lane."""
         return self.g.random(len(lanes))
 
     def exponential(self, lanes):
+        """One unit-mean exponential number per lane."""
         return self.g.standard_exponential(len(lanes))
 
 

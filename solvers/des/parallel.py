@@ -49,6 +49,7 @@ class MergedRun:
 
     @property
     def L(self) -> int:
+        """The number of lanes."""
         return len(self.t)
 
 

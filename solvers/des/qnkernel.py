@@ -71,9 +71,11 @@ class _Q:
         return self.mu_col if self.mu_col is not None else self.mu.take(lanes, axis=1)
 
     def s_at(self, lanes: np.ndarray):
+        """Servers per lane (one number when all lanes agree)."""
         return self.s_one if self.s_one is not None else self.s[lanes]
 
     def grow(self, L: int):
+        """Double the token store of every lane (memory checked first)."""
         new = self.cap * 2
         from qpn import resources
         resources.require(f"the simulator's queue of {new:,} places x {L:,} lanes",
@@ -174,6 +176,7 @@ class QNKernel:
 
     @property
     def m(self) -> np.ndarray:
+        """The marking, lanes x slots."""
         return self.cnt.T
 
     # -------------------------------------------------------- queue state
@@ -333,6 +336,7 @@ class QNKernel:
 
     # ----------------------------------------------------------------- run
     def start(self) -> None:
+        """Put the initial tokens in their queues and draw the first clocks."""
         m0 = self.net.m0
         for q in self.qs:
             for k, s in enumerate(q.slots):
@@ -350,6 +354,8 @@ class QNKernel:
             self.ev[self.S + qi] = np.where(R > 0, x[0] / np.where(R > 0, R, 1), INF)
 
     def step(self, T: np.ndarray, N: np.ndarray) -> int:
+        """One event in every live lane (stopping lanes past time T or N steps); the
+        number of lanes still alive."""
         if not self.alive.any():
             return 0
         x, u0 = self.stream.next()
@@ -454,7 +460,9 @@ class QNKernel:
         self.stats.record_hist(lanes, unit, x)
 
     def busy(self) -> list[np.ndarray]:
+        """Busy-server time per queue class and lane, so far."""
         return [b.copy() for b in self.busy_area]
 
     def flush(self, regular: bool = True) -> None:
+        """Close the lanes' partial statistics buckets (at the end of the run)."""
         self.stats.flush(self.t, None, self.busy(), self.alive, regular)

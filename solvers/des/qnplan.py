@@ -18,6 +18,7 @@ from .lanes import LaneNet
 
 @dataclass
 class QClass:
+    """One token class of a queue: its service rate per lane and where it goes next."""
     slot: int                      # queue slot
     dslot: int
     mu: np.ndarray                 # (L,) service rate
@@ -29,6 +30,7 @@ class QClass:
 
 @dataclass
 class QQueue:
+    """A queue of the plan: discipline, servers per lane, classes."""
     name: str
     disc: str
     servers: np.ndarray            # (L,)
@@ -37,6 +39,8 @@ class QQueue:
 
 @dataclass
 class QSource:
+    """A Poisson source: the timed mode, its mean inter-arrival time per lane, its queue
+    and class."""
     mode: int
     mean: np.ndarray               # (L,) mean inter-arrival time
     target: tuple[int, int]
@@ -44,6 +48,7 @@ class QSource:
 
 @dataclass
 class QNPlan:
+    """A net read as a queueing network (queues, sources), or ``reasons`` why not."""
     queues: list[QQueue]
     sources: list[QSource]
     reasons: list[str] = field(default_factory=list)

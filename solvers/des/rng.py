@@ -22,6 +22,9 @@ BLOCK = 256
 
 
 class LaneRandom:
+    """Uniform and exponential numbers for a set of lanes, each from its own Generator
+    (see the module docstring)."""
+
     def __init__(self, seed: int | None, keys, block: int = BLOCK):
         """``keys``: the spawn key (global lane index, or replication index for
         common random numbers) of each local lane."""

@@ -20,6 +20,8 @@ from qpn import progress
 
 @dataclass
 class RunInfo:
+    """How a run ended: steps made, wall seconds, whether a cap stopped it (and which),
+    events simulated."""
     steps: int
     wall: float
     partial: bool
@@ -54,6 +56,7 @@ class _Progress:
             self.bar.update(pct - self.bar.n)
 
     def close(self) -> None:
+        """Close the progress bar."""
         if self.cm is not None:
             self.cm.__exit__(None, None, None)
 

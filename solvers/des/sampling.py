@@ -95,6 +95,7 @@ class Sampler:
         return self.draw(rng, np.full(n, lane))
 
     def draw(self, rng: LaneRandom, lanes: np.ndarray) -> np.ndarray:
+        """One draw for each of ``lanes`` (each from its lane's parameters)."""
         k = self.kind
         if k is Exp:
             return self.mean[lanes] * rng.exponential(lanes)

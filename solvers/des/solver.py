@@ -547,9 +547,13 @@ class DESSolver:
     Options = DESOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
+        """None: the simulator runs every construct of the language."""
         return []
 
     def solve(self, compiled, options: dict) -> Result:
+        """Simulate independent replications (in threads, processes or on a Dask
+        scheduler) until the relative half-width of every chosen measure's confidence
+        interval reaches ``precision``, or a cap stops them (said on the result)."""
         o = options_of(options)
         if o.scheduler:
             from .distributed import simulate_distributed

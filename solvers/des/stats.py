@@ -31,6 +31,7 @@ def bin_of(x: np.ndarray) -> np.ndarray:
 
 
 def bin_edges() -> np.ndarray:
+    """The residence histograms' bin edges: 0, then log-spaced, then infinity."""
     e = 10.0 ** (LOG_MIN + np.arange(NBINS - 1) / NB_PER_DECADE)
     return np.concatenate([[0.0], e, [np.inf]])
 
@@ -104,6 +105,7 @@ class Stats:
         self.last[slot, lanes] = t
 
     def residence(self, lanes: np.ndarray, unit: int, x: np.ndarray) -> None:
+        """Add residence times x (one per lane of ``lanes``) of ``unit`` to its sums."""
         r = self.res[unit]
         r[0, lanes] += 1
         r[1, lanes] += x
@@ -111,6 +113,7 @@ class Stats:
         self.record_hist(lanes, unit, x)
 
     def record_hist(self, lanes: np.ndarray, unit: int, x: np.ndarray) -> None:
+        """Count residence times x of ``unit`` in its histogram (when kept)."""
         if self.hist is None or not len(x):
             return
         if self.P == 1:
@@ -220,6 +223,8 @@ class Stats:
         return out
 
     def keep_mask(self, first: np.ndarray, upto: int | None = None) -> np.ndarray:
+        """Buckets x lanes: 1 for the buckets kept (from each lane's ``first`` after the
+        warm-up, up to ``upto``), 0 for the others."""
         nb = self.nb_l if upto is None else np.minimum(self.nb_l, upto)
         b = np.arange(self.B)[:, None]
         return ((b >= first[None, :]) & (b < nb[None, :])).astype(float)       # (B, L)

@@ -29,6 +29,10 @@ def _generators(seed, keys) -> list:
 
 
 class LockstepStream:
+    """Random numbers for kernels that step every lane at once: per step, ``n_exp``
+    exponentials and ``n_uni`` uniforms for each lane, drawn in blocks from the lanes'
+    own Generators and laid out lane-last."""
+
     def __init__(self, seed, keys, n_exp: int, n_uni: int, block: int = 256):
         self.gens = _generators(seed, keys)
         L = len(self.gens)
@@ -77,6 +81,7 @@ class _Buf:
         self.fill = fill
 
     def take(self, lanes: np.ndarray) -> np.ndarray:
+        """The next buffered number of each of ``lanes`` (refilling empty buffers)."""
         p = self.ptr[lanes]
         empty = p >= self.block
         if empty.any():
@@ -88,6 +93,9 @@ class _Buf:
 
 
 class LaneStream:
+    """Random numbers drawn per lane on demand, each lane from its own Generator, so
+    that a lane's numbers do not depend on which other lanes drew."""
+
     def __init__(self, seed, keys, block: int = 1024):
         self.gens = _generators(seed, keys)
         self.L = len(self.gens)
@@ -103,6 +111,7 @@ class LaneStream:
         return out
 
     def uniform(self, mask: np.ndarray) -> np.ndarray:
+        """Full-length array: a uniform in [0, 1) for masked lanes, 0 elsewhere."""
         out = np.zeros(self.L)
         lanes = np.flatnonzero(mask)
         if len(lanes):
@@ -110,4 +119,5 @@ class LaneStream:
         return out
 
     def uniform_at(self, lanes: np.ndarray) -> np.ndarray:
+        """A uniform in [0, 1) for each of ``lanes``."""
         return self._uni.take(lanes)

@@ -58,6 +58,8 @@ REL = 1e-12  # "same mean" tolerance for FCFS/RANDOM classes
 
 @dataclass
 class Station:
+    """A service station of the product-form network: a queue, or a timed transition
+    (infinite servers) that tokens of a chain pass through."""
     name: str
     element: str          # what to name in messages: "queue cpu", "transition fail", "place p"
     discipline: str       # is | ps | fcfs | lcfs-pr | random
@@ -66,11 +68,13 @@ class Station:
 
     @property
     def delay(self) -> bool:
+        """Whether the station is a delay (infinitely many servers: no queueing)."""
         return math.isinf(self.servers)
 
 
 @dataclass
 class QNClass:
+    """A chain's visits to one station: mean service per visit and the visit ratio."""
     slot: int             # queue slot, or the token slot a timed station takes from
     station: int
     chain: int
@@ -82,6 +86,8 @@ class QNClass:
 
 @dataclass
 class Chain:
+    """A routing chain: a closed one keeps ``population`` tokens, an open one receives
+    ``arrival_rate`` per second and sends them to a sink."""
     name: str
     closed: bool
     population: int = 0
@@ -110,6 +116,8 @@ class Route:
 
 @dataclass
 class QNModel:
+    """The queueing network :func:`product_form` reads out of a compiled net: stations,
+    chains, their classes and routes, and the visit ratios MVA needs."""
     stations: list[Station]
     classes: list[QNClass]
     chains: list[Chain]
@@ -127,10 +135,12 @@ class QNModel:
 
     @property
     def closed(self) -> list[int]:
+        """Indices of the closed chains."""
         return [i for i, c in enumerate(self.chains) if c.closed]
 
     @property
     def open(self) -> list[int]:
+        """Indices of the open chains."""
         return [i for i, c in enumerate(self.chains) if not c.closed]
 
 

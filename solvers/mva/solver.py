@@ -176,6 +176,8 @@ def net_quantities(compiled, qn: QNModel, throughput, queue_length, visits=None,
 
 
 def chain_info(qn: QNModel) -> list[dict]:
+    """The chains as the result's info lists them: name, type, classes (class @ station)
+    and population or arrival rate."""
     out = []
     for ch in qn.chains:
         d = {"name": ch.name, "type": "closed" if ch.closed else "open",
@@ -195,6 +197,8 @@ class MVASolver:
     Options = MVAOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
+        """Why the net is not a product-form network (:func:`product_form`'s reasons), and
+        exact MVA's population vectors above the limit."""
         algo = MVAOptions.of(options).mva
         qn = product_form(compiled)
         if isinstance(qn, list):
@@ -209,6 +213,8 @@ class MVASolver:
         return out
 
     def solve(self, compiled, options: dict) -> Result:
+        """Mean value analysis of the product-form network: exact, Schweitzer or
+        Linearizer for the closed chains (option ``mva``), open chains in closed form."""
         o = MVAOptions.of(options)
         algo, tol = o.mva, o.tol
         qn = product_form(compiled)

@@ -44,10 +44,13 @@ class SymbolicSolver:
         return ("ctmc", problems)
 
     def problems(self, compiled, options: dict) -> list[str]:
+        """Why neither symbolic MVA nor the symbolic CTMC applies."""
         how, problems = self._route(compiled, options)
         return problems
 
     def solve(self, compiled, options: dict) -> SymbolicResult:
+        """Closed-form measures as functions of the net's parameters (sympy expressions),
+        evaluated at the parameters' values too."""
         import sympy as sp
         from ..mva.symbolic import parameter_symbols, parameter_values
         from .ctmc import symbolic_ctmc, symbolic_rows

@@ -75,6 +75,7 @@ def _generate(c, o):
 
 
 def check_symbolic(c) -> list[str]:
+    """Why compiled net ``c`` has no symbolic CTMC: non-exponential services and delays."""
     out = []
     for q in c.queues:
         if not all(d.is_exponential() for d in q.service):
@@ -192,6 +193,7 @@ def symbolic_ctmc(c, options: dict | None = None):
 
 
 def symbolic_rows(c, slot_tokens, mode_rates, busy):
+    """Measure rows as every solver derives them, each value a cancelled sympy expression."""
     rows = derive(c, slot_tokens, mode_rates, busy)
     out = []
     for m, e, col, v in rows:

@@ -18,14 +18,17 @@ class SymbolicResult(Result):
     """
 
     def expr(self, measure: str, element: str, color: str = "") -> Any:
+        """The sympy expression of one measure, in the net's parameters."""
         self.cell(measure, element, color)  # a located error for unknown cells
         return self.info["expressions"][(measure, element, color)]
 
     def latex(self, measure: str, element: str, color: str = "") -> str:
+        """The measure's expression as LaTeX."""
         import sympy as sp
         return sp.latex(self.expr(measure, element, color))
 
     def simplified(self, measure: str, element: str, color: str = "") -> Any:
+        """The measure's expression after ``sympy.simplify``."""
         import sympy as sp
         return sp.simplify(self.expr(measure, element, color))
 
@@ -41,6 +44,7 @@ class SymbolicResult(Result):
         return float(self.expr(measure, element, color).subs(values).evalf(30))
 
     def to_dict(self) -> dict:
+        """The JSON form of :class:`Result` plus an ``expressions`` list (each one as text)."""
         d = super().to_dict()
         d["info"].pop("expressions", None)
         d["info"].pop("symbols", None)

@@ -142,6 +142,11 @@ def _offsets(caps: np.ndarray) -> np.ndarray:
 
 
 def pow2(n: int, least: int = 8) -> int:
+    """The least power of two (from ``least`` up) that is at least n: a ring's capacity.
+
+    >>> pow2(100), pow2(3)
+    (128, 8)
+    """
     c = least
     while c < n:
         c *= 2

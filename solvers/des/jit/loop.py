@@ -71,6 +71,7 @@ def degree(ni, si, j: int) -> int:
 
 @kernel(inline="always")
 def room_for_mode(ni, si, j: int) -> int:
+    """OK if every store mode j puts tokens into has room, else the GROW_* status."""
     p = ni[OUT_PTR] + j
     for i in range(ni[p], ni[p + 1]):
         s = ni[ni[OUT_SLOT] + i]
@@ -168,6 +169,8 @@ def _choose_immediate(ni, nf, si, sf, g) -> int:
 
 @kernel
 def settle(ni, nf, si, sf, hist, g, with_hist: bool) -> int:
+    """Fire enabled immediate modes (by priority, then weight) until none is enabled:
+    OK, a GROW_* status, YIELD every YIELD_EVERY firings, TRAP after MAX_IMMEDIATE."""
     now = sf[ni[SF_T]]
     # the count of firings in a row lives in the lane (info[2]), so that it survives a
     # return to grow a store: a trap that fills a queue must still be caught

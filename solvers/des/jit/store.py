@@ -27,11 +27,13 @@ from .options import kernel
 # ----------------------------------------------------------------- rings
 @kernel(inline="always")
 def ring_size(ni, si, r: int) -> int:
+    """Tokens in ring r."""
     return si[ni[SI_RN] + r]
 
 
 @kernel(inline="always")
 def ring_free(ni, si, r: int) -> int:
+    """Free positions in ring r."""
     return ni[ni[L_R_CAP] + r] - si[ni[SI_RN] + r]
 
 
@@ -54,6 +56,7 @@ def ring_pos(ni, si, r: int, i: int) -> int:
 
 @kernel(inline="always")
 def ring_push(ni, si, sf, r: int, t: float, c: int) -> None:
+    """Append a token (entry time t, class c) at the tail of ring r (room checked)."""
     p = ring_pos(ni, si, r, si[ni[SI_RN] + r])
     sf[ni[SF_RT] + p] = t
     si[ni[SI_RC] + p] = c
@@ -62,6 +65,7 @@ def ring_push(ni, si, sf, r: int, t: float, c: int) -> None:
 
 @kernel(inline="always")
 def ring_pop(ni, si, sf, r: int) -> float:
+    """Remove the head of ring r; its entry time."""
     p = ring_pos(ni, si, r, 0)
     h = ni[SI_RH] + r
     si[h] = (si[h] + 1) & (ni[ni[L_R_CAP] + r] - 1)
@@ -145,6 +149,7 @@ def bin_of(x: float) -> int:
 
 @kernel(inline="always")
 def record(ni, si, sf, hist, unit: int, x: float, with_hist: bool) -> None:
+    """Add one residence time x of ``unit`` to its sums (and histogram)."""
     r = ni[SF_RES] + 3 * unit
     sf[r] += 1.0
     sf[r + 1] += x
@@ -156,6 +161,7 @@ def record(ni, si, sf, hist, unit: int, x: float, with_hist: bool) -> None:
 # --------------------------------------------------------------- marking
 @kernel(inline="always")
 def mark_timed(ni, si, j: int) -> None:
+    """Put timed mode j on the list of clocks to re-check (once)."""
     m = ni[SI_TIM_MARK] + j
     if si[m] == 0:
         si[m] = 1
