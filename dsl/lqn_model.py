@@ -26,6 +26,7 @@ MAX_PHASES = 3
 
 @dataclass
 class LqnProcessor:
+    """An LQN processor (``p`` line): scheduling, multiplicity, quantum, speed."""
     name: str
     sched: str                       # a letter of PROC_SCHED
     multiplicity: int | None         # None: infinite
@@ -36,6 +37,8 @@ class LqnProcessor:
 
 @dataclass
 class LqnCall:
+    """A call from a phase of an entry to another entry: synchronous, asynchronous or
+    forwarding, with its mean count."""
     kind: str                        # 'y' synchronous, 'z' asynchronous, 'F' forwarding
     target: str
     phase: int
@@ -45,6 +48,8 @@ class LqnCall:
 
 @dataclass
 class LqnEntry:
+    """An entry (``s``, ``c``, ``y``... lines): demand, scv and think time per phase, its
+    calls, and an open arrival rate."""
     name: str
     task: str = ""
     demand: list[float] = field(default_factory=lambda: [0.0] * MAX_PHASES)
@@ -83,6 +88,7 @@ class LqnActivities:
 
 @dataclass
 class LqnTask:
+    """A task (``t`` line): reference or server, its entries, processor, multiplicity."""
     name: str
     ref: bool
     sched: str                       # a letter of TASK_SCHED
@@ -96,6 +102,7 @@ class LqnTask:
 
 @dataclass
 class LqnModel:
+    """A whole LQN model, as read from the LQN text format (:func:`dsl.lqn.read_lqn`)."""
     name: str
     comment: str = ""
     processors: dict[str, LqnProcessor] = field(default_factory=dict)

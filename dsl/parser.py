@@ -20,6 +20,7 @@ import threading
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, VisitError
 
+from qpn import disciplines
 from qpn.distributions import DISTRIBUTIONS
 from qpn.errors import Loc, ModelError, QPNError, suggest
 from qpn.expr import (FUNCTIONS, UNITS, BinOp, Call, Num, Ref, TupleExpr, Unary)
@@ -60,9 +61,16 @@ def _machinery():
     builder = _Builder(ctx)
     # cache=True keeps the LALR tables in a temp file (start-up ~0.4 s -> ~0.05 s);
     # the builder is embedded, so no parse tree is ever built.
-    lark = Lark(GRAMMAR.read_text(), parser="lalr", maybe_placeholders=True, cache=True,
+    lark = Lark(grammar_text(), parser="lalr", maybe_placeholders=True, cache=True,
                 transformer=builder, start=["start", "expr_start"])
     return lark, TokenStream(lark), ctx, soft_types(lark)
+
+
+def grammar_text() -> str:
+    """The grammar (dsl/qpn.lark) with the disciplines of :mod:`qpn.disciplines` as the
+    ``DISCIPLINE`` keyword."""
+    words = " | ".join(f'"{name}"' for name in disciplines.names())
+    return GRAMMAR.read_text().replace("DISCIPLINE_KEYWORDS", words)
 
 
 def _lark() -> Lark:
@@ -71,8 +79,8 @@ def _lark() -> Lark:
 
 KEYWORDS = frozenset("""net include param colors shared queue place input output transition
 immediate timed priority servers mode when unless weight delay subnet instance inf on capacity
-departure fifo init service is fcfs ps random prio lcfs-pr rr quantum switch preemptive
-nonpreemptive not and or""".split())
+departure fifo init service quantum switch preemptive nonpreemptive not and or""".split()) | \
+    frozenset(disciplines.names())
 
 # Words of the software layer ("software", "cpu", "lock", "take", ...) are *soft*
 # keywords: a keyword only where the grammar can take one (inside a software
@@ -213,22 +221,25 @@ class _Builder(SoftwareBuilder, Transformer):
             if key in kw:
                 raise self.err(f"'{key}' given twice", where)
             kw[key] = value
-        if "quantum" in kw and disc != "rr":
-            raise self.err(f"'quantum' applies to rr queues only, not {disc}", opts[[o[0] for o in opts].index("quantum")][2],
+        d = disciplines.get(disc)
+        sliced = "/".join(disciplines.names_where(takes_quantum=True))
+        if "quantum" in kw and not d.takes_quantum:
+            raise self.err(f"'quantum' applies to {sliced} queues only, not {disc}", opts[[o[0] for o in opts].index("quantum")][2],
                            hint="time-sliced CPUs are 'queue rr quantum 10 ms'")
-        if "switch" in kw and disc != "rr":
-            raise self.err("'switch' (context-switch cost) applies to rr queues only",
+        if "switch" in kw and not d.takes_quantum:
+            raise self.err(f"'switch' (context-switch cost) applies to {sliced} queues only",
                            opts[[o[0] for o in opts].index("switch")][2])
-        if disc == "rr" and "quantum" not in kw:
-            raise self.err("an rr queue needs a time slice: 'rr quantum 10 ms'", disc_tok,
-                           expected="'quantum <time>' after 'rr'")
-        if "preemptive" in kw and disc != "prio":
-            raise self.err("'preemptive'/'nonpreemptive' apply to prio queues only",
+        if d.takes_quantum and "quantum" not in kw:
+            raise self.err(f"an {disc} queue needs a time slice: '{disc} quantum 10 ms'", disc_tok,
+                           expected=f"'quantum <time>' after '{disc}'")
+        if "preemptive" in kw and not d.takes_priority:
+            raise self.err(f"'preemptive'/'nonpreemptive' apply to "
+                           f"{'/'.join(disciplines.names_where(takes_priority=True))} queues only",
                            opts[[o[0] for o in opts].index("preemptive")][2])
-        if disc == "is" and "servers" in kw:
-            raise self.err("an 'is' queue has infinitely many servers; do not give 'servers'",
+        if d.infinite_servers and "servers" in kw:
+            raise self.err(f"an '{disc}' queue has infinitely many servers; do not give 'servers'",
                            opts[[o[0] for o in opts].index("servers")][2])
-        servers = kw.get("servers", Num(math.inf) if disc == "is" else Num(1))
+        servers = kw.get("servers", Num(d.default_servers) if d.infinite_servers else Num(1))
         disc_loc = self.tloc(disc_tok)
 
         def build(name, loc):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import escape
 
+from qpn import disciplines
 from qpn.errors import ModelError
 
 from .qpe import RESERVED, _Names
@@ -32,7 +33,7 @@ from .xmlsource import XElement, element_error, model_name, parse_xml, text_of
 
 PTNET = "ptnet"
 TOOL = "qpn"
-DISCIPLINES = ("is", "fcfs", "ps", "random", "prio", "lcfs-pr", "rr")
+DISCIPLINES = disciplines.names()
 
 EXAMPLE = b"""<?xml version="1.0" encoding="UTF-8"?>
 <pnml xmlns="http://www.pnml.org/version-2009/grammar/pnml">
@@ -308,11 +309,11 @@ def qpn_to_pnml(c) -> str:
         if p.queue is not None:
             q = c.queues[p.queue]
             attrs = f'discipline="{q.discipline}"'
-            if q.servers != 1 and q.discipline != "is":
+            if q.servers != 1 and not disciplines.get(q.discipline).infinite_servers:
                 attrs += f' servers="{"inf" if q.servers == float("inf") else int(q.servers)}"'
-            if q.discipline == "rr":
+            if disciplines.get(q.discipline).takes_quantum:
                 attrs += f' quantum="{q.quantum!r}" switch="{q.switch!r}"'
-            if q.discipline == "prio" and not q.preemptive:
+            if disciplines.get(q.discipline).takes_priority and not q.preemptive:
                 attrs += ' preemptive="false"'
             if len(q.places) > 1:
                 raise ModelError(f"place '{p.name}' is on a shared queue: PNML export writes each "

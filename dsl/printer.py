@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from qpn import disciplines
 from qpn.distributions import (Det, Distribution, Empirical, Erlang, Exp, Gamma, HyperExp,
                                HyperExpFit, Lognormal, Normal, Uniform)
 from qpn.expr import Expr, Num, Ref, TupleExpr, as_expr, fmt
@@ -109,14 +110,15 @@ def fmt_dist(d: Distribution) -> str:
 def fmt_qspec(q: Queue) -> str:
     """A queue's specification: discipline, then servers, quantum, ... when not default."""
     parts = [q.discipline]
-    default_servers = Num(math.inf) if q.discipline == "is" else Num(1)
+    d = disciplines.find(q.discipline)
+    default_servers = Num(math.inf) if d is not None and d.infinite_servers else Num(1)
     if q.servers != default_servers or type(q.servers) is not Num:
         parts.append(f"servers {fmt(q.servers)}")
     if q.quantum is not None:
         parts.append(f"quantum {fmt(q.quantum)}")
     if q.switch is not None:
         parts.append(f"switch {fmt(q.switch)}")
-    if q.discipline == "prio" and not q.preemptive:
+    if d is not None and d.takes_priority and not q.preemptive:
         parts.append("nonpreemptive")
     return " ".join(parts)
 

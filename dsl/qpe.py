@@ -38,10 +38,12 @@ import os
 import re
 from collections import defaultdict
 
+from qpn import disciplines
+
 from .xmlsource import XElement, element_error, model_name, parse_xml, text_of
 
 XSI_TYPE = "xsi:type"
-STRATEGIES = {"IS": "is", "FCFS": "fcfs", "PS": "ps", "RANDOM": "random", "PRIO": "prio"}
+STRATEGIES = {d.qpme: d.name for d in disciplines.all_disciplines() if d.qpme}
 RESERVED = set("""and capacity colors delay departure fcfs fifo immediate include inf init input
 instance is mode net nonpreemptive not on or output param place preemptive prio priority ps quantum
 queue random rr servers service shared subnet switch timed transition unless weight when

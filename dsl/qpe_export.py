@@ -27,11 +27,12 @@ import math
 from collections import defaultdict
 from xml.sax.saxutils import quoteattr
 
+from qpn import disciplines
 from qpn.colors import color_label
 from qpn.compile import CompiledNet
 from qpn.errors import ModelError
 
-STRATEGY = {"is": "IS", "fcfs": "FCFS", "ps": "PS", "random": "RANDOM", "prio": "PRIO"}
+STRATEGY = {d.name: d.qpme for d in disciplines.all_disciplines() if d.qpme}
 XSI = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
 
 
@@ -99,16 +100,17 @@ def qpn_to_qpe(c: CompiledNet) -> str:
         loc = c.places[qplaces[qi][0]].loc if qplaces[qi] else None
         if q.discipline not in STRATEGY:
             raise ModelError(f"queue '{q.name}': QPME has no {q.discipline} queues", loc,
-                             expected="is, fcfs, ps, random or prio")
-        if q.discipline == "prio" and q.preemptive:
+                             expected=", ".join(STRATEGY))
+        d = disciplines.get(q.discipline)
+        if d.takes_priority and q.preemptive:
             raise ModelError(f"queue '{q.name}': QPME's PRIO queues do not preempt", loc,
                              hint="write 'queue prio nonpreemptive' if that is meant")
-        if math.isinf(q.servers) and q.discipline != "is":
+        if math.isinf(q.servers) and not d.infinite_servers:
             raise ModelError(f"queue '{q.name}': infinitely many servers with {q.discipline}", loc)
-        servers = 1 if q.discipline == "is" else int(q.servers)
+        servers = 1 if d.infinite_servers else int(q.servers)
         queues.append(f'    <queue id="_q{qi + 1}" name={quoteattr(q.name)} '
                       f'number-of-servers="{servers}" strategy="{STRATEGY[q.discipline]}"/>')
-        if q.discipline == "prio":
+        if d.takes_priority:
             top = max(q.priority) if q.priority else 0
             for k, s in enumerate(q.classes):
                 qprio[s] = top - q.priority[k]

@@ -46,6 +46,7 @@ def _is_one(e) -> bool:
 
 # ----------------------------------------------------------------- resources
 def fmt_decl_head(d) -> str:
+    """The first line of a software declaration (``cpu host cores 2 ps``, ``pool w size n``)."""
     t = type(d)
     if t is sw.Cpu:
         s = f"cpu {d.name}"
@@ -101,6 +102,7 @@ def fmt_decl_head(d) -> str:
 
 
 def fmt_decl(d, indent: str) -> list[str]:
+    """The lines of a software declaration, with its body if it has one."""
     head = fmt_decl_head(d)
     if isinstance(d, sw.Disk) and d.load and len(indent) + len(head) > WIDTH:
         from .printer import _wrap
@@ -200,6 +202,7 @@ def _block(opener: str, steps, indent: str, trailer: str = "") -> list[str]:
 
 
 def fmt_step(st, indent: str) -> list[str]:
+    """The lines of one step of a thread's body (nested blocks indented)."""
     lines = _doc(st.doc, indent)
     if isinstance(st, sw.Branch):
         lines.append(f"{indent}branch {{")
@@ -233,6 +236,7 @@ def _group(d) -> str:
 
 
 def fmt_software(block: sw.Software, indent: str) -> list[str]:
+    """The lines of a ``software { ... }`` block."""
     if not block.decls:
         return [f"{indent}software {{}}"]
     out = [f"{indent}software {{"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from qpn import disciplines
 from qpn.errors import Loc, ModelError, suggest
 
 # How terminals read in "expected ..." lines.
@@ -11,7 +12,7 @@ _FRIENDLY = {
     "INT": "a whole number",
     "NUMBER": "a number",
     "STRING": 'a quoted string ("...")',
-    "DISCIPLINE": "a queue discipline (is, fcfs, ps, random, prio, lcfs-pr, rr)",
+    "DISCIPLINE": f"a queue discipline ({', '.join(disciplines.names())})",
     "KIND": "'immediate' or 'timed'",
     "PORT_DIR": "'input' or 'output'",
     "COMP_OP": "a comparison (==, !=, <, <=, >, >=)",

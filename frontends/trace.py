@@ -63,6 +63,7 @@ class TraceError(QPNError):
 
     @property
     def location(self) -> str:
+        """``path:line`` of the bad line."""
         return f"{self.path}:{self.line}"
 
 
@@ -125,6 +126,7 @@ class TraceHeader:
         return bool(self.capabilities.get(capability, False))
 
     def to_dict(self) -> dict:
+        """The header line's JSON object."""
         d = {"kind": "header", "format": FORMAT, "version": self.version,
              "source": self.source, "clock": self.clock, "time_unit": "ns",
              "capabilities": {k: bool(v) for k, v in sorted(self.capabilities.items())}}
@@ -189,6 +191,7 @@ class TraceEvent:
     fields: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The event line's JSON object (fields left out when None)."""
         d = {"kind": self.kind, "tid": self.tid, "ts": self.ts}
         for k in ("cpu", "site", "dur"):
             v = getattr(self, k)
@@ -199,6 +202,7 @@ class TraceEvent:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TraceEvent":
+        """An event from a parsed line (validated by the reader before)."""
         rest = {k: v for k, v in d.items() if k not in ("kind", "tid", "ts", "cpu", "site", "dur")}
         return cls(d["kind"], d["tid"], d["ts"], d.get("cpu"), d.get("site"), d.get("dur"), rest)
 
@@ -227,6 +231,7 @@ class Trace:
         return out
 
     def of_kind(self, *kinds: str) -> list[dict]:
+        """The events of the given kinds, in trace order."""
         ks = set(kinds)
         return [e for e in self.events if e["kind"] in ks]
 
@@ -235,6 +240,7 @@ class Trace:
         return {e["obj"]: e for e in self.events if e["kind"] == "object"}
 
     def thread_names(self) -> dict[int, str]:
+        """Thread id -> the name its ``thread_start`` event gave."""
         return {e["tid"]: e.get("name", "") for e in self.events if e["kind"] == "thread_start"}
 
 
@@ -289,6 +295,7 @@ class TraceReader:
             raise TraceError(str(exc), self.path, 1, 0, first.rstrip("\n")[:200]) from None
 
     def close(self) -> None:
+        """Close the file if the reader opened it."""
         if self._own:
             self._fh.close()
 

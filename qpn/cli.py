@@ -18,7 +18,10 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {}
 
 
 def command(name: str, help: str):
+    """Register ``fn(args) -> exit status`` as ``qpn NAME``; ``@fn.setup`` then adds its
+    arguments.  The help line is the command's description and its docstring."""
     def deco(fn):
+        fn.__doc__ = fn.__doc__ or f"``qpn {name}``: {help}."
         def register(setup):
             COMMANDS[name] = (fn, setup, help)
             return setup
@@ -28,6 +31,11 @@ def command(name: str, help: str):
 
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:
+    """``--set name=value`` arguments as a dict (values stay text: the model parses them).
+
+    >>> parse_sets(["threads=8", " rate = 2 ms "])
+    {'threads': '8', 'rate': '2 ms'}
+    """
     out: dict[str, str] = {}
     for item in items or []:
         if "=" not in item:
@@ -39,6 +47,7 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
 
 
 def load_model(path: str, sets: list[str] | None = None):
+    """Load a model file (any format :func:`qpn.load` reads) with ``--set`` overrides."""
     from . import load
     net = load(path)
     values = parse_sets(sets)
@@ -272,6 +281,8 @@ def _memory_size(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``qpn`` argument parser: one sub-command per registered command (plugins'
+    included)."""
     _load_plugins()
     parser = argparse.ArgumentParser(
         prog="qpn", description="Model and solve hierarchical colored queueing Petri nets.")
@@ -293,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``qpn`` with ``argv``; the exit status (user mistakes: a located message and 2,
+    never a traceback)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

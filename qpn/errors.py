@@ -36,9 +36,11 @@ class Loc:
         return f"{self.file}:{self.line}:{self.col}"
 
     def with_end(self, end_line: int) -> "Loc":
+        """The same location spanning to ``end_line``."""
         return Loc(self.file, self.line, self.col, end_line, self.end_col, self.source)
 
     def line_text(self) -> str | None:
+        """The text of the located line (None without the source)."""
         if self.source is None or self.line <= 0:
             return None
         start = 0
@@ -82,6 +84,8 @@ class ModelError(QPNError):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """The message as printed: ``file:line:col: error: ...``, the line with carets
+        under the located span, what was expected, and the hints."""
         head = f"{self.loc}: error: {self.message}" if self.loc else f"error: {self.message}"
         out = [head]
         text = self.loc.line_text() if self.loc else None

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping, Union
 
+from . import disciplines
 from .distributions import Distribution
 from .errors import Loc
 from .expr import Expr, Num
 
-DISCIPLINES = ("is", "fcfs", "ps", "random", "prio", "lcfs-pr", "rr")
+DISCIPLINES = disciplines.names()     # declared in qpn.disciplines
 DEPARTURES = ("normal", "fifo")
 
 
@@ -349,6 +350,7 @@ class Net:
 
     @cached_property
     def is_flat(self) -> bool:
+        """Whether the net has no subnets, instances or software blocks to expand."""
         return not self.instances and not self.subnets and not self.software
 
     # -- operations -----------------------------------------------------------
@@ -373,6 +375,7 @@ class Net:
         return param_values(net)
 
     def replace_items(self, items: Iterable[Item]) -> "Net":
+        """A copy with other declarations (the net's name and source kept)."""
         return replace(self, items=tuple(items))
 
     def text(self) -> str:
@@ -388,6 +391,7 @@ class Net:
 
 
 def place_kind(p: Place) -> str:
+    """'place', 'queueing place', 'input port' or 'output port', for messages."""
     if isinstance(p, QueueingPlace):
         return "queueing place"
     if isinstance(p, Port):
@@ -396,4 +400,5 @@ def place_kind(p: Place) -> str:
 
 
 def name_table(items: Iterable[Item]) -> Mapping[str, Item]:
+    """Declarations by name (those that have one)."""
     return {getattr(i, "name"): i for i in items if hasattr(i, "name")}

@@ -34,16 +34,17 @@ class NullBar:
     n = 0
 
     def update(self, n: float = 1) -> None:
+        """Count n more units (kept, so that callers may read ``n``)."""
         self.n += n
 
     def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
-        pass
+        """Nothing (tqdm's interface)."""
 
     def set_description_str(self, s: str = "", refresh: bool = True) -> None:
-        pass
+        """Nothing (tqdm's interface)."""
 
     def refresh(self) -> None:
-        pass
+        """Nothing (tqdm's interface)."""
 
 
 def configure(*, quiet: bool) -> None:

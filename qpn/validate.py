@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import disciplines
 from .errors import Loc, ModelError, suggest, undefined
 from .expr import BinOp, Call, Expr, Num, Ref, TupleExpr, Unary, refs, walk
 from .model import (Arc, EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
@@ -368,9 +369,11 @@ def _check_place(p: Place, scope: _Scope) -> None:
             raise ModelError(f"queueing place '{p.name}' has no service time for color '{missing[0]}'",
                              p.loc, expected=f"'service {missing[0]}: <distribution>' "
                                              "or one 'service <distribution>' for every color")
-    if p.priority and queue.discipline != "prio":
-        raise ModelError(f"priority levels apply to prio queues, but '{p.name}' uses "
-                         f"{queue.discipline}", p.loc, hint="use 'queue prio' to serve by priority")
+    disc = disciplines.find(queue.discipline)
+    if p.priority and disc is not None and not disc.takes_priority:
+        prio = disciplines.names_where(takes_priority=True)
+        raise ModelError(f"priority levels apply to {'/'.join(prio)} queues, but '{p.name}' uses "
+                         f"{queue.discipline}", p.loc, hint=f"use 'queue {prio[0]}' to serve by priority")
     pseen = set()
     for color, level in p.priority:
         if color in pseen:
@@ -392,10 +395,13 @@ def _check_queue(q: Queue, scope: _Scope) -> None:
                          expected=", ".join(DISCIPLINES), did_you_mean=suggest(q.discipline, DISCIPLINES))
     for what, e in (("servers", q.servers), ("quantum", q.quantum), ("switch", q.switch)):
         _check_numeric(e, scope.numeric, f"'{what}' of queue '{q.name}'")
-    if q.discipline == "rr" and q.quantum is None:
-        raise ModelError(f"rr queue '{q.name}' needs 'quantum <time>'", q.loc)
-    if q.discipline != "rr" and (q.quantum is not None or q.switch is not None):
-        raise ModelError(f"'quantum'/'switch' apply to rr queues, not {q.discipline}", q.loc)
+    sliced = disciplines.get(q.discipline).takes_quantum    # known: checked above
+    if sliced and q.quantum is None:
+        raise ModelError(f"{q.discipline} queue '{q.name}' needs 'quantum <time>'", q.loc)
+    if not sliced and (q.quantum is not None or q.switch is not None):
+        raise ModelError(f"'quantum'/'switch' apply to "
+                         f"{'/'.join(disciplines.names_where(takes_quantum=True))} queues, not "
+                         f"{q.discipline}", q.loc)
 
 
 def _check_dist(d, scope: _Scope, what: str) -> None:

@@ -54,6 +54,11 @@ class Value:
 
     @classmethod
     def parse(cls, text: str) -> "Value":
+        """A value from its printed text (MISSING or ILLEGIBLE: nan).
+
+        >>> Value.parse("0.125").half_ulp
+        0.0005
+        """
         if text in (MISSING, ILLEGIBLE):
             return cls(text, math.nan, math.nan)
         try:
@@ -65,11 +70,13 @@ class Value:
 
     @property
     def known(self) -> bool:
+        """Whether the value was printed legibly."""
         return not math.isnan(self.value)
 
 
 @dataclass(frozen=True)
 class Axis:
+    """A table's rows or columns: the varied setting and its values."""
     name: str
     values: tuple
 
@@ -174,6 +181,7 @@ class PublishedTable:
 
     @classmethod
     def from_dict(cls, d: dict, seed: str, default_error: str) -> "PublishedTable":
+        """A table from its entry in a seed's JSON file (ValueError naming what is wrong)."""
         unknown = set(d) - _TABLE_KEYS
         if unknown:
             raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; "
@@ -206,6 +214,7 @@ class PublishedTable:
 
     @property
     def title(self) -> str:
+        """``seed Table id: program, metric (setup)``."""
         return f"{self.seed} Table {self.table}: {self.program}, {self.metric} ({self.setup})"
 
     def cells(self) -> Iterator[Cell]:
@@ -224,6 +233,7 @@ class PublishedTable:
                 yield c
 
     def cell(self, **at) -> Cell | None:
+        """The cell at the given row and column values, or None."""
         return next((c for c in self.cells() if c.at == at), None)
 
     def inconsistent(self) -> list[Cell]:
@@ -280,6 +290,7 @@ class PublishedTable:
 
 @dataclass
 class PublishedSeed:
+    """The published tables of one seed document (one JSON file)."""
     seed: str
     file: str
     work: str
@@ -288,6 +299,7 @@ class PublishedSeed:
     path: str = ""
 
     def table(self, id: str) -> PublishedTable:
+        """The table ``id`` (an error naming the file and its tables if none)."""
         for t in self.tables:
             if t.id == id:
                 return t

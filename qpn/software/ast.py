@@ -58,6 +58,7 @@ class Disk:
 
 @dataclass(frozen=True)
 class Mutex:
+    """``mutex m``."""
     name: str
     doc: str = _doc()
     loc: Loc | None = _meta()
@@ -75,6 +76,7 @@ class RwLock:
 
 @dataclass(frozen=True)
 class Semaphore:
+    """``semaphore s permits K``."""
     name: str
     permits: Expr = ONE
     doc: str = _doc()
@@ -101,6 +103,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class BlockingQueue:
+    """``blocking queue q [capacity K] [fifo|lifo]``."""
     name: str
     capacity: Expr | None = None
     order: str = "fifo"              # fifo | lifo
@@ -198,6 +201,7 @@ class Io:
 
 @dataclass(frozen=True)
 class Sleep:
+    """``sleep D [as NAME]``."""
     dist: Distribution
     label: str | None = None
     doc: str = _doc()
@@ -216,6 +220,7 @@ class Lock:
 
 @dataclass(frozen=True)
 class Unlock:
+    """``unlock m``, ``read unlock m`` or ``write unlock m`` (``mode``)."""
     target: str
     mode: str = "mutex"
     doc: str = _doc()
@@ -234,6 +239,7 @@ class Acquire:
 
 @dataclass(frozen=True)
 class Release:
+    """``release [n] s``."""
     target: str
     count: Expr = ONE
     doc: str = _doc()
@@ -302,6 +308,7 @@ class Allocate:
 
 @dataclass(frozen=True)
 class Free:
+    """``free [n] fds``."""
     target: str
     count: Expr = ONE
     doc: str = _doc()
@@ -328,6 +335,7 @@ class Alternative:
 
 @dataclass(frozen=True)
 class Branch:
+    """``branch { p: {...} q: {...} }``."""
     alternatives: tuple[Alternative, ...]
     doc: str = _doc()
     loc: Loc | None = _meta()
@@ -440,4 +448,5 @@ def with_children(node, kids: list):
 
 
 def is_software_node(x) -> bool:
+    """Whether ``x`` is a node of the software layer's syntax tree."""
     return isinstance(x, (Software,) + RESOURCES + RUNNERS + (Behavior,) + STEPS + (Alternative, Block))

@@ -36,6 +36,7 @@ from .kit import arc
 
 @step(sw.Branch)
 def branch(st: sw.Branch, nxt, env):
+    """``branch { p: {...} q: {...} }``: a probabilistic choice of bodies."""
     alts = [Alt(f"alt{k}", alt.prob, next=env.build(alt.body, nxt))
             for k, alt in enumerate(st.alternatives, 1)]
     return Act(alts, st.loc)
@@ -43,6 +44,8 @@ def branch(st: sw.Branch, nxt, env):
 
 @step(sw.Loop)
 def loop(st: sw.Loop, nxt, env):
+    """``loop N times { ... }`` (a fixed count) or ``loop about N times { ... }`` (a
+    geometric count of mean N): repeat the body."""
     if st.geometric:
         back = LoopBack(None, st.count, after=nxt, loc=st.loc)
         back.body = env.build(st.body, back)
@@ -55,6 +58,8 @@ def loop(st: sw.Loop, nxt, env):
 
 @step(sw.Fork)
 def fork(st: sw.Fork, nxt, env):
+    """``fork [n] { ... } and { ... }``: start n threads for each body and wait until all
+    of them are done."""
     kit = env.kit
     path = env.path(st)
     spawn, join = [], []
@@ -73,6 +78,7 @@ def fork(st: sw.Fork, nxt, env):
 
 @step(sw.Call)
 def call(st: sw.Call, nxt, env):
+    """``call f``: run a callable's body and come back."""
     body = env.table.decls[st.target].body
     cenv = env.scope(env.path(st), body, ret=nxt, stack=env.stack + (st.target,))
     return cenv.build(body, nxt)
@@ -80,6 +86,7 @@ def call(st: sw.Call, nxt, env):
 
 @step(sw.Return)
 def return_(st: sw.Return, nxt, env):
+    """``return``: leave the callable."""
     return env.ret
 
 

@@ -37,6 +37,7 @@ def mul(a: Expr, b: Expr) -> Expr:
 
 
 def conj(guards: Iterable[Expr]) -> Expr | None:
+    """The guards joined by ``and`` (None for none)."""
     out = None
     for g in guards:
         out = g if out is None else BinOp("and", out, g)
@@ -77,19 +78,23 @@ class Kit:
 
     # -- items -------------------------------------------------------------------
     def colorset(self, cs) -> str:
+        """Declare color set ``cs`` (once); its name."""
         if cs.name not in self._colors:
             self._colors[cs.name] = cs
         return cs.name
 
     def range_colors(self, name: str, hi: Expr, loc: Loc | None) -> str:
+        """Declare the color set ``name = 1 .. hi``; its name."""
         return self.colorset(RangeColors(name, ONE, hi, loc=loc))
 
     def record_colors(self, name: str, fields: tuple[str, ...], loc: Loc | None) -> str:
+        """Declare a record color set with one field per color set in ``fields``."""
         return self.colorset(RecordColors(name, tuple((f"i{k + 1}", f) for k, f in enumerate(fields)),
                                           loc=loc))
 
     def queue(self, name: str, discipline: str, servers: Expr, quantum=None, switch=None,
               loc: Loc | None = None) -> str:
+        """Declare a shared queue (a ModelError if the name is taken); its name."""
         if name in self._queues:
             raise ModelError(f"duplicate queue '{name}'", loc)
         self._queues[name] = Queue(name, discipline, servers=servers, quantum=quantum,
@@ -99,6 +104,7 @@ class Kit:
     def place(self, name: str, *, colors: str | None = None, init: Expr | int | None = None,
               capacity: Expr | None = None, loc: Loc | None = None, doc: str = "",
               optional: bool = False) -> Place:
+        """Declare an ordinary place (``optional``: dropped if nothing uses it)."""
         self._claim(name, loc, "place")
         if optional:
             self.optional.add(name)
@@ -109,6 +115,7 @@ class Kit:
 
     def queueing_place(self, name: str, queue: "Queue | str", service, *, colors: str | None = None,
                        loc: Loc | None = None, doc: str = "") -> Place:
+        """Declare a queueing place on ``queue`` (inline, or a shared queue's name)."""
         self._claim(name, loc, "place")
         p = QueueingPlace(name, colors=colors, queue=queue, service=(Service(None, service),),
                           doc=doc, loc=loc)
@@ -128,11 +135,13 @@ class Kit:
         return name
 
     def has(self, name: str) -> bool:
+        """Whether a place of that name was declared."""
         return name in self._places
 
     def transition(self, name: str, modes: list[Mode], *, kind: str = "immediate",
                    servers: Expr | None = None, priority: Expr | None = None,
                    loc: Loc | None = None) -> Transition:
+        """Declare a transition with ``modes``."""
         self._claim(name, loc, "transition")
         t = Transition(name, kind, tuple(modes), priority=priority, servers=servers, loc=loc)
         self._transitions[name] = t

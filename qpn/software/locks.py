@@ -41,18 +41,21 @@ from .kit import arc
 
 @declaration(sw.Mutex)
 def mutex_decl(d: sw.Mutex, env) -> None:
+    """``mutex m``: the places m.free (one token), m.held and m.waiting."""
     env.kit.place(f"{d.name}.free", init=1, loc=d.loc)
     env.kit.place(f"{d.name}.held", loc=d.loc, optional=True)
 
 
 @declaration(sw.RwLock)
 def rwlock_decl(d: sw.RwLock, env) -> None:
+    """``rwlock m [prefer writers]``: the places of readers, the writer and their waiting threads."""
     env.kit.place(f"{d.name}.readers", loc=d.loc, optional=True)
     env.kit.place(f"{d.name}.writer", loc=d.loc, optional=True)
 
 
 @declaration(sw.Semaphore)
 def semaphore_decl(d: sw.Semaphore, env) -> None:
+    """``semaphore s permits K``: s.free with K tokens, s.held and s.waiting."""
     env.kit.place(f"{d.name}.free", init=d.permits, loc=d.loc)
     if d.name not in env.unbalanced:
         env.kit.place(f"{d.name}.held", loc=d.loc, optional=True)
@@ -60,6 +63,7 @@ def semaphore_decl(d: sw.Semaphore, env) -> None:
 
 @declaration(sw.Limit)
 def limit_decl(d: sw.Limit, env) -> None:
+    """``limit fds N``: fds.free with N units."""
     env.kit.place(f"{d.name}.free", init=d.count, loc=d.loc)
     if d.name not in env.unbalanced:
         env.kit.place(f"{d.name}.used", loc=d.loc, optional=True)
@@ -67,6 +71,7 @@ def limit_decl(d: sw.Limit, env) -> None:
 
 @step(sw.Lock)
 def lock(st: sw.Lock, nxt, env):
+    """``lock m`` (also ``read lock`` / ``write lock``): wait for the lock, then hold it."""
     m = env.table.decls[st.target]
     kit, n = env.kit, m.name
     if st.mode == "mutex":
@@ -89,6 +94,7 @@ def lock(st: sw.Lock, nxt, env):
 
 @step(sw.Unlock)
 def unlock(st: sw.Unlock, nxt, env):
+    """``unlock m``: give the lock back."""
     n = st.target
     if st.mode == "mutex":
         return Act([Alt(ins=[arc(f"{n}.held")], outs=[arc(f"{n}.free")], next=nxt)], st.loc)
@@ -98,6 +104,7 @@ def unlock(st: sw.Unlock, nxt, env):
 
 @step(sw.Acquire)
 def acquire(st: sw.Acquire, nxt, env):
+    """``acquire [n] s``: wait for n permits."""
     s_ = env.table.decls[st.target]
     waiting = env.kit.counter(f"{s_.name}.waiting", s_.loc)
     outs = [] if s_.name in env.unbalanced else [arc(f"{s_.name}.held", st.count)]
@@ -109,6 +116,7 @@ def acquire(st: sw.Acquire, nxt, env):
 
 @step(sw.Release)
 def release(st: sw.Release, nxt, env):
+    """``release [n] s``: return n permits."""
     n = st.target
     ins = [] if n in env.unbalanced else [arc(f"{n}.held", st.count)]
     return Act([Alt(ins=ins, outs=[arc(f"{n}.free", st.count)], next=nxt)], st.loc)
@@ -116,6 +124,7 @@ def release(st: sw.Release, nxt, env):
 
 @step(sw.Allocate)
 def allocate(st: sw.Allocate, nxt, env):
+    """``allocate [n] fds else { ... }``: take n units, or the error route when too few are left."""
     n = st.target
     outs = [] if n in env.unbalanced else [arc(f"{n}.used", st.count)]
     s = env.station(env.path(st), st.loc)
@@ -128,6 +137,7 @@ def allocate(st: sw.Allocate, nxt, env):
 
 @step(sw.Free)
 def free(st: sw.Free, nxt, env):
+    """``free [n] fds``: return n units."""
     n = st.target
     ins = [] if n in env.unbalanced else [arc(f"{n}.used", st.count)]
     return Act([Alt(ins=ins, outs=[arc(f"{n}.free", st.count)], next=nxt)], st.loc)

@@ -31,11 +31,13 @@ from .kit import arc, ctx_color, ctx_vars
 
 @declaration(sw.Cpu)
 def cpu_decl(d: sw.Cpu, env) -> None:
+    """``cpu host cores N``: the processor-sharing (or other) queue of a CPU."""
     env.kit.queue(d.name, d.discipline, d.cores, d.quantum, d.switch, loc=d.loc)
 
 
 @declaration(sw.Disk)
 def disk_decl(d: sw.Disk, env) -> None:
+    """``disk d servers N service D``: the queue of a disk."""
     if not d.load:
         env.kit.queue(d.name, d.discipline, d.servers, loc=d.loc)
         return
@@ -50,6 +52,7 @@ def _infinite(e) -> bool:
 
 @step(sw.Compute)
 def compute(st: sw.Compute, nxt, env):
+    """``cpu D [on host]``: a burst of CPU time in the CPU's queue."""
     cpu = env.table.get(st.on, (sw.Cpu,), st.loc) if st.on else env.table.default((sw.Cpu,), st.loc, "")
     s = env.station(env.path(st), st.loc, queue=cpu.name, service=st.dist)
     s.exits.append(Exit(f"{s.place}.done", next=nxt, loc=st.loc))
@@ -58,6 +61,7 @@ def compute(st: sw.Compute, nxt, env):
 
 @step(sw.Sleep)
 def sleep(st: sw.Sleep, nxt, env):
+    """``sleep D``: a delay in an infinite-server place of its own."""
     s = env.station(env.path(st), st.loc, delay=True, service=st.dist)
     s.exits.append(Exit(f"{s.place}.done", next=nxt, loc=st.loc))
     return s
@@ -65,6 +69,7 @@ def sleep(st: sw.Sleep, nxt, env):
 
 @step(sw.Io)
 def io(st: sw.Io, nxt, env):
+    """``io [D] [on disk]``: a visit to the disk's queue."""
     disk = env.table.get(st.on, (sw.Disk,), st.loc) if st.on else env.table.default((sw.Disk,), st.loc, "")
     path = env.path(st)
     if not disk.load:

@@ -44,22 +44,27 @@ from .kit import arc
 
 @declaration(sw.BlockingQueue)
 def queue_decl(d: sw.BlockingQueue, env) -> None:
+    """``blocking queue q [capacity K] [fifo|lifo]``: the places of its items and of the
+    threads taking."""
     env.kit.place(f"{d.name}.items", capacity=d.capacity, loc=d.loc)
 
 
 @declaration(sw.Sink)
 def sink_decl(d: sw.Sink, env) -> None:
+    """``sink s``: a place that only counts what is put in it."""
     env.kit.place(d.name, loc=d.loc)
     env.kit.transition(f"{d.name}.leave", [Mode(None, (arc(d.name),), (), loc=d.loc)], loc=d.loc)
 
 
 @declaration(sw.Timer)
 def timer_decl(d: sw.Timer, env) -> None:
+    """``timer t``: the place whose residence time is the timed span."""
     env.kit.place(f"{d.name}.running", loc=d.loc)
 
 
 @step(sw.TimerStep)
 def timer(st: sw.TimerStep, nxt, env):
+    """``timer start t`` / ``timer stop t``: a token enters or leaves the timer's place."""
     place = arc(f"{st.target}.running")
     if st.action == "start":
         return Act([Alt(outs=[place], next=nxt)], st.loc)
@@ -68,6 +73,9 @@ def timer(st: sw.TimerStep, nxt, env):
 
 @step(sw.Put)
 def put(st: sw.Put, nxt, env):
+    """``put q [timeout D] [else { ... }]``: add an item (to a sink: count it), waiting for
+    room in a bounded queue; ``else`` alone does not wait (its route when the queue is
+    full), with a timeout it is the route when the time passes."""
     q = env.table.decls[st.target]
     if isinstance(q, sw.Sink):
         return Act([Alt(outs=[arc(q.name)], next=nxt)], st.loc)
@@ -93,6 +101,9 @@ def put(st: sw.Put, nxt, env):
 
 @step(sw.Take)
 def take(st: sw.Take, nxt, env):
+    """``take q [timeout D] [else { ... }]``: wait for an item; ``else`` alone does not
+    wait (its route when the queue is empty), with a timeout it is the route when the
+    time passes."""
     q = env.table.decls[st.target]
     path = env.path(st)
     items = arc(f"{q.name}.items")

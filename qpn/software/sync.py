@@ -35,6 +35,7 @@ from .kit import arc
 
 @declaration(sw.Barrier)
 def barrier_decl(d: sw.Barrier, env) -> None:
+    """``barrier b parties N``: b.waiting, b.go, and the transition that trips with N waiting."""
     kit = env.kit
     kit.place(f"{d.name}.waiting", loc=d.loc)
     kit.place(f"{d.name}.go", loc=d.loc)
@@ -44,12 +45,14 @@ def barrier_decl(d: sw.Barrier, env) -> None:
 
 @declaration(sw.Condition)
 def condition_decl(d: sw.Condition, env) -> None:
+    """``condition c [on m]``: c.waiting (threads waiting) and c.signal (notifications)."""
     env.kit.place(f"{d.name}.waiting", loc=d.loc)
     env.kit.place(f"{d.name}.signal", loc=d.loc)
 
 
 @step(sw.Await)
 def await_(st: sw.Await, nxt, env):
+    """``await b``: arrive at the barrier and wait until all parties have."""
     b = st.target
     # a thread released by a trip that comes back in zero time must not take a release
     # meant for another: it enters only once every released thread has left
@@ -61,6 +64,8 @@ def await_(st: sw.Await, nxt, env):
 
 @step(sw.Wait)
 def wait(st: sw.Wait, nxt, env):
+    """``wait c``: wait for a notification (releasing the condition's mutex, then
+    taking it again)."""
     c = env.table.decls[st.target]
     path = env.path(st)
     after = nxt
@@ -82,6 +87,7 @@ def wait(st: sw.Wait, nxt, env):
 
 @step(sw.Notify)
 def notify(st: sw.Notify, nxt, env):
+    """``notify c`` / ``notify all c``: wake one or every waiting thread."""
     c = st.target
     if not st.all:
         return Act([Alt("wake", ins=[arc(f"{c}.waiting")], outs=[arc(f"{c}.signal")], next=nxt),

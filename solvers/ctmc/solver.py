@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qpn import progress, resources
+from qpn import disciplines, progress, resources
 from qpn.errors import QPNError, SolverError
 
 from ..measures import derive, to_result
@@ -242,16 +242,17 @@ class CTMCSolver:
         o = CTMCOptions.of(options)
         out = []
         for q in compiled.queues:
-            if q.discipline == "rr" and o.rr != "ps":
+            d = disciplines.get(q.discipline)
+            if d.ctmc == "ps" and o.rr != "ps":
                 out.append(f"queue {q.name}: round robin with a quantum (no exact Markov model)")
-            if math.isinf(q.servers) and q.discipline not in ("is", "ps"):
+            if math.isinf(q.servers) and not d.shares_service:
                 out.append(f"queue {q.name}: infinitely many servers with {q.discipline}")
         for m in compiled.modes:
             if m.kind == "timed" and not m.delay.is_exponential() and m.servers != 1:
                 out.append(f"transition {m.transition}: non-exponential delay with multiple servers")
         for p in compiled.places:
             if p.departure == "fifo" and p.queue is not None and \
-                    compiled.queues[p.queue].discipline not in ("fcfs", "is", "ps"):
+                    not disciplines.get(compiled.queues[p.queue].discipline).ctmc_fifo_departure:
                 out.append(f"place {p.name}: FIFO departure with "
                            f"{compiled.queues[p.queue].discipline} service")
         return out

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qpn import resources
+from qpn import disciplines, resources
 from qpn.errors import SolverError
 from qpn.structure.semiflows import TooManySemiflows, p_semiflows
 
 from .estimate import count_states
 from .phase import PhaseType, phase_type
 
-SEQ_DISCIPLINES = ("fcfs", "lcfs-pr", "prio", "random", "is", "ps")
 FLAG_SERVING = 1   # in service (non-preemptive prio, random)
 FLAG_DONE = 2      # finished, waiting for FIFO departure
 
@@ -160,13 +159,14 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
     seq_start: dict[int, int] = {}
     for qi, q in enumerate(c.queues):
         disc = q.discipline
-        if disc == "rr":
+        if disciplines.get(disc).ctmc == "ps":
             if rr != "ps":
                 raise SolverError(f"queue {q.name}: round robin with a quantum has no exact Markov "
-                                  "model", construct=f"queue {q.name}: rr",
+                                  "model", construct=f"queue {q.name}: {disc}",
                                   methods=("des", "ctmc with option rr='ps'"))
             notes.append(f"queue {q.name}: round robin approximated as processor sharing")
             disc = "ps"
+        shared = disciplines.get(disc).shares_service
         phs = []
         for d in q.service:
             ph = phase_type(d, det_order)
@@ -178,14 +178,14 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
                          list(q.places), phs, list(q.priority), fifo)
         single_exp = len(q.classes) == 1 and phs[0].nphases == 1
         if any(fifo):
-            if disc not in ("fcfs", "is", "ps"):
+            if not disciplines.get(disc).ctmc_fifo_departure:
                 raise SolverError(f"queue {q.name}: FIFO departure with {disc} service",
                                   construct=f"queue {q.name}: departure fifo with {disc}",
                                   methods=("des",))
             if disc == "fcfs" and q.servers == 1:
                 pass  # order is kept anyway
             spec.layout = "seq"
-        elif disc in ("is", "ps") or single_exp:
+        elif shared or single_exp:
             spec.layout = "counts"
         else:
             spec.layout = "seq"
@@ -200,7 +200,7 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
             for y, tokens in totals:
                 if q.classes and all(y[unit_of[s]] > 0 for s in q.classes):
                     L = min(L, tokens // int(min(y[unit_of[s]] for s in q.classes)))
-            if math.isinf(q.servers) and disc not in ("is", "ps"):
+            if math.isinf(q.servers) and not shared:
                 raise SolverError(f"queue {q.name}: infinitely many servers with {disc}",
                                   construct=f"queue {q.name}", methods=("des",))
             spec.L = max(L, 1)

@@ -78,7 +78,8 @@ class DESOptions(SolverOptions):
         flag=Flag(metavar="SECONDS", help="wall-clock cap of a simulation, fixed --time/--events runs "
                                           "included (default 60 s); a run it stops has not reached its "
                                           "precision or horizon: the table, the JSON and the exit "
-                                          "status (3) say so"))
+                                          "status (3) say so; --method auto's count of the CTMC's "
+                                          "states takes at most a quarter of it"))
     crn: bool = option(False, "common random numbers: replication r of every sweep point uses the "
                               "same streams", boolean(), flag=True)
     kernel: str = option("auto", "simulation kernel (auto: the fastest that fits the net)",

@@ -51,6 +51,7 @@ from scipy.sparse import csr_matrix, identity
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.sparse.linalg import spsolve
 
+from qpn import disciplines
 from qpn.colors import color_label
 
 REL = 1e-12  # "same mean" tolerance for FCFS/RANDOM classes
@@ -322,7 +323,7 @@ def product_form(compiled) -> "QNModel | list[str]":
     r2, prob, timed, smean, sservers = _slot_kinds(c, consumers)
     reasons += r2
     for qi, q in enumerate(c.queues):
-        if q.discipline in ("prio", "rr"):
+        if disciplines.get(q.discipline).product_form is None:
             reasons.append(f"queue {q.name}: {q.discipline} is not product form")
     for p in c.places:
         if p.queueing and p.departure == "fifo":
@@ -435,7 +436,7 @@ def _build(c, chains, routes, V, MV, chain_of, timed, smean, sservers):
         disc, srv = q.discipline, q.servers
         if math.isinf(srv):
             pass  # no queueing at all: an IS station whatever the discipline says
-        elif disc in ("fcfs", "random"):
+        elif disciplines.get(disc).product_form == "exponential":
             if not all(d.is_exponential() for d in dists):
                 bad = next(d for d in dists if not d.is_exponential())
                 reasons.append(f"{el}: {disc.upper()} with non-exponential service ({bad.kind})")

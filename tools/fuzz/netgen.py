@@ -9,7 +9,9 @@ import threading
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings, strategies as st
 
-DISCIPLINES = ("is", "fcfs", "ps", "random", "prio", "lcfs-pr", "rr")
+from qpn import disciplines
+
+DISCIPLINES = disciplines.names()
 COLORS = ("a", "b", "c")
 EXTREMES = ("0", "-1", "1e308", "1e999", "2147483648", "9223372036854775808", "nan", "1e-300",
             str(10 ** 40))
