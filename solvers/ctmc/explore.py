@@ -159,7 +159,11 @@ class Explorer:
         self.seconds = seconds
         self.t_start = time.process_time()
         self.imm = np.asarray(spec.immediate, dtype=np.int64)
+        # immediate modes the population cut-off can disable (_cut_rows looks at these only)
+        self.imm_cut = [int(m) for m in self.imm if self.dyn.unc_delta[m] > 0] \
+            if spec.cutoff is not None else []
         self.flows: list[tuple[np.ndarray, int, np.ndarray]] = []
+        self.cut_parents: list[np.ndarray] = []   # parents at the cut-off, found by resolve
 
     # ----------------------------------------------------- vanishing states
     def _immediate_choice(self, R: np.ndarray):
@@ -184,14 +188,12 @@ class Explorer:
         the cut-off 0' with every token at it)."""
         dyn = self.dyn
         out = np.zeros(len(R), dtype=bool)
-        if self.spec.cutoff is None or not len(R):
+        if not self.imm_cut or not len(R):
             return out
         top = np.where(E, dyn.prio[self.imm][None, :], -np.inf).max(axis=1) if E.size else \
             np.full(len(R), -np.inf)
-        for j, m in enumerate(self.imm):
-            m = int(m)
-            if dyn.unc_delta[m] > 0:
-                out |= dyn.cut_only(R, m) & (dyn.prio[m] >= top)
+        for m in self.imm_cut:
+            out |= dyn.cut_only(R, m) & (dyn.prio[m] >= top)
         return out
 
     def resolve(self, R, w, par):
