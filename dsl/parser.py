@@ -1,4 +1,5 @@
-"""Parse model text into a :class:`qpn.model.Net`.
+"""Parse model text into a :class:`qpn.net.Net`: a file's declarations (:mod:`dsl.grammar`),
+its includes, comments and normal forms, then validation.
 
 >>> from dsl.parser import parse
 >>> net = parse("place idle init 2\\nplace busy\\ntransition t : idle -> busy")
@@ -8,649 +9,23 @@
 from __future__ import annotations
 
 import gc
-import math
 import os
+import re
+import sys
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-import threading
+from qpn.errors import ModelError
+from qpn.model import Include
+from qpn.net import Net
+from qpn.validate import validate
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, VisitError
-
-from qpn import disciplines
-from qpn.distributions import DISTRIBUTIONS
-from qpn.errors import Loc, ModelError, QPNError, suggest
-from qpn.expr import (FUNCTIONS, UNITS, BinOp, Call, Num, Ref, TupleExpr, Unary)
-from qpn.model import (EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
-                       QueueingPlace, RangeColors, RecordColors, Service, Subnet, SubnetParam,
-                       Term, Transition)
-
+from .builder import NetName
 from .comments import attach_comments
-from .distparse import build_distribution
+from .grammar import KEYWORDS, parse_expr, parse_items
 from .normalize import normalize
-from .software_builder import SoftwareBuilder
 from .source import read_source
-from .syntax_errors import syntax_error
-from .tokens import TokenStream
-
-GRAMMAR = Path(__file__).with_name("qpn.lark")
-_LOCK = threading.Lock()
-
-
-class _Context:
-    """Per-parse state shared by the token feed and the builder."""
-    file = "<string>"
-    source = ""
-    base_dir = "."
-    prev_line = 0   # line of the last token of the construct being reduced
-    depths: dict = {}   # id(expression node) -> (node, nesting depth), reset per parse
-
-
-#: Deepest expression accepted.  Expressions are evaluated, printed and copied by
-#: recursive functions; a machine-written '1 + 1 + ... + 1' of 10^4 terms would
-#: exceed Python's recursion limit in them (a RecursionError, not a message).
-MAX_EXPR_DEPTH = 100
-
-
-@lru_cache(maxsize=1)
-def _machinery():
-    ctx = _Context()
-    builder = _Builder(ctx)
-    # cache=True keeps the LALR tables in a temp file (start-up ~0.4 s -> ~0.05 s);
-    # the builder is embedded, so no parse tree is ever built.
-    lark = Lark(grammar_text(), parser="lalr", maybe_placeholders=True, cache=True,
-                transformer=builder, start=["start", "expr_start"])
-    return lark, TokenStream(lark), ctx, soft_types(lark)
-
-
-def grammar_text() -> str:
-    """The grammar (dsl/qpn.lark) with the disciplines of :mod:`qpn.disciplines` as the
-    ``DISCIPLINE`` keyword."""
-    words = " | ".join(f'"{name}"' for name in disciplines.names())
-    return GRAMMAR.read_text().replace("DISCIPLINE_KEYWORDS", words)
-
-
-def _lark() -> Lark:
-    return _machinery()[0]
-
-
-KEYWORDS = frozenset("""net include param colors shared queue place input output transition
-immediate timed priority servers mode when unless weight delay subnet instance inf on capacity
-departure fifo init service quantum switch preemptive nonpreemptive not and or""".split()) | \
-    frozenset(disciplines.names())
-
-# Words of the software layer ("software", "cpu", "lock", "take", ...) are *soft*
-# keywords: a keyword only where the grammar can take one (inside a software
-# block), a name everywhere else, so 'place cpu' and 'transition take' stay valid.
-
-
-def soft_types(lark: Lark) -> frozenset[str]:
-    """Terminal types of the soft keywords (every keyword word not in KEYWORDS)."""
-    out = set()
-    for td in lark.terminals:
-        pat = td.pattern
-        if pat.type == "str" and pat.value[:1].isalpha() and pat.value not in KEYWORDS:
-            out.add(td.name)
-    return frozenset(out)
-
-
-class _RawArc:
-    """An arc before place colors are known (normalized by dsl.normalize)."""
-    __slots__ = ("count", "place", "terms", "loc")
-
-    def __init__(self, count, place, terms, loc):
-        self.count, self.place, self.terms, self.loc = count, place, terms, loc
-
-
-class _ModeBody:
-    __slots__ = ("inputs", "outputs", "opts", "loc")
-
-    def __init__(self, inputs, outputs, opts, loc):
-        self.inputs, self.outputs, self.opts, self.loc = inputs, outputs, opts, loc
-
-
-class _NetName:
-    def __init__(self, name, loc):
-        self.name, self.loc = name, loc
-
-
-class _Builder(SoftwareBuilder, Transformer):
-    def __init__(self, ctx: _Context):
-        super().__init__()
-        self.ctx = ctx
-
-    # -- locations (from tokens: no parse tree is built) ---------------------
-    def tloc(self, tok: Token) -> Loc:
-        return Loc(self.ctx.file, tok.line, tok.column, tok.line, tok.end_column, self.ctx.source)
-
-    def cloc(self, children) -> Loc | None:
-        """Location of the first located child (token or model element)."""
-        for ch in children:
-            if ch is None:
-                continue
-            if isinstance(ch, Token):
-                return self.tloc(ch)
-            loc = getattr(ch, "loc", None)
-            if loc is not None:
-                return loc
-            if isinstance(ch, (list, tuple)):
-                loc = self.cloc(ch)
-                if loc is not None:
-                    return loc
-        return None
-
-    def iloc(self, children) -> Loc | None:
-        """Location of a declaration, spanning to its last line (for comments)."""
-        loc = self.cloc(children)
-        return loc.with_end(max(self.ctx.prev_line, loc.line)) if loc is not None else None
-
-    def err(self, msg, where, **kw) -> ModelError:
-        if isinstance(where, Token):
-            where = self.tloc(where)
-        elif isinstance(where, list):
-            where = self.cloc(where)
-        return ModelError(msg, where, **kw)
-
-    # -- top level -----------------------------------------------------------
-    def start(self, items):
-        return items
-
-    def expr_start(self, c):
-        return c[0]
-
-    def net_decl(self, c):
-        return _NetName(str(c[0]), self.iloc(c))
-
-    def include(self, c):
-        return Include(path=str(c[0])[1:-1], loc=self.iloc(c))
-
-    def param(self, c):
-        return Param(str(c[0]), c[1], loc=self.iloc(c))
-
-    # -- colors ----------------------------------------------------------------
-    def colors(self, c):
-        name, (kind, data) = str(c[0]), c[1]
-        loc = self.iloc(c)
-        parent = None
-        if kind == "subset":
-            kind, parent, data = "enum", str(data[0]), data[1:]
-        if kind == "enum":
-            seen = set()
-            for tok in data:
-                if str(tok) in seen:
-                    raise self.err(f"color '{tok}' is listed twice in '{name}'", tok)
-                seen.add(str(tok))
-            return EnumColors(name, tuple(str(t) for t in data), parent, loc=loc)
-        if kind == "range":
-            return RangeColors(name, data[0], data[1], loc=loc)
-        return RecordColors(name, tuple((str(f), str(s)) for f, s in data), loc=loc)
-
-    def enum_colors(self, c):
-        return ("enum", c)
-
-    def subset_colors(self, c):
-        return ("subset", c)
-
-    def range_colors(self, c):
-        return ("range", c)
-
-    def record_colors(self, c):
-        seen = set()
-        for f, _ in c:
-            if str(f) in seen:  # located at the second occurrence
-                raise self.err(f"record field '{f}' is given twice", f)
-            seen.add(str(f))
-        return ("record", c)
-
-    def field(self, c):
-        return (c[0], c[1])
-
-    # -- queues ------------------------------------------------------------------
-    def queue_decl(self, c):
-        name, spec = str(c[0]), c[1]
-        return spec(name, self.iloc(c))
-
-    def qspec(self, c):
-        disc_tok, opts = c[0], c[1:]
-        disc = str(disc_tok)
-        kw: dict[str, Any] = {}
-        for key, value, where in opts:
-            if key in kw:
-                raise self.err(f"'{key}' given twice", where)
-            kw[key] = value
-        d = disciplines.get(disc)
-        sliced = "/".join(disciplines.names_where(takes_quantum=True))
-        if "quantum" in kw and not d.takes_quantum:
-            raise self.err(f"'quantum' applies to {sliced} queues only, not {disc}", opts[[o[0] for o in opts].index("quantum")][2],
-                           hint="time-sliced CPUs are 'queue rr quantum 10 ms'")
-        if "switch" in kw and not d.takes_quantum:
-            raise self.err(f"'switch' (context-switch cost) applies to {sliced} queues only",
-                           opts[[o[0] for o in opts].index("switch")][2])
-        if d.takes_quantum and "quantum" not in kw:
-            raise self.err(f"an {disc} queue needs a time slice: '{disc} quantum 10 ms'", disc_tok,
-                           expected=f"'quantum <time>' after '{disc}'")
-        if "preemptive" in kw and not d.takes_priority:
-            raise self.err(f"'preemptive'/'nonpreemptive' apply to "
-                           f"{'/'.join(disciplines.names_where(takes_priority=True))} queues only",
-                           opts[[o[0] for o in opts].index("preemptive")][2])
-        if d.infinite_servers and "servers" in kw:
-            raise self.err(f"an '{disc}' queue has infinitely many servers; do not give 'servers'",
-                           opts[[o[0] for o in opts].index("servers")][2])
-        servers = kw.get("servers", Num(d.default_servers) if d.infinite_servers else Num(1))
-        disc_loc = self.tloc(disc_tok)
-
-        def build(name, loc):
-            return Queue(name, disc, servers=servers, quantum=kw.get("quantum"),
-                         switch=kw.get("switch"), preemptive=kw.get("preemptive", True),
-                         loc=loc or disc_loc)
-        return build
-
-    # Options are (key, value, location of the option's keyword): errors about an
-    # option (given twice, not applicable) point at its keyword.
-    def q_servers(self, c):
-        return ("servers", c[1], self.tloc(c[0]))
-
-    def q_quantum(self, c):
-        return ("quantum", c[1], self.tloc(c[0]))
-
-    def q_switch(self, c):
-        return ("switch", c[1], self.tloc(c[0]))
-
-    def q_preemptive(self, c):
-        return ("preemptive", True, self.tloc(c[0]))
-
-    def q_nonpreemptive(self, c):
-        return ("preemptive", False, self.tloc(c[0]))
-
-    # -- places --------------------------------------------------------------------
-    def _place_opts(self, opts):
-        kw: dict[str, Any] = {}
-        for key, value, where in opts:
-            if key in kw:
-                raise self.err(f"'{key}' given twice", where)
-            if key in ("queue", "on") and ("queue" in kw or "on" in kw):
-                raise self.err("a place has its own queue ('queue ...') or a shared one "
-                               "('on ...'), not both", where)
-            kw[key] = (value, where)
-        return kw
-
-    def place(self, c):
-        name_tok, cs, opts = c[0], c[1], c[2:]
-        name = str(name_tok)
-        loc = self.iloc(c)
-        kw = self._place_opts(opts)
-        common = dict(name=name, colors=str(cs) if cs is not None else None,
-                      capacity=kw.get("capacity", (None,))[0],
-                      init=tuple(kw.get("init", ((),))[0]), loc=loc)
-        is_queue = "queue" in kw or "on" in kw
-        if not is_queue:
-            for key in ("service", "priority", "departure"):
-                if key in kw:
-                    raise self.err(f"'{key}' needs a queueing place, but '{name}' has no queue",
-                                   kw[key][1], hint=f"add 'queue fcfs' (or another discipline) or "
-                                                    f"'on <shared queue>' to place '{name}'")
-            return Place(**common)
-        # a place's own queue is located at its discipline (where its errors point)
-        queue = kw["queue"][0](name, None) if "queue" in kw else str(kw["on"][0])
-        service = kw.get("service", ((),))[0]
-        if not service:
-            raise self.err(f"queueing place '{name}' needs service times", name_tok,
-                           expected="'service <distribution>' or 'service a: exp(1 ms), b: ...'")
-        return QueueingPlace(**common, queue=queue, service=tuple(service),
-                             priority=tuple(kw.get("priority", ((),))[0]),
-                             departure=str(kw.get("departure", ("normal",))[0]))
-
-    def port(self, c):
-        dir_tok, name_tok, cs, opts = c[0], c[1], c[2], c[3:]
-        kw = self._place_opts(opts)
-        for key in kw:
-            if key not in ("capacity", "init"):
-                raise self.err(f"ports are plain places; '{key}' is not allowed on port '{name_tok}'",
-                               kw[key][1], hint="put the queueing place inside the subnet and connect it to the port")
-        return Port(name=str(name_tok), colors=str(cs) if cs is not None else None,
-                    capacity=kw.get("capacity", (None,))[0], init=tuple(kw.get("init", ((),))[0]),
-                    direction=str(dir_tok), loc=self.iloc(c))
-
-    def o_queue(self, c):
-        return ("queue", c[1], self.tloc(c[0]))
-
-    def o_on(self, c):
-        return ("on", c[1], self.tloc(c[0]))
-
-    def o_capacity(self, c):
-        return ("capacity", c[1], self.tloc(c[0]))
-
-    def o_departure(self, c):
-        return ("departure", "fifo", self.tloc(c[0]))
-
-    def o_init(self, c):
-        return ("init", c[1], self.tloc(c[0]))
-
-    def o_service(self, c):
-        return ("service", c[1], self.tloc(c[0]))
-
-    def o_priority(self, c):
-        return ("priority", c[1], self.tloc(c[0]))
-
-    def service_all(self, c):
-        return [Service(None, c[0])]
-
-    def service_colors(self, c):
-        return list(c)
-
-    def svc(self, c):
-        return Service(c[0], c[1])
-
-    def prio_all(self, c):
-        return [(None, c[0])]
-
-    def prio_colors(self, c):
-        return list(c)
-
-    def pri(self, c):
-        return (c[0], c[1])
-
-    # -- terms ------------------------------------------------------------------------
-    def terms(self, c):
-        return list(c)
-
-    def term(self, c):
-        return Term(c[0], c[1])  # count may be None until normalized
-
-    def _whole(self, tok, what):
-        text = str(tok)
-        if not text.isdigit():
-            raise self.err(f"{what} must be a whole number, got {text}", tok,
-                           hint="write a computed value in parentheses: (2 * n)")
-        return Num(int(text), loc=self.tloc(tok))
-
-    def count_int(self, c):
-        return self._whole(c[0], "a token count")
-
-    def count_name(self, c):
-        return Ref(str(c[0]), self.tloc(c[0]))
-
-    def count_expr(self, c):
-        return c[0]
-
-    def color_name(self, c):
-        return Ref(str(c[0]), self.tloc(c[0]))
-
-    def color_int(self, c):
-        return self._whole(c[0], "a number color (or count of plain tokens)")
-
-    def color_expr(self, c):
-        return c[0] if len(c) == 1 else TupleExpr(tuple(c), self.cloc(c))
-
-    # -- transitions ---------------------------------------------------------------------
-    def transition(self, c):
-        name_tok, kind_tok, rest = c[0], c[1], c[2:]
-        name = str(name_tok)
-        topts: dict[str, Any] = {}
-        modes: list[Mode] = []
-        for r in rest:
-            if isinstance(r, tuple):
-                if r[0] in topts:
-                    raise self.err(f"'{r[0]}' given twice", r[2])
-                topts[r[0]] = r
-            elif isinstance(r, _ModeBody):
-                modes.append(self._mode(None, r, r.loc))
-            else:
-                modes.append(r)
-        kind = str(kind_tok) if kind_tok is not None else (
-            "timed" if any(m.delay is not None for m in modes) else "immediate")
-        seen = set()
-        for m in modes:
-            if m.name is not None:
-                if m.name in seen:
-                    raise self.err(f"mode '{m.name}' is declared twice in transition '{name}'", m.loc)
-                seen.add(m.name)
-            if kind == "immediate" and m.delay is not None:
-                raise self.err(f"immediate transition '{name}' cannot have a delay", m.loc,
-                               hint=f"write 'transition {name} timed ...' or drop the delay")
-            if kind == "timed" and m.weight is not None:
-                raise self.err(f"timed transition '{name}' has weights only through delays; "
-                               "'weight' is for immediate transitions", m.loc,
-                               hint="timed modes race by their delays")
-            if kind == "timed" and m.delay is None:
-                mname = f" mode '{m.name}'" if m.name else ""
-                raise self.err(f"timed transition '{name}'{mname} needs a firing delay", m.loc,
-                               expected="'delay <distribution>', e.g. 'delay exp(10 ms)'")
-        if kind == "immediate" and "servers" in topts:
-            raise self.err("'servers' applies to timed transitions only", topts["servers"][2],
-                           hint="immediate transitions fire in zero time")
-        if kind == "timed" and "priority" in topts:
-            raise self.err("'priority' applies to immediate transitions only", topts["priority"][2],
-                           hint="timed transitions race by their delays")
-        return Transition(name, kind, tuple(modes),
-                          priority=topts["priority"][1] if "priority" in topts else None,
-                          servers=topts["servers"][1] if "servers" in topts else None,
-                          loc=self.iloc(c))
-
-    def t_priority(self, c):
-        return ("priority", c[1], self.tloc(c[0]))
-
-    def t_servers(self, c):
-        return ("servers", c[1], self.tloc(c[0]))
-
-    def mode(self, c):
-        name = str(c[0]) if c[0] is not None else None
-        return self._mode(name, c[1], self.iloc(c))
-
-    def _mode(self, name, body: _ModeBody, loc) -> Mode:
-        kw: dict[str, Any] = {}
-        for key, value, where in body.opts:
-            if key in kw:
-                raise self.err(f"'{key}' given twice", where)
-            kw[key] = value
-        if "weight" in kw and "delay" in kw:
-            raise self.err("a mode has a weight (immediate) or a delay (timed), not both", loc)
-        return Mode(name, tuple(body.inputs or ()), tuple(body.outputs or ()),
-                    tuple(kw.get("unless", ())), kw.get("when"), kw.get("weight"),
-                    kw.get("delay"), loc=loc)
-
-    def mode_body(self, c):
-        return _ModeBody(c[0], c[1], c[2:], self.cloc(c))
-
-    def arcs(self, c):
-        return list(c)
-
-    def arc(self, c):
-        return _RawArc(c[0], str(c[1]), c[2], self.cloc(c))
-
-    def m_when(self, c):
-        return ("when", c[1], self.tloc(c[0]))
-
-    def m_unless(self, c):
-        return ("unless", c[1], self.tloc(c[0]))
-
-    def m_weight(self, c):
-        return ("weight", c[1], self.tloc(c[0]))
-
-    def m_delay(self, c):
-        return ("delay", c[1], self.tloc(c[0]))
-
-    # -- distributions -------------------------------------------------------------------
-    def dist(self, c):
-        from .distparse import build_distribution
-        name_tok = c[0]
-        args = [a for a in c[1:] if a is not None]
-        return build_distribution(str(name_tok), args, self.cloc(c), self.tloc(name_tok),
-                                  self.ctx.base_dir)
-
-    def d_pos(self, c):
-        return ("pos", None, c[0], self.cloc(c))
-
-    def d_named(self, c):
-        return ("named", str(c[0]), c[1], self.cloc(c))
-
-    def d_pair(self, c):
-        return ("pair", c[0], c[1], self.cloc(c))
-
-    def d_list(self, c):
-        return ("list", None, [x for x in c if x is not None], self.cloc(c))
-
-    def d_string(self, c):
-        return ("string", None, str(c[0])[1:-1], self.cloc(c))
-
-    # -- hierarchy -----------------------------------------------------------------------
-    def subnet(self, c):
-        name = str(c[0])
-        params, items = [], []
-        for x in c[1:]:
-            if x is None:
-                continue
-            (params if isinstance(x, SubnetParam) else items).append(x)
-        seen = set()
-        for p in params:
-            if p.name in seen:
-                raise self.err(f"parameter '{p.name}' is declared twice in subnet '{name}'", p.loc)
-            seen.add(p.name)
-        return Subnet(name, tuple(params), tuple(items), loc=self.iloc(c))
-
-    def sparam(self, c):
-        return SubnetParam(str(c[0]), c[1], loc=self.cloc(c))
-
-    def instance(self, c):
-        args = [a for a in c[2:] if a is not None]
-        names = [a[0] for a in args]
-        for i, n in enumerate(names):
-            if n in names[:i]:
-                raise self.err(f"argument '{n}' is given twice", args[i][2])
-        return Instance(str(c[0]), str(c[1]), tuple((n, e) for n, e, _ in args), loc=self.iloc(c))
-
-    def iarg(self, c):
-        return (str(c[0]), c[1], self.cloc(c))
-
-    # -- expressions ---------------------------------------------------------------------
-    def number(self, c):
-        tok, unit = c
-        text = str(tok)
-        value: int | float = int(text) if text.isdigit() else float(text)
-        if value == math.inf:
-            raise self.err(f"the number {text} is beyond the largest float (1.8e308)", tok,
-                           hint="write 'inf' where an unlimited value is meant")
-        if unit is not None and str(unit) not in UNITS:
-            u = str(unit)
-            raise self.err(f"unknown unit '{u}'", unit, expected="a time unit: " + ", ".join(UNITS),
-                           did_you_mean=suggest(u, UNITS),
-                           hint=f"to multiply write '{text} * {u}'")
-        return Num(value, str(unit) if unit is not None else None, loc=self.cloc(c))
-
-    def inf(self, c):
-        return Num(math.inf, loc=self.cloc(c))
-
-    def ref(self, c):
-        return Ref(str(c[0]), self.tloc(c[0]))
-
-    def call(self, c):
-        name_tok, args = c[0], [a for a in c[1:] if a is not None]
-        fname = str(name_tok)
-        if fname not in FUNCTIONS:
-            hint = None
-            if fname in DISTRIBUTIONS:
-                hint = f"'{fname}(...)' is a distribution; use it after 'service' or 'delay'"
-            raise self.err(f"unknown function '{fname}'", name_tok,
-                           expected="one of " + ", ".join(FUNCTIONS),
-                           did_you_mean=suggest(fname, FUNCTIONS), hint=hint)
-        lo, hi, _ = FUNCTIONS[fname]
-        if not lo <= len(args) <= hi:
-            raise self.err(f"{fname}() takes {lo if lo == hi else f'{lo} or more'} argument(s), "
-                           f"got {len(args)}", c)
-        return self._nest(Call(fname, tuple(args), self.cloc(c)), args)
-
-    def tuple(self, c):
-        return self._nest(TupleExpr(tuple(c), self.cloc(c)), c)
-
-    def _nest(self, node, children):
-        """``node`` after checking that its nesting depth stays <= MAX_EXPR_DEPTH."""
-        depths = self.ctx.depths
-        depth = 1 + max((depths[id(ch)][1] for ch in children if id(ch) in depths), default=1)
-        if depth > MAX_EXPR_DEPTH:
-            raise self.err(f"expression nested more than {MAX_EXPR_DEPTH} levels deep", node.loc,
-                           hint="compute it in steps with parameters: 'param s1 = ...'")
-        depths[id(node)] = (node, depth)  # the node is kept alive: its id is not reused
-        return node
-
-    def neg(self, c):
-        x = c[-1]
-        if type(x) is Num and x.value >= 0 and math.copysign(1, x.value) > 0:
-            return Num(-x.value, x.unit, loc=self.cloc(c))
-        return self._nest(Unary("-", x, self.cloc(c)), (x,))
-
-    def not_(self, c):
-        return self._nest(Unary("not", c[0], self.cloc(c)), c)
-
-    def _fold(self, c, op=None):
-        acc = c[0]
-        loc = self.cloc(c)
-        if op is not None:  # 'and'/'or': operands only
-            for x in c[1:]:
-                acc = self._nest(BinOp(op, acc, x, loc), (acc, x))
-            return acc
-        for i in range(1, len(c), 2):
-            acc = self._nest(BinOp(str(c[i]), acc, c[i + 1], loc), (acc, c[i + 1]))
-        return acc
-
-    def or_expr(self, c):
-        return self._fold(c, "or")
-
-    def and_expr(self, c):
-        return self._fold(c, "and")
-
-    def sum(self, c):
-        return self._fold(c)
-
-    def product(self, c):
-        return self._fold(c)
-
-    def comparison(self, c):
-        return self._fold(c)
-
-    def power(self, c):
-        return self._nest(BinOp("^", c[0], c[1], self.cloc(c)), c)
-
-
-# ------------------------------------------------------------------------- API
-def parse_items(text: str, file: str = "<string>", base_dir: str = ".",
-                start: str = "start") -> tuple[list, list]:
-    """Declarations of one file (not yet normalized or validated) and its comments."""
-    lark, stream, ctx, soft = _machinery()
-    with _LOCK:
-        ctx.file, ctx.source, ctx.base_dir, ctx.prev_line = file, text, base_dir, 0
-        ctx.depths = {}
-        try:
-            tokens, comments = stream(text)
-            ip = lark.parse_interactive("", start=start)
-            feed = ip.feed_token
-            state = ip.parser_state
-            table = state.parse_conf.parse_table.states
-            last = 0
-            for i, tok in enumerate(tokens):
-                if tok.type in soft and (
-                        tok.type not in table[state.position]
-                        or (tok.type == "SOFTWARE" and (i + 1 == len(tokens)
-                                                        or tokens[i + 1].type != "LBRACE"))):
-                    tok.type = "NAME"  # a soft keyword where the grammar takes no keyword
-                ctx.prev_line = last
-                feed(tok)
-                last = tok.line
-            ctx.prev_line = last
-            items = ip.feed_eof(tokens[-1] if tokens else None)
-        except UnexpectedInput as exc:
-            raise syntax_error(exc, lark, file, text) from None
-        except VisitError as exc:
-            if isinstance(exc.orig_exc, QPNError):
-                raise exc.orig_exc from None
-            raise
-    if start != "start":
-        return items, comments
-    if not isinstance(items, list):  # an empty file
-        items = [] if items is None or not getattr(items, "children", None) else items.children
-    return items, comments
+from .xmlsource import FOREIGN_FORMATS, translate_file
 
 
 def parse(text: str, path: str | os.PathLike | None = None, *,
@@ -675,7 +50,7 @@ def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
     body = []
     net_line = None
     for it in items:
-        if isinstance(it, _NetName):
+        if isinstance(it, NetName):
             if net_line is not None:
                 raise ModelError("'net <name>' given twice", it.loc,
                                  hint="a file names one net; subnets are declared with 'subnet'")
@@ -696,14 +71,12 @@ def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
     body, doc, trailer = attach_comments(body, comments, net_line)
     net = Net(name, tuple(body), doc=doc, trailer=trailer, path=file if path is not None else None,
               source=text)
-    from qpn.validate import validate
     validate(net)
     return net
 
 
 def default_name(file: str | None) -> str:
     """Net name from a file name when the model has no 'net' line."""
-    import re
     if file is None:
         return "model"
     stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(file).stem) or "model"
@@ -731,14 +104,21 @@ def load(path: str | os.PathLike) -> Net:
         raise ModelError(f"no such model file: {p}", None,
                          hint="model files use the extension .qpn (or .qpe for QPME, .pnml for PNML, "
                          ".lqn for LQN)")
-    from .xmlsource import FOREIGN_FORMATS
     if p.suffix.lower() in FOREIGN_FORMATS:
-        from .xmlsource import load_foreign
         return load_foreign(path)
     return parse(read_source(path), str(path))
 
 
-def parse_expr(text: str, file: str = "<expr>"):
-    """Parse a single expression (used for ``--set name=value``)."""
-    expr, _ = parse_items(text, file, start="expr_start")
-    return expr
+def load_foreign(path):
+    """A foreign model file as a validated Net; the translation's notes go to stderr."""
+    text, notes = translate_file(path)
+    for n in notes:
+        print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
+    try:
+        return parse(text, os.fspath(path) + " (as qpn)")
+    except ModelError as exc:   # a mistake the reader did not catch: show it in the qpn text
+        raise ModelError(f"the model translates to a qpn model that is not valid: {exc.message}",
+                         exc.loc, hint="run 'qpn convert' to see the translation") from None
+
+
+__all__ = ["parse", "load", "load_foreign", "parse_expr", "default_name"]

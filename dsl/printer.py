@@ -6,25 +6,20 @@ them, so formatting a file never loses what its author wrote.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from qpn import disciplines
-from qpn.distributions import (Det, Distribution, Empirical, Erlang, Exp, Gamma, HyperExp,
-                               HyperExpFit, Lognormal, Normal, Uniform)
-from qpn.expr import Expr, Num, Ref, TupleExpr, as_expr, fmt
-from qpn.model import (EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
+from qpn.expr import Expr, Num, Ref, TupleExpr, fmt
+from qpn.model import (EnumColors, Include, Instance, Mode, Param, Place, Port, Queue,
                        QueueingPlace, RangeColors, RecordColors, Subnet, Term, Transition)
 
 from qpn.software.ast import Software
 
+from .printing import INDENT, WIDTH, fmt_dist, wrap_option  # noqa: F401  (fmt_dist: this module's API)
 from .software_printer import fmt_software
 
-INDENT = "    "
-WIDTH = 88
-
-
-def _e(x) -> str:
-    return fmt(as_expr(x))
+if TYPE_CHECKING:
+    from qpn.net import Net
 
 
 def _is_nat(e) -> bool:
@@ -67,44 +62,6 @@ def fmt_arc(a) -> str:
             return a.place
         return f"{fmt_count(c)} {a.place}"
     return f"{a.place}({', '.join(fmt_term(t) for t in a.terms)})"
-
-
-def fmt_dist(d: Distribution) -> str:
-    """A distribution as the language writes it.
-
-    >>> fmt_dist(Erlang(4, Num(2, "ms")))
-    'erlang(4, 2 ms)'
-    """
-    if isinstance(d, Exp):
-        return f"exp({_e(d.mean_)})"
-    if isinstance(d, Det):
-        return f"det({_e(d.value)})"
-    if isinstance(d, Uniform):
-        return f"uniform({_e(d.lo)}, {_e(d.hi)})"
-    if isinstance(d, Erlang):
-        return f"erlang({_e(d.k)}, {_e(d.mean_)})"
-    if isinstance(d, HyperExp):
-        return "hyperexp(" + ", ".join(f"{_e(p)}: {_e(m)}" for p, m in zip(d.probs, d.means)) + ")"
-    if isinstance(d, HyperExpFit):
-        return f"hyperexp(mean = {_e(d.mean_)}, scv = {_e(d.scv_)})"
-    if isinstance(d, Gamma):
-        return f"gamma({_e(d.mean_)}, {_e(d.scv_)})"
-    if isinstance(d, Lognormal):
-        return f"lognormal({_e(d.mean_)}, {_e(d.scv_)})"
-    if isinstance(d, Normal):
-        return f"normal({_e(d.mu)}, {_e(d.sigma)})"
-    if isinstance(d, Empirical):
-        name = "replay" if d.replay else "empirical"
-        if d.source is not None:
-            args = [f'"{d.source}"']
-        else:
-            args = ["[" + ", ".join(_e(s) for s in d.samples) + "]"]
-        if d.unit:
-            args.append(f"unit = {d.unit}")
-        if d.column is not None:
-            args.append(f"column = {d.column}")
-        return f"{name}({', '.join(args)})"
-    raise TypeError(f"cannot print distribution {d!r}")
 
 
 def fmt_qspec(q: Queue) -> str:
@@ -158,38 +115,7 @@ def fmt_place(p: Place, indent: str) -> list[str]:
         return [indent + one]
     lines = [indent + head]
     for o in opts:
-        lines += _wrap(o, indent + INDENT)
-    return lines
-
-
-def _split_top(text: str) -> list[str]:
-    """Split at commas outside brackets."""
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur).strip())
-    return parts
-
-
-def _wrap(option: str, indent: str) -> list[str]:
-    """An option line; long comma lists continue aligned under their first item."""
-    if len(indent) + len(option) <= WIDTH:
-        return [indent + option]
-    keyword, _, rest = option.partition(" ")
-    items = _split_top(rest)
-    pad = indent + " " * (len(keyword) + 1)
-    lines = [f"{indent}{keyword} {items[0]}"]
-    for it in items[1:]:
-        lines[-1] += ","
-        lines.append(pad + it)
+        lines += wrap_option(o, indent + INDENT)
     return lines
 
 

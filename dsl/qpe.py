@@ -2,7 +2,7 @@
 
 :func:`qpe_to_qpn` turns a QPME file into the text of an equivalent qpn model
 (readable: one line per QPME element, QPME's names kept where the language
-allows them, element ids in comments); :func:`dsl.xmlsource.load_foreign` parses that text, so a
+allows them, element ids in comments); :func:`dsl.parser.load_foreign` parses that text, so a
 ``.qpe`` file works wherever a ``.qpn`` file does (``qpn solve model.qpe``).
 
 How QPME's meaning is kept:

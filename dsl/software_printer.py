@@ -10,14 +10,7 @@ from __future__ import annotations
 from qpn.expr import Num, fmt
 from qpn.software import ast as sw
 
-INDENT = "    "
-WIDTH = 88
-
-
-def _fmt_dist(d) -> str:
-    from .printer import fmt_dist
-    return fmt_dist(d)
-
+from .printing import INDENT, WIDTH, fmt_dist, wrap_option
 
 def _doc(doc: str, indent: str) -> list[str]:
     if not doc:
@@ -65,9 +58,9 @@ def fmt_decl_head(d) -> str:
         if not d.load:
             s += f" {d.discipline}"
         if d.service is not None:
-            s += f" service {_fmt_dist(d.service)}"
+            s += f" service {fmt_dist(d.service)}"
         if d.load:
-            s += " service by load " + ", ".join(f"{k}: {_fmt_dist(x)}" for k, x in d.load)
+            s += " service by load " + ", ".join(f"{k}: {fmt_dist(x)}" for k, x in d.load)
         return s
     if t is sw.Mutex:
         return f"mutex {d.name}"
@@ -93,9 +86,9 @@ def fmt_decl_head(d) -> str:
     if t is sw.Pool:
         return f"pool {d.name} size {fmt(d.size)}"
     if t is sw.Population:
-        return f"population {d.name} size {fmt(d.size)} think {_fmt_dist(d.think)}"
+        return f"population {d.name} size {fmt(d.size)} think {fmt_dist(d.think)}"
     if t is sw.Source:
-        return f"source {d.name} every {_fmt_dist(d.every)}"
+        return f"source {d.name} every {fmt_dist(d.every)}"
     if t is sw.Behavior:
         return f"behavior {d.name}"
     raise TypeError(f"cannot print {d!r}")
@@ -105,9 +98,8 @@ def fmt_decl(d, indent: str) -> list[str]:
     """The lines of a software declaration, with its body if it has one."""
     head = fmt_decl_head(d)
     if isinstance(d, sw.Disk) and d.load and len(indent) + len(head) > WIDTH:
-        from .printer import _wrap
         base, _, rest = head.partition(" service by load ")
-        return [indent + base] + _wrap("service by load " + rest, indent + INDENT)
+        return [indent + base] + wrap_option("service by load " + rest, indent + INDENT)
     if isinstance(d, sw.RUNNERS + (sw.Behavior,)):
         if isinstance(d.body, str):
             return [f"{indent}{head} runs {d.body}"]
@@ -120,12 +112,12 @@ def step_head(st) -> str:
     """A step without its blocks (the text before ' {')."""
     t = type(st)
     if t is sw.Compute:
-        return f"cpu {_fmt_dist(st.dist)}" + (f" on {st.on}" if st.on else "") + _label(st)
+        return f"cpu {fmt_dist(st.dist)}" + (f" on {st.on}" if st.on else "") + _label(st)
     if t is sw.Io:
-        s = "io" + (f" {_fmt_dist(st.dist)}" if st.dist is not None else "")
+        s = "io" + (f" {fmt_dist(st.dist)}" if st.dist is not None else "")
         return s + (f" on {st.on}" if st.on else "") + _label(st)
     if t is sw.Sleep:
-        return f"sleep {_fmt_dist(st.dist)}" + _label(st)
+        return f"sleep {fmt_dist(st.dist)}" + _label(st)
     if t is sw.Lock:
         pre = "" if st.mode == "mutex" else f"{st.mode} "
         return f"{pre}lock {st.target}" + _label(st)
@@ -145,7 +137,7 @@ def step_head(st) -> str:
     if t in (sw.Put, sw.Take):
         s = f"{'put' if t is sw.Put else 'take'} {st.target}" + _label(st)
         if st.timeout is not None:
-            s += f" timeout {_fmt_dist(st.timeout)}"
+            s += f" timeout {fmt_dist(st.timeout)}"
         return s + (" else" if st.otherwise is not None else "")
     if t is sw.Allocate:
         return f"allocate {_opt_count(st.count)}{st.target}" + _label(st) + " else"

@@ -155,19 +155,3 @@ def translate_file(path) -> tuple[str, list[str]]:
     module, func = FOREIGN_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower(), FOREIGN_FORMATS[".qpe"])
     translate = getattr(importlib.import_module(module), func)
     return translate(data, os.fspath(path))
-
-
-def load_foreign(path):
-    """A foreign model file as a validated Net; the translation's notes go to stderr."""
-    import os
-    import sys
-
-    from .parser import parse
-    text, notes = translate_file(path)
-    for n in notes:
-        print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
-    try:
-        return parse(text, os.fspath(path) + " (as qpn)")
-    except ModelError as exc:   # a mistake the reader did not catch: show it in the qpn text
-        raise ModelError(f"the model translates to a qpn model that is not valid: {exc.message}",
-                         exc.loc, hint="run 'qpn convert' to see the translation") from None

@@ -26,9 +26,10 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .errors import Loc, ModelError, ParameterError, QPNError, SolverError
-from .model import (Arc, EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
+from .model import (Arc, EnumColors, Include, Instance, Mode, Param, Place, Port, Queue,
                     QueueingPlace, RangeColors, RecordColors, Service, Subnet, SubnetParam, Term,
                     Transition)
+from .net import Net
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,8 @@ from .colors import color_label, color_values
 from .distributions import Distribution
 from .errors import Loc, ModelError
 from .expr import Expr, Num, Ref, TupleExpr, evaluate, fmt, refs
-from .model import EnumColors, Net, Place, Queue, QueueingPlace, RecordColors, Transition
+from .model import EnumColors, Queue, QueueingPlace, RecordColors, Transition
+from .net import Net
 from .params import param_values
 
 MAX_BINDINGS = 1_000_000

@@ -14,7 +14,8 @@ import html
 from .distributions import describe
 from .dot_helpers import arc_label
 from .expr import fmt
-from .model import Net, QueueingPlace
+from .model import QueueingPlace
+from .net import Net
 
 
 def _id(kind: str, name: str) -> str:

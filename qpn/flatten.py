@@ -18,12 +18,15 @@ Each instance parameter becomes a global parameter named by its path
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from .distributions import Distribution, Empirical
-from .expr import Expr, Num, Ref, substitute
-from .model import (Arc, Include, Instance, Mode, Net, Param, Place, Port, Queue, QueueingPlace,
+from .expr import Expr, Ref, substitute
+from .model import (Arc, Include, Instance, Param, Place, Port, Queue, QueueingPlace,
                     Service, Subnet, Term, Transition)
+
+if TYPE_CHECKING:
+    from .net import Net
 
 
 def _ren(e: Expr | None, m: Mapping[str, Expr]) -> Expr | None:
@@ -136,5 +139,4 @@ def flatten(net: Net) -> Net:
             _expand(it, "", {}, subnets, out)
         else:
             out.append(it)
-    return Net(net.name, tuple(out), doc=net.doc, trailer=net.trailer, path=net.path,
-               source=net.source)
+    return replace(net, items=tuple(out))

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .errors import ModelError, ParameterError, suggest
 from .expr import Expr, Num, evaluate, fmt, free_names, is_constant
-from .model import Include, Instance, Net, Param
+from .model import Include, Instance, Param
+
+if TYPE_CHECKING:
+    from .net import Net
 
 #: the largest whole-number parameter (int64)
 MAX_INT = 2 ** 63 - 1
@@ -28,7 +31,17 @@ def param_values(net: Net, extra: Mapping[str, Any] | None = None) -> dict[str, 
 
     Raises :class:`ModelError` for cycles, undefined names and non-numbers.
     """
-    defs: dict[str, Param] = {p.name: p for p in net.params}
+    return values_of(net.params, extra)
+
+
+def values_of(params: Iterable[Param], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluate parameter declarations in dependency order (``extra``: values given first).
+
+    >>> from qpn.expr import BinOp, Num, Ref
+    >>> values_of([Param("n", Num(3)), Param("m", BinOp("*", Num(2), Ref("n")))])
+    {'n': 3, 'm': 6}
+    """
+    defs: dict[str, Param] = {p.name: p for p in params}
     values: dict[str, Any] = dict(extra or {})
     state: dict[str, int] = {}
 
@@ -75,7 +88,7 @@ def coerce_value(name: str, value: Any) -> Expr:
             raise ParameterError(f"parameter '{name}' must be a number, got NaN")
         return Num(value)
     if isinstance(value, str):
-        from dsl.parser import parse_expr
+        from dsl.grammar import parse_expr
         try:
             e = parse_expr(value.strip(), f"--set {name}")
         except ModelError:
@@ -152,4 +165,4 @@ def _replace_items(net: Net, pending: dict[str, Expr]) -> Net:
     return replace(net, items=tuple(items))
 
 
-__all__ = ["param_values", "with_params", "coerce_value", "fmt", "is_constant"]
+__all__ = ["param_values", "values_of", "with_params", "coerce_value", "fmt", "is_constant"]

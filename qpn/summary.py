@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .colors import color_label, color_values
 from .expr import fmt
-from .model import EnumColors, Net, Port, QueueingPlace
+from .model import EnumColors, QueueingPlace
+from .net import Net
 
 
 def _fmt_num(v) -> str:

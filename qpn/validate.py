@@ -14,9 +14,10 @@ from typing import Any
 from . import disciplines
 from .errors import Loc, ModelError, suggest, undefined
 from .expr import BinOp, Call, Expr, Num, Ref, TupleExpr, Unary, refs, walk
-from .model import (Arc, EnumColors, Include, Instance, Mode, Net, Param, Place, Port, Queue,
-                    QueueingPlace, RangeColors, RecordColors, Subnet, Term, Transition,
+from .model import (Arc, EnumColors, Instance, Mode, Param, Place, Port, Queue,
+                    QueueingPlace, RangeColors, RecordColors, Subnet, Transition,
                     DISCIPLINES, DEPARTURES)
+from .net import Net
 
 
 @dataclass

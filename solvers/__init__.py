@@ -10,79 +10,19 @@ A solver is registered under a method name and offers:
 
 ``options`` is the user's mapping; a solver reads it through ``Options.of``.
 ``solve(net, method=..., **params)`` compiles the net once and hands it to the
-chosen solver.  Methods register themselves in :data:`REGISTRY` on import;
-:data:`_MODULES` is the one list of the modules that hold them.
+chosen solver.  Methods register themselves in :data:`~solvers.registry.REGISTRY` on import;
+:data:`~solvers.registry._MODULES` is the one list of the modules that hold them.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from qpn.errors import ParameterError, SolverError
 
+from .registry import METHODS, REGISTRY, Solver, all_solvers, get_solver, register
 from .result import Measure, Result
 
-class Solver(Protocol):
-    """What a method offers: a name, its options dataclass, and the two calls below."""
-    name: str
-    Options: type
-
-    def problems(self, compiled, options: dict) -> list[str]:
-        """Why this method cannot solve ``compiled`` (empty if it can), each naming the construct."""
-
-    def solve(self, compiled, options: dict) -> Result:
-        """The measures of ``compiled`` (a :class:`qpn.compile.CompiledNet`)."""
-
-
-REGISTRY: dict[str, Solver] = {}
-_MODULES = {"auto": "solvers.auto", "mva": "solvers.mva", "ctmc": "solvers.ctmc",
-            "symbolic": "solvers.symbolic", "des": "solvers.des"}
-#: the method names, in the order help texts list them
-METHODS = tuple(_MODULES)
-
-
-def register(solver: Solver) -> Solver:
-    """Make ``solver`` available under ``solver.name`` (its module does this on import)."""
-    REGISTRY[solver.name] = solver
-    return solver
-
-
-def get_solver(method: str) -> Solver:
-    """The solver registered as ``method`` (importing its module); a SolverError with a
-    did-you-mean for an unknown name.
-
-    >>> get_solver("ctmc").Options.of({"cutoff": "80"}).cutoff
-    80
-    """
-    if method not in REGISTRY:
-        mod = _MODULES.get(method)
-        if mod is None:
-            from qpn.errors import suggest
-            s = suggest(method, METHODS)
-            raise SolverError(f"unknown method '{method}'" + (f"; did you mean '{s}'?" if s else ""),
-                              methods=METHODS)
-        try:
-            __import__(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
-            raise SolverError(f"method '{method}' is not available in this version of qpn",
-                              methods=tuple(m for m in METHODS if m in REGISTRY)) from None
-    if method not in REGISTRY:
-        raise SolverError(f"method '{method}' is not available in this version of qpn",
-                          methods=tuple(m for m in METHODS if m in REGISTRY))
-    return REGISTRY[method]
-
-
-def all_solvers() -> list[Solver]:
-    """Every available solver, in :data:`METHODS` order (importing their modules)."""
-    out = []
-    for m in METHODS:
-        try:
-            out.append(get_solver(m))
-        except SolverError:
-            continue
-    return out
 
 
 def check_options(options: dict | None) -> None:
@@ -194,4 +134,4 @@ def _document_options() -> None:
 
 _document_options()
 
-__all__ = ["solve", "register", "get_solver", "REGISTRY", "Result", "Measure", "METHODS", "Solver"]
+__all__ = ["solve", "register", "get_solver", "all_solvers", "REGISTRY", "Result", "Measure", "METHODS", "Solver"]

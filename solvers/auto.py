@@ -10,7 +10,7 @@ from qpn.distributions import Erlang, Exp, HyperExp, HyperExpFit
 from qpn.errors import SolverError
 from qpn.resources import MemoryLimitError
 
-from . import get_solver, register
+from .registry import get_solver, register
 from .options import SolverOptions
 from .result import Result
 

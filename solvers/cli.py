@@ -71,7 +71,7 @@ def _run(net, method: str, options: dict):
     if method == "des" and options.get("scheduler") is not None:
         # only simulate() hands the lanes to a scheduler
         import time
-        from .des.solver import simulate
+        from .des.api import simulate
         from .sweep import check_distributed
         check_distributed()
         t0 = time.perf_counter()

@@ -33,6 +33,8 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from qpn.errors import SolverError, suggest
 
+from .registry import all_solvers
+
 
 class OptionValueError(ValueError):
     """A value an option cannot take; the message says what was expected."""
@@ -152,7 +154,7 @@ def duration(test: Callable[[float], bool] = lambda x: math.isfinite(x) and x > 
 
 
 def _unit_seconds(text: str) -> float:
-    from dsl.parser import parse_expr
+    from dsl.grammar import parse_expr
     from qpn.errors import QPNError
     from qpn.expr import evaluate
     try:
@@ -280,7 +282,6 @@ def check_value(f: dataclasses.Field, value: Any) -> Any:
 
 def option_names() -> set[str]:
     """Every option name some registered solver declares."""
-    from . import all_solvers
     return {f.name for s in all_solvers() for f in s.Options.fields()}
 
 
@@ -299,7 +300,6 @@ def describe(cls: type[SolverOptions], indent: str = "  ") -> list[str]:
 
 def describe_all() -> str:
     """The options of every registered solver, as in ``qpn solve --help``."""
-    from . import all_solvers
     lines = []
     for s in all_solvers():
         if s.Options.fields():

@@ -21,7 +21,7 @@ from html import escape
 
 from qpn.errors import QPNError
 
-from .result import UNITS, Result, _g
+from .result import UNITS, Result, measure_table  # noqa: F401  (measure_table: this module's API)
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
@@ -34,26 +34,6 @@ pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: 12px; }
 .ok { background: #d8f0d8; } .bad { background: #f8d8d0; } .warn { color: #8a4b00; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 """
-
-
-def measure_table(res: Result, measure: str) -> str:
-    """One measure's cells as an HTML table (element, color, value, unit, CI, n)."""
-    rows = [r for r in res.rows if r.measure == measure]
-    with_ci = any(r.ci is not None for r in rows)
-    with_n = any(r.n is not None for r in rows)
-    head = ["element", "color", "value", "unit"] + (["± (CI half-width)"] if with_ci else []) + \
-        (["observations"] if with_n else [])
-    out = ["<table>", "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
-    for r in rows:
-        cells = [f"<td>{escape(r.element)}</td>", f"<td>{escape(r.color)}</td>",
-                 f'<td class="num">{escape(_g(r.value, 6))}</td>', f"<td>{escape(r.unit)}</td>"]
-        if with_ci:
-            cells.append(f'<td class="num">{"" if r.ci is None else escape(_g(r.ci, 3))}</td>')
-        if with_n:
-            cells.append(f'<td class="num">{"" if r.n is None else f"{r.n:,}"}</td>')
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
 
 
 def _figures(res: Result) -> str:
@@ -70,7 +50,7 @@ def html_report(net, res: Result, source: str | None = None, plots: bool = True)
 
     Parameters
     ----------
-    net : the model (:class:`qpn.model.Net`) that was solved
+    net : the model (:class:`qpn.net.Net`) that was solved
     res : its result
     source : the model file's path, shown in the header
     plots : draw the figures (needs matplotlib)

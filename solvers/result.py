@@ -21,6 +21,7 @@ import csv
 import io
 import json
 import math
+from html import escape
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -222,9 +223,6 @@ class Result:
 
     def _repr_html_(self) -> str:
         """A notebook's view: one table per measure, with units (solvers.report)."""
-        from html import escape
-
-        from .report import measure_table
         head = f"<p><b>{escape(self.model)}: {escape(self.method)}</b> ({escape(self.status)})</p>"
         return head + "".join(f"<p>{escape(m)}</p>" + measure_table(self, m) for m in self.measures())
 
@@ -292,3 +290,24 @@ def _str_keys(d):
     if isinstance(d, (list, tuple)):
         return [_str_keys(v) for v in d]
     return d
+
+
+def measure_table(res: Result, measure: str) -> str:
+    """One measure's cells as an HTML table (element, color, value, unit, CI, n): the
+    notebook view's and the HTML report's (:mod:`solvers.report`)."""
+    rows = [r for r in res.rows if r.measure == measure]
+    with_ci = any(r.ci is not None for r in rows)
+    with_n = any(r.n is not None for r in rows)
+    head = ["element", "color", "value", "unit"] + (["± (CI half-width)"] if with_ci else []) + \
+        (["observations"] if with_n else [])
+    out = ["<table>", "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    for r in rows:
+        cells = [f"<td>{escape(r.element)}</td>", f"<td>{escape(r.color)}</td>",
+                 f'<td class="num">{escape(_g(r.value, 6))}</td>', f"<td>{escape(r.unit)}</td>"]
+        if with_ci:
+            cells.append(f'<td class="num">{"" if r.ci is None else escape(_g(r.ci, 3))}</td>')
+        if with_n:
+            cells.append(f'<td class="num">{"" if r.n is None else f"{r.n:,}"}</td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)

@@ -3,7 +3,7 @@ the results out one table per measure.
 
 A sweep is an ordered mapping ``{parameter: [values]}``; its points are the
 cartesian product (the last parameter varies fastest).  The simulator runs all
-points as lanes of one engine run (:func:`solvers.des.solver.simulate`); the
+points as lanes of one engine run (:func:`solvers.des.api.simulate`); the
 analytic methods solve the points one after another.  Both give a
 :class:`~solvers.sweep_result.SweepResult`: ``points[i].params`` and
 ``points[i].result``.
@@ -190,7 +190,7 @@ def run_sweep(net, method: str, sweep: dict[str, list], options: dict | None = N
     if method == "des":
         if options.get("scheduler"):
             check_distributed()
-        from .des.solver import simulate
+        from .des.api import simulate
         sw = simulate(net, sweep=sweep, options=options)
         out = SweepResult([PointResult(dict(p.params), p.result) for p in sw.points],
                           dict(getattr(sw, "info", {}) or {}))

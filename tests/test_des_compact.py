@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import qpn
-from solvers.des import qnkernel, solver
+from solvers.des import api, qnkernel
 from solvers.des.compact import LaneWindow
 
 
@@ -93,9 +93,9 @@ def test_sweep_ring_buffers_grow_after_narrowing(narrowing, monkeypatch):
     monkeypatch.setattr(qnkernel._Q, "grow", lambda q, L: (grown_at.append(L), grow(q, L))[1])
     net = qpn.load("models/mm1.qpn")
     opts = dict(time=2000.0, replications=300, seed=5, quiet=True, kernel="qn", histograms=True, workers=1)
-    a = solver.simulate(net, sweep={"lambda": [0.2, 0.97]}, options=opts)
+    a = api.simulate(net, sweep={"lambda": [0.2, 0.97]}, options=opts)
     assert min(grown_at) == 300 < max(grown_at)          # a grow while narrowed to one point
     narrowing.off()
-    b = solver.simulate(net, sweep={"lambda": [0.2, 0.97]}, options=opts)
+    b = api.simulate(net, sweep={"lambda": [0.2, 0.97]}, options=opts)
     for pa, pb in zip(a.points, b.points):
         assert _measures(pa.result) == _measures(pb.result)

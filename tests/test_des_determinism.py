@@ -20,7 +20,8 @@ import pytest
 import qpn
 from des_support import MODELS, assert_all_cover
 from qpn.compile import compile_net
-from solvers.des.solver import _simulate_compiled, options_of, simulate
+from solvers.des.api import simulate
+from solvers.des.solver import _simulate_compiled, options_of
 
 CASES = [
     # (id, model, swept parameter and values, kernel, horizon)

@@ -9,7 +9,8 @@ import pytest
 
 import qpn
 from qpn.compile import compile_net
-from solvers.des.solver import _simulate_compiled, options_of, simulate, sweep_points
+from solvers.des.api import simulate
+from solvers.des.solver import _simulate_compiled, options_of, sweep_points
 
 MODELS = "models/"
 
@@ -76,14 +77,14 @@ def test_percentiles_are_per_point():
 
 
 def test_interrupt_returns_partial_statistics(monkeypatch):
-    from solvers.des import solver as S
+    from solvers.des import group as S
 
     def interrupting(engine, o):
         def check():
             raise KeyboardInterrupt
         check.done = np.zeros(1, dtype=bool)
         return check
-    monkeypatch.setattr(S, "_sequential_rule", interrupting)
+    monkeypatch.setattr(S, "sequential_rule", interrupting)
     net = qpn.load(MODELS + "tandem.qpn")
     res = qpn.solve(net, method="des", options=dict(replications=4, seed=1, kernel="qn", quiet=True,
                                                     min_events=3000))

@@ -8,9 +8,10 @@ import qpn
 from qpn.distributions import (Det, Empirical, Erlang, Exp, Gamma, HyperExp, HyperExpFit,
                                Lognormal, Normal, Uniform)
 from qpn.expr import BinOp, Num, Ref, TupleExpr
-from qpn.model import (Arc, EnumColors, Instance, Mode, Net, Param, Place, Port, Queue,
+from qpn.model import (Arc, EnumColors, Instance, Mode, Param, Place, Port, Queue,
                        QueueingPlace, RangeColors, RecordColors, Service, Subnet, SubnetParam,
                        Term, Transition)
+from qpn.net import Net
 
 ONE = Num(1)
 UNITS = [None, "s", "ms", "us"]

@@ -438,7 +438,8 @@ def software_nets(draw):
     for i in range(draw(st.integers(1, 2))):
         body = [sw.Take("q0")] + block(0, frozenset())
         decls.append(sw.Pool(f"p{i}", Ref("n"), tuple(body)))
-    from qpn.model import Net, Param
+    from qpn.model import Param
+    from qpn.net import Net
     return Net("prop", (Param("n", Num(2)), Param("d", Num(3, "ms")), sw.Software(tuple(decls))))
 
 

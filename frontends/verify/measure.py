@@ -30,7 +30,8 @@ from qpn.errors import QPNError
 from qpn.fileio import write_atomic
 from qpn.progress import progress
 
-ISOLATE = ["setsid", "sh", "-c", 'echo -19 > /proc/self/autogroup 2>/dev/null; exec "$@"', "sh"]
+from .isolation import ISOLATE
+
 NOISY = 0.25
 
 

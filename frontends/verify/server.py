@@ -19,13 +19,10 @@ import time
 
 from qpn.errors import QPNError
 
-from .measure import ISOLATE
+from .isolation import ISOLATE, PIDFILE
 
 #: seconds a server may take to accept connections, and to exit after SIGTERM
 READY_S, STOP_S = 60.0, 20.0
-#: ISOLATE that also writes the server's pid (the shell execs it: same pid) to $0
-PIDFILE = ["setsid", "sh", "-c",
-           'echo $$ > "$0"; echo -19 > /proc/self/autogroup 2>/dev/null; exec "$@"']
 
 
 def _accepts(port: int) -> bool:

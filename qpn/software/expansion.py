@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..errors import ModelError
 from ..model import Instance, Param, Place, Queue, Transition
+from ..params import values_of
 from . import ast as sw
 from .cfg import emit_exit
 from .check import Numbers, Table, check
@@ -41,11 +42,9 @@ def _core_names(core_items) -> dict[str, str]:
 
 
 def _param_values(core_items) -> dict | None:
-    from ..model import Net
-    from ..params import param_values
     params = [it for it in core_items if isinstance(it, Param)]
     try:
-        return param_values(Net("params", tuple(params)))
+        return values_of(params)
     except ModelError:
         return None  # reported by the core validation
 

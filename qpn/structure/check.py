@@ -22,7 +22,8 @@ from .. import resources
 from ..colors import color_label
 from ..compile import CompiledNet, compile_net
 from ..errors import Loc
-from ..model import QueueingPlace, Net
+from ..model import QueueingPlace
+from ..net import Net
 from .semiflows import TooManySemiflows, p_semiflows, t_semiflows
 
 MAX_INVARIANT_SIZE = 3000   # slots or modes; beyond, invariants are skipped

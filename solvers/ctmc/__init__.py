@@ -1,5 +1,5 @@
 """Exact CTMC solution of queueing Petri nets (vectorized state-space generation)."""
-from .. import register
+from ..registry import register
 from .solver import CTMC, CTMCSolver, build, measures, solve_transient
 
 register(CTMCSolver())

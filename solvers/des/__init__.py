@@ -1,6 +1,6 @@
 """Vectorized discrete-event simulation of queueing Petri nets."""
-from .. import register
-from .solver import DESSolver, SweepResult, simulate
+from ..registry import register
+from .api import DESSolver, SweepResult, simulate
 
 register(DESSolver())
 

@@ -40,7 +40,7 @@ from .jit import loop
 from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP, YIELD,
                          Sizes, pack, pack_floats, pow2, region, rows)
 from .lanes import LaneNet
-from .parallel import usable_cores
+from .options import usable_cores
 from .stats import EPOCH_GROWTH, Stats
 
 STORE_REGIONS = {"rc", "wcls", "wseq", "wflag", "wrseq", "wsrv", "rt", "wt0", "wwork", "wqleft", "wsetup",

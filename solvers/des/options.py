@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from ..measures import MEASURE_ORDER
@@ -108,3 +109,9 @@ class DESOptions(SolverOptions):
     min_events: int = option(20_000, "events per lane before the first precision check",
                              whole(1, "a whole number"))
     quiet: bool = option(False, "no progress bar", boolean())
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (at most 8): the default number of worker
+    processes for long runs, and of the event engine's threads."""
+    return max(1, min(len(os.sched_getaffinity(0)), 8))

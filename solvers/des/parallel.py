@@ -8,7 +8,8 @@ the step count alone.  Used for fixed-time or fixed-event runs with many
 lanes (sequential stopping decides per point, so it shards whole points).
 
 >>> import qpn
->>> from solvers.des.solver import DESOptions, lane_keys
+>>> from solvers.des.options import DESOptions
+>>> from solvers.des.solver import lane_keys
 >>> net = qpn.parse("net n\\nplace q queue ps service exp(1)\\ntransition a : -> q delay exp(2)\\n"
 ...                 "transition b : q ->\\n")
 >>> o = DESOptions.of({"time": 50.0, "quiet": True, "replications": 4})
@@ -20,13 +21,13 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from .options import DESOptions
+from .group import make_engine, run_group
+from .options import DESOptions, usable_cores
 from .run import RunInfo
 from .stats import Stats
 
@@ -53,12 +54,6 @@ class MergedRun:
         return len(self.t)
 
 
-def usable_cores() -> int:
-    """Cores this process may run on (at most 8): the default number of worker
-    processes for long runs, and of the event engine's threads."""
-    return max(1, min(len(os.sched_getaffinity(0)), 8))
-
-
 def default_workers(o: DESOptions, lanes: int) -> int:
     """Processes for a run: all cores for long fixed-length runs with many lanes."""
     w = o.workers
@@ -82,10 +77,9 @@ def _to_shared(engine, a: int, b: int) -> None:
 
 
 def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: DESOptions, show: bool):
-    from .solver import _run_group
     a, b = int(lanes[0]), int(lanes[-1]) + 1          # shards are contiguous
     # one thread per process: the processes already take every core
-    engine, runinfo = _run_group(points, R, keys, o.replace(quiet=o.quiet or not show, threads=1),
+    engine, runinfo = run_group(points, R, keys, o.replace(quiet=o.quiet or not show, threads=1),
                                  lanes=lanes)
     _to_shared(engine, a, b)
     return (engine.stats, engine.t, engine.steps, list(engine.notes), type(engine).__name__, runinfo)
@@ -94,7 +88,6 @@ def _shard(points: list, R: int, lanes: np.ndarray, keys: np.ndarray, o: DESOpti
 def _allocate(points: list, R: int, keys: np.ndarray, o: DESOptions, L: int) -> dict:
     """Shared arrays for the bucket statistics of all L lanes, shaped like a 1-lane engine's."""
     from .lanes import build_lanes
-    from .solver import make_engine
     probe = make_engine(build_lanes(points, R, np.arange(1)), keys[:1], o.replace(quiet=True)).stats
 
     def shared(like: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ Importing this package registers the ``mva`` solver (``solvers.solve(net,
 * :mod:`.symbolic` -- closed-form measures as sympy expressions
 * :mod:`.solver` -- the registered solver
 """
-from solvers import register
+from ..registry import register
 
 from .approx import linearizer, schweitzer
 from .exact import MVAResult, exact_mva, population_vectors

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from qpn.errors import SolverError
 
-from .. import register
+from ..registry import register
 from ..options import SolverOptions, option, whole
 from .result import SymbolicResult
 

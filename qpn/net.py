@@ -1,0 +1,178 @@
+"""The net: a model's declarations in source order, with typed views and operations.
+
+:class:`Net` holds the items of :mod:`qpn.model` as written (``items``) so the
+printer can write them back canonically; the typed views (``places``,
+``transitions`` ...) merge included files and expand ``software`` blocks.  The
+operations are the functions of their own modules, offered as methods for
+convenience: :func:`qpn.flatten.flatten`, :func:`qpn.params.with_params`,
+:func:`qpn.params.param_values` and :func:`dsl.printer.print_net`.  None of
+those modules imports this one, so the model's modules form no import cycle.
+
+>>> import qpn
+>>> net = qpn.parse("param n = 2\\nplace idle init n\\nplace busy\\ntransition t : idle -> busy")
+>>> net.with_params(n=3).param_values(), net.text().splitlines()[4]
+({'n': 3}, 'place idle init n')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Iterable
+
+from dsl.printer import print_net
+
+from .flatten import flatten
+from .model import (ColorSet, EnumColors, Include, Instance, Item, Param, Place, Queue, QueueingPlace,
+                    RangeColors, RecordColors, Subnet, Transition)
+from .params import param_values, with_params
+from .software import expand
+from .software.ast import Software
+
+
+@dataclass(frozen=True)
+class Net:
+    """A (possibly hierarchical) colored queueing Petri net.
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place idle init 2
+    ... place cpu queue ps service exp(10 ms)
+    ... transition go : idle -> cpu
+    ... transition back : cpu -> idle''')
+    >>> [p.name for p in net.places], net.transitions[0].kind
+    (['idle', 'cpu'], 'immediate')
+    """
+    name: str
+    items: tuple[Item, ...] = ()
+    doc: str = field(default="", compare=False, repr=False)
+    trailer: str = field(default="", compare=False, repr=False)  # comments after the last item
+    path: str | None = field(default=None, compare=False, repr=False)
+    source: str | None = field(default=None, compare=False, repr=False)
+
+    # -- typed views (own items + included files + the software layer) -----
+    def _collect(self, core: list, software: list) -> None:
+        for it in self.items:
+            if isinstance(it, Include) and it.net is not None:
+                it.net._collect(core, software)
+            elif isinstance(it, Software):
+                software.append(it)
+            else:
+                core.append(it)
+
+    @cached_property
+    def software(self) -> tuple:
+        """The ``software { ... }`` blocks (own and included)."""
+        core: list = []
+        software: list = []
+        self._collect(core, software)
+        return tuple(software)
+
+    @cached_property
+    def all_items(self) -> tuple[Item, ...]:
+        """Every declaration: included files merged, software blocks expanded
+        into places and transitions (:mod:`qpn.software`)."""
+        core: list = []
+        software: list = []
+        self._collect(core, software)
+        if software:
+            core.extend(expand(software, core))
+        return tuple(core)
+
+    def _of(self, *types) -> list:
+        return [i for i in self.all_items if isinstance(i, types)]
+
+    @cached_property
+    def params(self) -> list[Param]:
+        """The net's parameters, in text order (includes merged, software expanded)."""
+        return self._of(Param)
+
+    @cached_property
+    def colorsets(self) -> list[ColorSet]:
+        """The net's color sets, in text order (includes merged, software expanded)."""
+        return self._of(EnumColors, RangeColors, RecordColors)
+
+    @cached_property
+    def queues(self) -> list[Queue]:
+        """The net's shared queues, in text order (includes merged, software expanded)."""
+        return self._of(Queue)
+
+    @cached_property
+    def places(self) -> list[Place]:
+        """The net's places (ordinary, queueing and ports), in text order (includes merged, software expanded)."""
+        return self._of(Place)
+
+    @cached_property
+    def transitions(self) -> list[Transition]:
+        """The net's transitions, in text order (includes merged, software expanded)."""
+        return self._of(Transition)
+
+    @cached_property
+    def subnets(self) -> list[Subnet]:
+        """The net's subnet templates, in text order (includes merged, software expanded)."""
+        return self._of(Subnet)
+
+    @cached_property
+    def instances(self) -> list[Instance]:
+        """The net's subnet instances, in text order (includes merged, software expanded)."""
+        return self._of(Instance)
+
+    @cached_property
+    def place_map(self) -> dict[str, Place]:
+        """Places by name."""
+        return {p.name: p for p in self.places}
+
+    @cached_property
+    def transition_map(self) -> dict[str, Transition]:
+        """Transitions by name."""
+        return {t.name: t for t in self.transitions}
+
+    @cached_property
+    def colorset_map(self) -> dict[str, ColorSet]:
+        """Color sets by name."""
+        return {c.name: c for c in self.colorsets}
+
+    @cached_property
+    def queue_map(self) -> dict[str, Queue]:
+        """Shared queues and the inline queues of queueing places, by name."""
+        out = {q.name: q for q in self.queues}
+        for p in self.places:
+            if isinstance(p, QueueingPlace) and isinstance(p.queue, Queue):
+                out.setdefault(p.queue.name, p.queue)
+        return out
+
+    @cached_property
+    def is_flat(self) -> bool:
+        """Whether the net has no subnets, instances or software blocks to expand."""
+        return not self.instances and not self.subnets and not self.software
+
+    # -- operations -----------------------------------------------------------
+    def flatten(self) -> "Net":
+        """The flat net solvers compile (element names become paths)."""
+        return flatten(self)
+
+    def with_params(self, **values: Any) -> "Net":
+        """A copy with parameters overridden: ``net.with_params(threads=8)``.
+
+        Values are numbers, expressions, or text such as ``"20 ms"``.  Names
+        may be top-level parameters or ``instance.param`` arguments.
+        """
+        return with_params(self, values)
+
+    def param_values(self, **overrides: Any) -> dict[str, Any]:
+        """Numeric values of every parameter (after overrides)."""
+        net = self.with_params(**overrides) if overrides else self
+        return param_values(net)
+
+    def replace_items(self, items: Iterable[Item]) -> "Net":
+        """A copy with other declarations (the net's name and source kept)."""
+        return replace(self, items=tuple(items))
+
+    def text(self) -> str:
+        """Canonical DSL text of this net."""
+        return print_net(self)
+
+    def __str__(self) -> str:
+        n = lambda xs: len(xs)  # noqa: E731
+        return (f"Net {self.name!r}: {n(self.places)} places, {n(self.transitions)} transitions, "
+                f"{n(self.colorsets)} color sets, {n(self.params)} parameters, "
+                f"{n(self.subnets)} subnets, {n(self.instances)} instances")

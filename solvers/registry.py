@@ -1,0 +1,79 @@
+"""The solver registry: the methods by name, each registered by its own module on import.
+
+Nothing here imports a solver module by name in the code; :func:`get_solver` imports the
+module that :data:`_MODULES` names the first time a method is asked for, so the registry
+sits below every solver and every module that lists them (options, the CLI, ``auto``).
+
+>>> get_solver("mva").name, METHODS[0]
+('mva', 'auto')
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from qpn.errors import SolverError
+
+from .result import Result
+
+
+class Solver(Protocol):
+    """What a method offers: a name, its options dataclass, and the two calls below."""
+    name: str
+    Options: type
+
+    def problems(self, compiled, options: dict) -> list[str]:
+        """Why this method cannot solve ``compiled`` (empty if it can), each naming the construct."""
+
+    def solve(self, compiled, options: dict) -> Result:
+        """The measures of ``compiled`` (a :class:`qpn.compile.CompiledNet`)."""
+
+
+REGISTRY: dict[str, Solver] = {}
+_MODULES = {"auto": "solvers.auto", "mva": "solvers.mva", "ctmc": "solvers.ctmc",
+            "symbolic": "solvers.symbolic", "des": "solvers.des"}
+#: the method names, in the order help texts list them
+METHODS = tuple(_MODULES)
+
+
+def register(solver: Solver) -> Solver:
+    """Make ``solver`` available under ``solver.name`` (its module does this on import)."""
+    REGISTRY[solver.name] = solver
+    return solver
+
+
+def get_solver(method: str) -> Solver:
+    """The solver registered as ``method`` (importing its module); a SolverError with a
+    did-you-mean for an unknown name.
+
+    >>> get_solver("ctmc").Options.of({"cutoff": "80"}).cutoff
+    80
+    """
+    if method not in REGISTRY:
+        mod = _MODULES.get(method)
+        if mod is None:
+            from qpn.errors import suggest
+            s = suggest(method, METHODS)
+            raise SolverError(f"unknown method '{method}'" + (f"; did you mean '{s}'?" if s else ""),
+                              methods=METHODS)
+        try:
+            __import__(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+            raise SolverError(f"method '{method}' is not available in this version of qpn",
+                              methods=tuple(m for m in METHODS if m in REGISTRY)) from None
+    if method not in REGISTRY:
+        raise SolverError(f"method '{method}' is not available in this version of qpn",
+                          methods=tuple(m for m in METHODS if m in REGISTRY))
+    return REGISTRY[method]
+
+
+def all_solvers() -> list[Solver]:
+    """Every available solver, in :data:`METHODS` order (importing their modules)."""
+    out = []
+    for m in METHODS:
+        try:
+            out.append(get_solver(m))
+        except SolverError:
+            continue
+    return out
