@@ -235,14 +235,17 @@ class CTMCSolver:
     Options = CTMCOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
-        """Constructs with no exact Markov chain: round robin with a quantum (unless
-        ``rr='ps'``), infinitely many servers with an ordering discipline, a
+        """Constructs with no exact Markov chain: a discipline declared without one (its
+        ``ctmc`` is None), round robin with a quantum (unless ``rr='ps'``), infinitely many servers with an ordering discipline, a
         non-exponential delay with several servers, FIFO departure after LCFS-PR, PRIO or
         RANDOM service."""
         o = CTMCOptions.of(options)
         out = []
         for q in compiled.queues:
             d = disciplines.get(q.discipline)
+            if d.ctmc is None:
+                out.append(f"queue {q.name}: {q.discipline} (no Markov model: "
+                           f"{d.ctmc_note or 'its order is not a finite state'})")
             if d.ctmc == "ps" and o.rr != "ps":
                 out.append(f"queue {q.name}: round robin with a quantum (no exact Markov model)")
             if math.isinf(q.servers) and not d.shares_service:

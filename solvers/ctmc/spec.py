@@ -159,6 +159,10 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
     seq_start: dict[int, int] = {}
     for qi, q in enumerate(c.queues):
         disc = q.discipline
+        if disciplines.get(disc).ctmc is None:
+            raise SolverError(f"queue {q.name}: {disc} has no Markov model with finitely many states"
+                              f" ({disciplines.get(disc).ctmc_note or 'its order is not a finite state'})",
+                              construct=f"queue {q.name}: {disc}", methods=("des",))
         if disciplines.get(disc).ctmc == "ps":
             if rr != "ps":
                 raise SolverError(f"queue {q.name}: round robin with a quantum has no exact Markov "

@@ -27,6 +27,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from qpn import disciplines
 from qpn.distributions import Det, Empirical, Erlang, Exp, Gamma, HyperExp, Lognormal, Normal, Uniform
 
 from .lanes import LaneNet
@@ -34,10 +35,13 @@ from .lanes import LaneNet
 # --------------------------------------------------------------- codes
 #: queue kinds: exponential IS / PS / FCFS by rates, or per-token remaining work
 Q_RATE_IS, Q_RATE_PS, Q_RATE_FCFS, Q_WORK = 0, 1, 2, 3
-#: disciplines of the per-token path
-D_IS, D_PS, D_FCFS, D_LCFS, D_PRIO_P, D_PRIO_NP, D_RANDOM, D_RR = range(8)
-DISCIPLINE_CODE = {"is": D_IS, "ps": D_PS, "fcfs": D_FCFS, "lcfs-pr": D_LCFS, "random": D_RANDOM,
-                   "rr": D_RR}
+#: the per-token path's vocabulary (a discipline's :class:`~qpn.disciplines.Scheduling`):
+#: who is served, and in which order when there are more tokens than servers
+SERVE_ALL, SERVE_SHARED, SERVE_FIRST = 0, 1, 2
+SERVE_CODE = {"all": SERVE_ALL, "shared": SERVE_SHARED, "first": SERVE_FIRST}
+O_ARRIVAL, O_LAST, O_READY, O_PRIORITY, O_REMAINING, O_RANDOM = range(6)
+ORDER_CODE = {"arrival": O_ARRIVAL, "last": O_LAST, "ready": O_READY, "priority": O_PRIORITY,
+              "remaining": O_REMAINING, "random": O_RANDOM}
 #: clocks of timed modes
 C_EXP, C_SINGLE, C_MULTI = 0, 1, 2
 #: distribution kinds of a sampler
@@ -55,7 +59,7 @@ NetArrays = namedtuple("NetArrays", [
     "minh_ptr", "minh_grp", "mcap_ptr", "mcap_grp", "mcap_add", "prio",
     "timed_modes", "mode_col", "clock_kind", "mode_sampler", "mode_multi",
     # queues and their classes (classes of all queues in one numbering)
-    "q_kind", "q_disc", "q_preempt", "q_kptr", "q_store", "q_fifo",
+    "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo",
     "cls_qslot", "cls_dslot", "cls_sampler", "cls_prio", "cls_place", "cls_fifo",
     "nunits", "nrings", "nwork", "nmulti", "ninh", "ncap", "q_dring_ptr", "q_dring",
 ])
@@ -117,15 +121,23 @@ def residence_units(c) -> tuple[dict, np.ndarray]:
 
 
 def queue_kind(q, services, fifo: bool) -> int:
-    """Rates for exponential IS/PS/FCFS (memoryless: redrawn at every change), else per-token work."""
-    if not fifo and all(s.kind is Exp for s in services):
-        if q.discipline == "is":
-            return Q_RATE_IS
-        if q.discipline == "ps":
-            return Q_RATE_PS
-        if q.discipline == "fcfs":
-            return Q_RATE_FCFS
+    """Rates where exponential service makes the next completion a function of the classes
+    and the arrival order (IS, PS, FCFS: redrawn at every change), else per-token work."""
+    d = disciplines.get(q.discipline)
+    memoryless = d.scheduling.memoryless_kind(d.takes_quantum)
+    if not fifo and memoryless is not None and all(s.kind is Exp for s in services):
+        return {"is": Q_RATE_IS, "ps": Q_RATE_PS, "fcfs": Q_RATE_FCFS}[memoryless]
     return Q_WORK
+
+
+def scheduling_codes(q) -> tuple[int, int, int, int]:
+    """(serves, order, holds, sliced) of a compiled queue, as the kernel's codes: what its
+    discipline declares, with the queue's own option where the discipline leaves
+    preemption to it."""
+    d = disciplines.get(q.discipline)
+    sc = d.scheduling
+    holds = (not q.preemptive) if sc.holds is None else sc.holds
+    return SERVE_CODE[sc.serves], ORDER_CODE[sc.order], int(bool(holds)), int(d.takes_quantum)
 
 
 def build_net_arrays(ln: LaneNet) -> NetArrays:
@@ -154,8 +166,7 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
     # --- queues: rate queues keep their tokens in rings too (a bag per class, or one FIFO)
     Q = len(c.queues)
     q_kind = np.zeros(Q, dtype=np.int64)
-    q_disc = np.zeros(Q, dtype=np.int64)
-    q_pre = np.zeros(Q, dtype=np.int64)
+    q_sched = np.zeros((4, Q), dtype=np.int64)          # serves, order, holds, sliced
     q_store = np.zeros(Q, dtype=np.int64)
     q_fifo = np.zeros(Q, dtype=np.int64)
     nwork = 0
@@ -164,11 +175,7 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         kind = queue_kind(q, ln.service[qi], fifo)
         q_kind[qi] = kind
         q_fifo[qi] = int(fifo)
-        if q.discipline == "prio":
-            q_disc[qi] = D_PRIO_P if q.preemptive else D_PRIO_NP
-        else:
-            q_disc[qi] = DISCIPLINE_CODE[q.discipline]
-        q_pre[qi] = int(bool(q.preemptive))
+        q_sched[:, qi] = scheduling_codes(q)
         if kind in (Q_RATE_IS, Q_RATE_PS):
             q_store[qi] = nrings
             nrings += len(q.classes)
@@ -258,7 +265,8 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         mcap_add=_i64([d for x in mcap for _, d in x]), prio=_f64(ln.prio),
         timed_modes=_i64(timed), mode_col=mode_col, clock_kind=clock_kind, mode_sampler=mode_sampler,
         mode_multi=mode_multi,
-        q_kind=q_kind, q_disc=q_disc, q_preempt=q_pre, q_kptr=_i64(kptr), q_store=q_store, q_fifo=q_fifo,
+        q_kind=q_kind, q_serves=q_sched[0].copy(), q_order=q_sched[1].copy(), q_hold=q_sched[2].copy(),
+        q_sliced=q_sched[3].copy(), q_kptr=_i64(kptr), q_store=q_store, q_fifo=q_fifo,
         cls_qslot=_i64([s for q in c.queues for s in q.classes]),
         cls_dslot=_i64([s for q in c.queues for s in q.dslots]),
         cls_sampler=cls_sampler,

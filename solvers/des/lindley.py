@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from qpn import disciplines
 from qpn.distributions import Exp
 
 from .sampling import Sampler
@@ -30,7 +31,9 @@ def lindley_plan(net) -> dict | list[str]:
     if len(c.queues) != 1:
         return ["not a single queue"]
     q = c.queues[0]
-    if q.discipline != "fcfs" or np.any(net.qservers[0] != 1):
+    d = disciplines.get(q.discipline)
+    in_order = d.scheduling.serves == "first" and d.scheduling.order == "arrival" and not d.takes_quantum
+    if not in_order or np.any(net.qservers[0] != 1):
         return ["not a single-server FCFS queue"]
     if any(c.places[p].departure == "fifo" for p in q.places) or c.cap.nnz or c.inh.nnz:
         return ["FIFO departure, capacities or inhibitors"]

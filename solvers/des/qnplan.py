@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpn import disciplines
+
 from .lanes import LaneNet
 
 
@@ -30,7 +32,8 @@ class QClass:
 
 @dataclass
 class QQueue:
-    """A queue of the plan: discipline, servers per lane, classes."""
+    """A queue of the plan: how exponential service completes ('is', 'ps' or 'fcfs': see
+    :meth:`qpn.disciplines.Scheduling.memoryless_kind`), servers per lane, classes."""
     name: str
     disc: str
     servers: np.ndarray            # (L,)
@@ -80,7 +83,9 @@ def qn_plan(net: LaneNet, unit_of_slot) -> QNPlan | list[str]:
     queues = []
     for qi, q in enumerate(c.queues):
         svc = net.service[qi]
-        if q.discipline not in ("is", "ps", "fcfs") or not all(s.exponential for s in svc):
+        d = disciplines.get(q.discipline)
+        kind = d.scheduling.memoryless_kind(d.takes_quantum)
+        if kind is None or not all(s.exponential for s in svc):
             reasons.append(f"queue {q.name}: {q.discipline} with "
                            f"{'exponential' if all(s.exponential for s in svc) else 'general'} service")
             continue
@@ -97,7 +102,7 @@ def qn_plan(net: LaneNet, unit_of_slot) -> QNPlan | list[str]:
             targets = [(tq, tk) if tq is not None else None
                        for tq, tk in zip(r.target_queue, r.target_class)]
             classes.append(QClass(s, d, 1.0 / svc[k].mean, int(unit_of_slot[s]), modes, cum, targets))
-        queues.append(QQueue(q.name, q.discipline, net.qservers[qi], classes))
+        queues.append(QQueue(q.name, kind, net.qservers[qi], classes))
     if reasons:
         return reasons
     return QNPlan(queues, sources)

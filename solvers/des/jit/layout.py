@@ -32,14 +32,14 @@ NI_REGIONS = ("slot_queue", "slot_class", "slot_ring", "slot_unit",
               "in_ptr", "in_slot", "in_cnt", "out_ptr", "out_slot", "out_cnt",
               "minh_ptr", "minh_grp", "mcap_ptr", "mcap_grp", "mcap_add",
               "timed_modes", "mode_col", "clock_kind", "mode_sampler", "mode_multi",
-              "q_kind", "q_disc", "q_kptr", "q_store", "q_fifo", "q_dring_ptr", "q_dring",
+              "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo", "q_dring_ptr", "q_dring",
               "cls_qslot", "cls_dslot", "cls_sampler", "cls_place", "cls_fifo", "smp_kind")
 (SLOT_QUEUE, SLOT_CLASS, SLOT_RING, SLOT_UNIT,
  SIMM_PTR, SIMM_IDX, STIM_PTR, STIM_IDX, SINH_PTR, SINH_IDX, SCAP_PTR, SCAP_IDX,
  IN_PTR, IN_SLOT, IN_CNT, OUT_PTR, OUT_SLOT, OUT_CNT,
  MINH_PTR, MINH_GRP, MCAP_PTR, MCAP_GRP, MCAP_ADD,
  TIMED_MODES, MODE_COL, CLOCK_KIND, MODE_SAMPLER, MODE_MULTI,
- Q_KIND, Q_DISC, Q_KPTR, Q_STORE, Q_FIFO, Q_DRING_PTR, Q_DRING,
+ Q_KIND, Q_SERVES, Q_ORDER, Q_HOLD, Q_SLICED, Q_KPTR, Q_STORE, Q_FIFO, Q_DRING_PTR, Q_DRING,
  CLS_QSLOT, CLS_DSLOT, CLS_SAMPLER, CLS_PLACE, CLS_FIFO, SMP_KIND) = range(NI_SCALARS, NI_SCALARS + len(NI_REGIONS))
 NF_REGIONS = ("prio", "cls_prio", "smp_tab")
 

@@ -11,10 +11,14 @@ Two representations (chosen per queue by :func:`solvers.des.flat.queue_kind`):
 * **work** — every other discipline and distribution: a compact table of
   tokens with class, entry time, remaining work, arrival order and flags;
   between two events of the queue the served set and shares are constant, so
-  work is advanced lazily.  Disciplines: IS, PS, FCFS, LCFS-PR, PRIO
-  (preemptive-resume or not), RANDOM, RR with a quantum and a context-switch
-  cost; FIFO departure holds finished tokens until every earlier token of
-  their place has finished.  O(tokens in the queue) per event.
+  work is advanced lazily.  A queue is served by its discipline's scheduling
+  (:class:`qpn.disciplines.Scheduling`), not by its name: every token (IS), every
+  token at a share (PS), or the s first by an order (arrival, latest arrival,
+  round-robin ready queue, priority, least remaining work, random), either
+  re-chosen at every change (preemptive resume) or kept until done; a sliced
+  queue (RR) adds a quantum and a context-switch cost.  FIFO departure holds
+  finished tokens until every earlier token of their place has finished.
+  O(tokens in the queue) per event.
 
 Busy-server time is accumulated per class (``busy``) before every change.
 """
@@ -22,10 +26,12 @@ from __future__ import annotations
 
 import math
 
-from ..flat import D_FCFS, D_IS, D_LCFS, D_PRIO_NP, D_PRIO_P, D_PS, D_RANDOM, D_RR, Q_RATE_FCFS, Q_RATE_PS, Q_WORK
+from ..flat import (O_ARRIVAL, O_LAST, O_PRIORITY, O_RANDOM, O_READY, Q_RATE_FCFS, Q_RATE_PS, Q_WORK,
+                    SERVE_FIRST, SERVE_SHARED)
 from .draw import draw
 from .layout import (CLS_DSLOT, CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W_CAP,
-                     L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_MU, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_DISC,
+                     L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_MU, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_HOLD,
+                     Q_ORDER, Q_SERVES, Q_SLICED,
                      Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SF_WQLEFT,
                      SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_RC, SI_RN, SI_WCLS, SI_WFLAG,
                      SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
@@ -188,18 +194,24 @@ def _rate_event(ni, si, sf, q: int, now: float, g) -> None:
 
 # ------------------------------------------------------------------- work
 @kernel
-def _better(nf, ni, si, disc: int, a: int, b: int) -> bool:
-    """Token a goes before token b (positions in the work arena)."""
-    if disc == D_FCFS:
-        return si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b]
-    if disc == D_LCFS:
-        return si[ni[SI_WSEQ] + a] > si[ni[SI_WSEQ] + b]
-    if disc == D_RR:
+def _better(nf, ni, si, sf, order: int, a: int, b: int) -> bool:
+    """Token a goes before token b in ``order`` (positions in the work arena); ties go
+    to the earlier arrival."""
+    first = si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b]
+    if order == O_ARRIVAL:
+        return first
+    if order == O_LAST:
+        return not first
+    if order == O_READY:
         return si[ni[SI_WRSEQ] + a] < si[ni[SI_WRSEQ] + b]
-    cp = ni[NF_CLS_PRIO]
-    pa = nf[cp + si[ni[SI_WCLS] + a]]
-    pb = nf[cp + si[ni[SI_WCLS] + b]]
-    return pa > pb or (pa == pb and si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b])
+    if order == O_PRIORITY:
+        cp = ni[NF_CLS_PRIO]
+        pa = nf[cp + si[ni[SI_WCLS] + a]]
+        pb = nf[cp + si[ni[SI_WCLS] + b]]
+        return pa > pb or (pa == pb and first)
+    wa = sf[ni[SF_WWORK] + a]                # O_REMAINING
+    wb = sf[ni[SF_WWORK] + b]
+    return wa < wb or (wa == wb and first)
 
 
 @kernel
@@ -208,7 +220,7 @@ def _served(ni, nf, si, sf, q: int) -> float:
     w = ni[ni[Q_STORE] + q]
     off = ni[ni[L_W_OFF] + w]
     n = si[ni[SI_WN] + w]
-    disc = ni[ni[Q_DISC] + q]
+    serves, order = ni[ni[Q_SERVES] + q], ni[ni[Q_ORDER] + q]
     s = sf[ni[PF_QSERVERS] + q]
     flag, srv = ni[SI_WFLAG] + off, ni[SI_WSRV] + off
     nact = 0
@@ -218,23 +230,23 @@ def _served(ni, nf, si, sf, q: int) -> float:
             nact += 1
     if nact == 0:
         return 1.0
-    if disc == D_PRIO_NP or disc == D_RANDOM:
+    if serves == SERVE_FIRST and ni[ni[Q_HOLD] + q]:      # servers kept: those given one
         for i in range(n):
             if si[flag + i] & (DONE | SERVING) == SERVING:
                 si[srv + i] = 1
         return 1.0
-    if disc == D_IS or disc == D_PS or nact <= s:
+    if serves != SERVE_FIRST or nact <= s:
         for i in range(n):
             if si[flag + i] & DONE == 0:
                 si[srv + i] = 1
-        if disc == D_PS and nact > s:
+        if serves == SERVE_SHARED and nact > s:
             return s / nact
         return 1.0
     for _ in range(int(s)):              # the s first by the discipline's order
         best = -1
         for i in range(n):
             if si[flag + i] & DONE == 0 and si[srv + i] == 0:
-                if best < 0 or _better(nf, ni, si, disc, off + i, off + best):
+                if best < 0 or _better(nf, ni, si, sf, order, off + i, off + best):
                     best = i
         si[srv + best] = 1
     return 1.0
@@ -252,7 +264,7 @@ def _advance(ni, nf, si, sf, q: int, now: float) -> None:
     off = ni[ni[L_W_OFF] + w]
     n = si[ni[SI_WN] + w]
     share = _served(ni, nf, si, sf, q)
-    rr = ni[ni[Q_DISC] + q] == D_RR
+    rr = ni[ni[Q_SLICED] + q] != 0
     srv, cls, busy = ni[SI_WSRV] + off, ni[SI_WCLS] + off, ni[SF_BUSY]
     work, setup, qleft = ni[SF_WWORK] + off, ni[SF_WSETUP] + off, ni[SF_WQLEFT] + off
     for i in range(n):
@@ -297,16 +309,16 @@ def _work_reschedule(ni, nf, si, sf, q: int, now: float) -> None:
     w = ni[ni[Q_STORE] + q]
     off = ni[ni[L_W_OFF] + w]
     share = _served(ni, nf, si, sf, q)
-    best, _ = _next_done(ni, si, sf, off, si[ni[SI_WN] + w], share, ni[ni[Q_DISC] + q] == D_RR)
+    best, _ = _next_done(ni, si, sf, off, si[ni[SI_WN] + w], share, ni[ni[Q_SLICED] + q] != 0)
     sf[ni[SF_EV] + ni[N_TIMED] + q] = now + best
 
 
 @kernel
 def _start(ni, nf, si, sf, q: int, g) -> None:
-    """Non-preemptive disciplines: give free servers to waiting tokens."""
-    disc = ni[ni[Q_DISC] + q]
-    if disc != D_PRIO_NP and disc != D_RANDOM:
+    """Disciplines whose tokens keep their server: give free servers to waiting tokens."""
+    if ni[ni[Q_SERVES] + q] != SERVE_FIRST or not ni[ni[Q_HOLD] + q]:
         return
+    order = ni[ni[Q_ORDER] + q]
     w = ni[ni[Q_STORE] + q]
     off = ni[ni[L_W_OFF] + w]
     n = si[ni[SI_WN] + w]
@@ -325,7 +337,7 @@ def _start(ni, nf, si, sf, q: int, g) -> None:
         if serving >= s or waiting == 0:
             return
         pick = -1
-        if disc == D_RANDOM:
+        if order == O_RANDOM:
             x = min(int(g.random() * waiting), waiting - 1)
             for i in range(n):
                 if si[flag + i] & (DONE | SERVING) == 0:
@@ -336,7 +348,7 @@ def _start(ni, nf, si, sf, q: int, g) -> None:
         else:
             for i in range(n):
                 if si[flag + i] & (DONE | SERVING) == 0:
-                    if pick < 0 or _better(nf, ni, si, D_PRIO_P, off + i, off + pick):
+                    if pick < 0 or _better(nf, ni, si, sf, order, off + i, off + pick):
                         pick = i
         si[flag + pick] |= SERVING
 
@@ -389,7 +401,7 @@ def _work_event(ni, nf, si, sf, q: int, now: float, g) -> None:
     off = ni[ni[L_W_OFF] + w]
     n = si[ni[SI_WN] + w]
     share = _served(ni, nf, si, sf, q)
-    rr = ni[ni[Q_DISC] + q] == D_RR
+    rr = ni[ni[Q_SLICED] + q] != 0
     srv, rseq = ni[SI_WSRV] + off, ni[SI_WRSEQ] + off
     best, j = _next_done(ni, si, sf, off, n, share, rr)
     if j < 0:
@@ -445,7 +457,7 @@ def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g, cnt: int) ->
     _advance(ni, nf, si, sf, q, now)
     w = ni[ni[Q_STORE] + q]
     c = ni[SI_Q_COUNTER] + q
-    disc = ni[ni[Q_DISC] + q]
+    sliced = ni[ni[Q_SLICED] + q] != 0
     for _ in range(cnt):
         i = ni[ni[L_W_OFF] + w] + si[ni[SI_WN] + w]
         si[ni[SI_WN] + w] += 1
@@ -456,7 +468,7 @@ def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g, cnt: int) ->
         si[c] += 1
         sf[ni[SF_WT0] + i] = t0
         sf[ni[SF_WWORK] + i] = draw(ni, nf, si, sf, ni[ni[CLS_SAMPLER] + kg], g)
-        if disc == D_RR:
+        if sliced:
             # a token that starts running at once pays the context switch too
             sf[ni[SF_WSETUP] + i] = sf[ni[PF_SWITCH] + q]
             sf[ni[SF_WQLEFT] + i] = sf[ni[PF_QUANTUM] + q]
