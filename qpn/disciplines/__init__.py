@@ -102,6 +102,11 @@ class Discipline:
     scheduling: Scheduling = field(default_factory=Scheduling)
     ctmc_note: str = ""
 
+    def why_no_ctmc(self) -> str:
+        """Why a CTMC cannot solve a queue of this discipline (for ``ctmc`` None)."""
+        return (f"{self.name} has no Markov model with finitely many states "
+                f"({self.ctmc_note or 'its order is not a finite state'})")
+
     @property
     def infinite_servers(self) -> bool:
         """Whether the queue has infinitely many servers (a model gives it none)."""

@@ -244,8 +244,7 @@ class CTMCSolver:
         for q in compiled.queues:
             d = disciplines.get(q.discipline)
             if d.ctmc is None:
-                out.append(f"queue {q.name}: {q.discipline} (no Markov model: "
-                           f"{d.ctmc_note or 'its order is not a finite state'})")
+                out.append(f"queue {q.name}: {d.why_no_ctmc()}")
             if d.ctmc == "ps" and o.rr != "ps":
                 out.append(f"queue {q.name}: round robin with a quantum (no exact Markov model)")
             if math.isinf(q.servers) and not d.shares_service:

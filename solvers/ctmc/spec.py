@@ -160,8 +160,7 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
     for qi, q in enumerate(c.queues):
         disc = q.discipline
         if disciplines.get(disc).ctmc is None:
-            raise SolverError(f"queue {q.name}: {disc} has no Markov model with finitely many states"
-                              f" ({disciplines.get(disc).ctmc_note or 'its order is not a finite state'})",
+            raise SolverError(f"queue {q.name}: {disciplines.get(disc).why_no_ctmc()}",
                               construct=f"queue {q.name}: {disc}", methods=("des",))
         if disciplines.get(disc).ctmc == "ps":
             if rr != "ps":

@@ -20,6 +20,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
+from qpn import disciplines
 from qpn.distributions import Exp
 from qpn.errors import SolverError
 
@@ -75,9 +76,13 @@ def _generate(c, o):
 
 
 def check_symbolic(c) -> list[str]:
-    """Why compiled net ``c`` has no symbolic CTMC: non-exponential services and delays."""
+    """Why compiled net ``c`` has no symbolic CTMC: a discipline without a Markov model,
+    non-exponential services and delays."""
     out = []
     for q in c.queues:
+        d = disciplines.get(q.discipline)
+        if d.ctmc is None:
+            out.append(f"queue {q.name}: {d.why_no_ctmc()}")
         if not all(d.is_exponential() for d in q.service):
             out.append(f"queue {q.name}: non-exponential service (symbolic CTMC needs exponential rates)")
     for m in c.modes:
