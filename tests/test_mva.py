@@ -1,5 +1,6 @@
 """MVA solver: known answers, and exact MVA against independent product-form sums."""
 import itertools
+import json
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 import qpn
 import solvers
+from qpn.cli import main
 from qpn.errors import SolverError
 from solvers.mva import exact_mva, linearizer, schweitzer
 
@@ -391,3 +393,24 @@ def test_schweitzer_converges_for_a_huge_population():
     # the tolerance is per customer: with 2^31 customers an absolute 1e-10 was never met
     res = schweitzer(np.array([[1.0, 0.2, 0.1]]), [2 ** 31], [math.inf, 1, 1])
     assert res.converged and res.throughput[0] == pytest.approx(5.0, rel=1e-9)  # the 0.2 s station
+
+
+def test_exact_limit_moves_autos_switch_from_exact_mva_to_linearizer(tmp_path):
+    # central_server has (8 + 1) * (6 + 1) = 63 population vectors
+    net = qpn.load(MODELS + "/central_server.qpn")
+    exact = qpn.solve(net, method="mva")
+    assert exact.info["algorithm"] == "exact" and "63 population vectors <= 200000" in exact.explanation[-1]
+    approx = qpn.solve(net, method="mva", options={"exact_limit": 62})
+    assert approx.info["algorithm"] == "linearizer"
+    assert "63 population vectors > 62" in approx.explanation[-1]
+    for cell in exact.rows:
+        if cell.measure == "throughput":
+            assert approx.get("throughput", cell.element, cell.color) == pytest.approx(cell.value, rel=1e-3)
+    assert qpn.solve(net, method="mva", options={"exact_limit": "63"}).info["algorithm"] == "exact"
+    with pytest.raises(SolverError, match="exact_limit=0: must be >= 1"):
+        qpn.solve(net, method="mva", options={"exact_limit": 0})
+    # auto hands it on; the CLI takes it as --option
+    assert qpn.solve(net, options={"exact_limit": 62}).info["algorithm"] == "linearizer"
+    out = tmp_path / "r.json"
+    assert main(["solve", MODELS + "/central_server.qpn", "--option", "exact_limit=62", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["info"]["algorithm"] == "linearizer"

@@ -23,7 +23,7 @@ import numpy as np
 
 from qpn.errors import SolverError
 from solvers.measures import derive, to_result
-from solvers.options import SolverOptions, choice, option, positive
+from solvers.options import SolverOptions, choice, option, positive, whole
 from solvers.result import Result
 
 from .approx import linearizer, schweitzer
@@ -58,9 +58,11 @@ class Analysis:
 class MVAOptions(SolverOptions):
     """Options of the MVA solver."""
     label = "MVA"
-    mva: str = option("auto", "algorithm for closed chains (auto: exact up to "
-                              f"{AUTO_LIMIT:,} population vectors, else Linearizer)",
+    mva: str = option("auto", "algorithm for closed chains (auto: exact up to exact_limit "
+                              "population vectors, else Linearizer)",
                       choice(*ALGORITHMS))
+    exact_limit: int = option(AUTO_LIMIT, "the most population vectors for which auto chooses exact "
+                                          "MVA (its time and memory grow with them)", whole(1))
     tol: float = option(1e-10, "convergence tolerance of the approximations, in customers",
                         positive())
 
@@ -85,8 +87,10 @@ def _exact_networks(qn: QNModel) -> int:
                     if not st.delay and st.servers > 1 and D[i] > 0)
 
 
-def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10) -> Analysis:
-    """Solve a product-form network description with the chosen algorithm."""
+def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10,
+            exact_limit: int = AUTO_LIMIT) -> Analysis:
+    """Solve a product-form network description with the chosen algorithm (``auto``: exact
+    up to ``exact_limit`` population vectors, else Linearizer)."""
     D = qn.demands()
     servers = np.array([st.servers for st in qn.stations], dtype=float)
     names = [st.element for st in qn.stations]
@@ -103,9 +107,9 @@ def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10) -> Analysi
     nets = _exact_networks(qn)
     why = []
     if algorithm == "auto":
-        if V > AUTO_LIMIT:
+        if V > exact_limit:
             algorithm = "linearizer"
-            why.append(f"Linearizer (approximate MVA): {V} population vectors > {AUTO_LIMIT}, "
+            why.append(f"Linearizer (approximate MVA): {V} population vectors > {exact_limit}, "
                        f"too many for exact MVA")
         elif (int(N.sum()) + 1) * nets > AUTO_LEVELS:
             algorithm = "linearizer"
@@ -118,7 +122,7 @@ def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10) -> Analysi
                        f"(one per subset of the multi-server stations) of {V} vectors each")
         else:
             algorithm = "exact"
-            why.append(f"exact MVA: {V} population vectors <= {AUTO_LIMIT}")
+            why.append(f"exact MVA: {V} population vectors <= {exact_limit}")
     else:
         why.append(f"{algorithm} MVA as requested ({V} population vectors)")
     if algorithm == "exact":
@@ -224,7 +228,7 @@ class MVASolver:
         problems = _mixed_problems(qn)
         if problems:
             raise SolverError(problems[0], construct=problems[0].split(":")[0], methods=("ctmc", "des"))
-        an = analyze(qn, algo, tol)
+        an = analyze(qn, algo, tol, o.exact_limit)
         slot_tokens, rates, busy = net_quantities(compiled, qn, an.throughput, an.queue_length)
         rows = derive(compiled, slot_tokens, rates, busy)
         ncl = len(qn.closed)
