@@ -1,4 +1,4 @@
-"""Helpers for tests/test_analyze_*.py: trace and time the suite programs for real.
+"""Helpers for tests/analyzer/test_analyze_*.py: trace and time the suite programs for real.
 
 Runs are isolated as shared/guides/tracing-and-measuring.md says for a shared
 2-core host: each process tree in its own session with autogroup nice -19.

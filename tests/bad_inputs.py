@@ -1,6 +1,6 @@
 """Catalogue of user mistakes: (id, model text, message fragment, line, col).
 
-Each is a distinct bad input; tests/test_errors.py asserts the message, the
+Each is a distinct bad input; tests/language/test_errors.py asserts the message, the
 location and the caret display.
 """
 CJ = "colors job = {a, b}\n"

@@ -3,7 +3,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+#: the tests' folder (data, traces, programs and the shared helpers live here; the
+#: tests themselves in one folder per part of qpn) and the repository's root
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT_DIR = os.path.dirname(TESTS_DIR)
+MODELS = os.path.join(ROOT_DIR, "models")
 
 
 def pytest_runtest_protocol(item, nextitem):

@@ -1,4 +1,4 @@
-"""Shared checks for the simulator's correctness tests (tests/test_des_*.py).
+"""Shared checks for the simulator's correctness tests (tests/simulation/test_des_*.py).
 
 How the tolerances are derived
 ------------------------------

@@ -11,7 +11,7 @@ fenced block that holds the command and what it printed (stdout, then stderr)::
 
 ``python -m tools.docs_examples --write`` runs every marked command from the
 repository's root and rewrites the blocks; ``--check`` (the default) runs them and
-lists the blocks that differ (exit 1), wall-clock durations aside.  ``tests/test_docs_examples.py`` checks them
+lists the blocks that differ (exit 1), wall-clock durations aside.  ``tests/outputs/test_docs_examples.py`` checks them
 all.  Commands must be deterministic: analytic methods, or simulations with a seed.
 """
 from __future__ import annotations

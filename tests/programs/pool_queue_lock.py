@@ -6,7 +6,7 @@ The main thread puts TASKS tasks into a bounded ``queue.Queue``; WORKERS pool
 threads (``ThreadPoolExecutor``) take them, compute in pure Python, add to
 shared totals under a ``threading.Lock`` and hand each finished task to a
 results queue that the main thread drains.  Lines marked ``# site:`` are
-checked by tests/test_trace_pytrace.py.
+checked by tests/tracing/test_trace_pytrace.py.
 """
 import queue
 import sys

@@ -5,7 +5,7 @@ program; it rewrites tests/traces/*.jsonl.gz::
 
     python tests/traces/record.py            # all recordings
     python tests/traces/record.py mapreduce  # those of programs whose name starts so
-    python tests/traces/record.py verify     # the small suite of tests/test_verify.py
+    python tests/traces/record.py verify     # the small suite of tests/verification/test_verify.py
 
 Each trace is taken like the live tests take theirs (own session, autogroup
 nice -19); of ``tries`` traces of one recording slot taken while the rest of the
@@ -68,7 +68,7 @@ def _quietly(take, what: str, tries: int):
 
 
 def record_verify_small(tmp: str) -> None:
-    """Measure and trace tests/test_verify.py's small suite for its recorded test."""
+    """Measure and trace tests/verification/test_verify.py's small suite for its recorded test."""
     import pathlib
     from test_verify import RECORDED, SMALL
     from frontends.verify import verify

@@ -86,7 +86,7 @@ def _bad_input_cases() -> list[tuple]:
     return [c for c in scope.get("CASES", []) if isinstance(c[1], str)]
 
 
-# the events tests/test_trace_format.py round-trips (GOOD), as one valid trace
+# the events tests/tracing/test_trace_format.py round-trips (GOOD), as one valid trace
 _HEADER = {"kind": "header", "format": "qpn-trace", "version": 1, "source": "test",
            "capabilities": {"thread_cpu": True, "lock_hold": True}}
 _GOOD = [
@@ -110,7 +110,7 @@ def trace_seeds(cache_dir: str, programs: str = "quick") -> dict[str, bytes]:
     ``programs`` is ``quick``, ``all`` or ``none``."""
     os.makedirs(cache_dir, exist_ok=True)
     out: dict[str, bytes] = {}
-    out["tests/test_trace_format.py:GOOD"] = "".join(
+    out["tests/tracing/test_trace_format.py:GOOD"] = "".join(
         json.dumps(e) + "\n" for e in [_HEADER] + _GOOD).encode()
     doc = os.path.join(ROOT, "docs", "trace-format.md")
     if os.path.exists(doc):

@@ -48,7 +48,7 @@ INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE, "pnml":
 #: simulations on one thread, imprecise results accepted
 SOLVE_BUDGET = ["--limit", "20000", "--events", "4000", "-R", "2", "--wall", "1", "--threads", "1",
                 "--workers", "1", "--seed", "1", "--allow-imprecise", "-q"]
-#: the fast slice's budgets (tests/test_fuzz.py): a smaller CTMC and shorter runs
+#: the fast slice's budgets (tests/robustness/test_fuzz.py): a smaller CTMC and shorter runs
 QUICK_SOLVE_BUDGET = ["--limit", "3000", "--events", "1000", "-R", "2", "--wall", "0.5",
                       "--threads", "1", "--workers", "1", "--seed", "1", "--allow-imprecise", "-q"]
 MODEL_COMMANDS = {

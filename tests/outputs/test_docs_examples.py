@@ -5,7 +5,9 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT_DIR
+
+ROOT = ROOT_DIR
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 

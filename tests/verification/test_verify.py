@@ -9,8 +9,9 @@ import pytest
 from frontends.verify import verify
 from frontends.verify.manifest import load_suite
 from qpn.errors import QPNError
+from conftest import ROOT_DIR
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = ROOT_DIR
 SPLIT = os.path.join(ROOT, "tests", "programs", "split_rounds.py")
 
 SMALL = f"""

@@ -22,9 +22,9 @@ from frontends.trace_query import fragments, match_items
 from qpn.cli import main
 from qpn.errors import QPNError
 
-from conftest import MODELS
+from conftest import MODELS, TESTS_DIR
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models_synth")
+HERE = os.path.join(TESTS_DIR, "models_synth")
 NB = 20                 # batches for batch-means standard errors
 
 

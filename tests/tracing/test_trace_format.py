@@ -10,6 +10,7 @@ from frontends.trace import TraceError, TraceEvent, TraceHeader, read_trace, wri
 from frontends.trace_query import fragments, lock_holds, match_items, thread_cpu
 from frontends.trace_schema import KINDS, check_event
 from qpn.cli import main
+from conftest import ROOT_DIR
 
 HEADER = {"kind": "header", "format": "qpn-trace", "version": 1, "source": "test",
           "capabilities": {"thread_cpu": True, "lock_hold": True}}
@@ -54,14 +55,14 @@ def test_round_trip_and_helpers(tmp_path):
 
 
 def test_every_kind_is_documented():
-    doc = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    doc = open(os.path.join(ROOT_DIR,
                             "docs", "trace-format.md"), encoding="utf-8").read()
     for kind in KINDS:
         assert f"`{kind}`" in doc, kind
 
 
 def test_doc_example_is_a_valid_trace_with_the_stated_fragment():
-    doc = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    doc = open(os.path.join(ROOT_DIR,
                             "docs", "trace-format.md"), encoding="utf-8").read()
     block = doc.split("## Example")[1].split("```")[1]
     t = read_trace(io.StringIO(block.strip() + "\n"))

@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT_DIR
+
+ROOT = ROOT_DIR
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 

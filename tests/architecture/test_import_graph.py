@@ -5,8 +5,9 @@ import os
 import networkx as nx
 
 from tools.import_graph import cycles, import_graph
+from conftest import ROOT_DIR
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = ROOT_DIR
 GRAPH = import_graph(ROOT)
 
 

@@ -12,8 +12,9 @@ from frontends.analyze import build
 from frontends.analyze.condqueue import cond_queues
 from frontends.pytrace import trace_command
 from frontends.trace import read_trace
+from conftest import ROOT_DIR
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = ROOT_DIR
 PROGRAM = os.path.join(ROOT, "tests", "programs", "cond_queue.py")
 SITE = "tests/programs/cond_queue.py"          # sites are relative to the traced cwd
 OBJS = [{"kind": "object", "tid": 1, "ts": 0, "obj": 5, "type": "lock", "site": "p.py:1"},

@@ -4,15 +4,12 @@ stated means and ranges follow from the tables, and qpn's rebuilt models predict
 tables from the seed's own calibration point."""
 import math
 import os
-import sys
 
 import pytest
 
+import published_models
 from frontends.verify.published import PUBLISHED_DIR, Value, load_all, load_seed
 from qpn.errors import QPNError
-
-sys.path.insert(0, os.path.dirname(__file__))
-import published_models  # noqa: E402
 
 SEEDS = {s.seed: s for s in load_all()}
 TABLES = [t for s in SEEDS.values() for t in s.tables]

@@ -23,8 +23,9 @@ import qpn
 from frontends.analyze import build_file
 from frontends.synth import synth_file
 from qpn.cli import load_model
+from conftest import TESTS_DIR
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models_roundtrip")
+HERE = os.path.join(TESTS_DIR, "models_roundtrip")
 MODEL = os.path.join(HERE, "rt_server.qpn")
 SYNTH_TIME, SYNTH_SEED = 200, 7
 #: simulator runs for the predictions: short, seeded, a few replications

@@ -5,7 +5,7 @@ Each model is small (a bounded state space) and exercises one construct: the
 simulation's 95% intervals must cover every exact throughput, token count and
 utilization within ``K_CI`` half-widths (see ``des_support`` for the reasoning),
 and the main measures must be estimated to a few percent.  Round robin has no
-exact Markov model (see tests/test_des_rr.py for its checks).
+exact Markov model (see tests/simulation/test_des_rr.py for its checks).
 """
 import pytest
 

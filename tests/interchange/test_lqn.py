@@ -17,6 +17,7 @@ import qpn
 from dsl.lqn import read_lqn
 from dsl.lqn_translate import lqn_to_qpn
 from qpn.errors import ModelError
+from conftest import ROOT_DIR, TESTS_DIR
 
 CLIENT_SERVER = """P 0
   p client f i
@@ -272,7 +273,7 @@ def test_cli_solves_and_converts_an_lqn_file(tmp_path):
 def _data_models() -> dict[str, str]:
     import glob
     import os
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = ROOT_DIR
     files = sorted(glob.glob(os.path.join(root, "tests/data/lqn/*.lqn"))
                    + glob.glob(os.path.join(root, "models/lqn/*.lqn")))
     out = {os.path.basename(f): open(f, encoding="utf-8").read() for f in files}
@@ -340,7 +341,7 @@ def test_a_processor_without_tasks_and_a_huge_demand_are_read_and_solved(tmp_pat
     the users' infinite processor (its own processor left unused) and a demand of 2^200:
     check and solve answer (the CTMC's estimate counted the unused processor's queue)."""
     import os
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = TESTS_DIR
     text = open(os.path.join(here, "data/lqn/phases_async.lqn"), encoding="utf-8").read()
     text = text.replace("s record 0.03 -1", f"s record {2 ** 200} -1").replace(
         "t auditor n record -1 audit", "t auditor n record -1 users")

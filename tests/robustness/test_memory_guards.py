@@ -12,10 +12,10 @@ import pytest
 import qpn
 from qpn import resources
 from qpn.cli import main
-from conftest import MODELS
+from conftest import MODELS, ROOT_DIR, TESTS_DIR
 from qpn.resources import MemoryLimitError, parse_size
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = ROOT_DIR
 HUGE = ["--set", "window=2147483648"]
 
 
@@ -180,7 +180,7 @@ def test_check_states_the_bound_and_says_it_is_one(capsys):
 
 
 def _counted_loop(tmp_path, threads: int):
-    text = open(os.path.join(os.path.dirname(__file__), "..", "models", "counted_loop.qpn")).read()
+    text = open(os.path.join(TESTS_DIR, "..", "models", "counted_loop.qpn")).read()
     assert "param threads = 2" in text
     f = tmp_path / "loop.qpn"
     f.write_text(text.replace("param threads = 2", f"param threads = {threads}"))

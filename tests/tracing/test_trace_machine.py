@@ -10,8 +10,9 @@ import pytest
 from frontends.analyze import build
 from frontends.pytrace import trace_command
 from frontends.trace import TraceHeader, read_trace
+from conftest import ROOT_DIR
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = ROOT_DIR
 POLL = [sys.executable, os.path.join("tests", "programs", "sleep_poll.py"), "300", "2"]
 
 

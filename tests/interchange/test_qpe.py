@@ -13,9 +13,9 @@ from dsl.qpe_export import qpn_to_qpe
 from qpn.cli import main
 from qpn.errors import ModelError
 
-from conftest import MODELS
+from conftest import MODELS, TESTS_DIR
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "qpe")
+DATA = os.path.join(TESTS_DIR, "data", "qpe")
 
 
 def imported(xml: str | bytes, name: str = "model.qpe"):

@@ -9,8 +9,9 @@ import pytest
 from frontends.pytrace import trace_command
 from frontends.trace import read_trace
 from frontends.trace_query import end_ts, fragments, match_items
+from conftest import TESTS_DIR
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = TESTS_DIR
 ROOT = os.path.dirname(HERE)
 PROGRAMS = os.path.join(HERE, "programs")
 
