@@ -222,17 +222,16 @@ class Dynamics:
         cls, fl = R[:, q.cls_cols], R[:, q.flag_cols]
         occ = cls > 0
         n = occ.sum(axis=1)
-        disc = q.discipline
-        if disc == "prio" and q.preemptive:
+        if q.order == "priority" and not q.holds:
             pr = self.qtab[qi]["prio"]
             higher = occ & (pr[np.maximum(cls - 1, 0)] >= pr[k])
             pos = higher.sum(axis=1)
-        elif disc == "prio":
+        elif q.order == "priority":
             pr = self.qtab[qi]["prio"]
             serving = (fl & FLAG_SERVING) > 0
             waiting_higher = occ & ~serving & (pr[np.maximum(cls - 1, 0)] >= pr[k])
             pos = serving.sum(axis=1) + waiting_higher.sum(axis=1)
-        elif disc == "random":
+        elif q.order == "random":
             serving = (fl & FLAG_SERVING) > 0
             before = occ & ~serving & (cls - 1 <= k)
             pos = serving.sum(axis=1) + before.sum(axis=1)
@@ -277,18 +276,17 @@ class Dynamics:
         occ = cls > 0
         active = occ & ((fl & FLAG_DONE) == 0)
         s = q.servers
-        disc = q.discipline
-        if disc in ("is", "ps"):
+        if q.serves != "first":
             served = active
-        elif disc in ("random",) or (disc == "prio" and not q.preemptive):
+        elif q.holds:
             served = (fl & FLAG_SERVING) > 0
-        elif disc == "lcfs-pr":
+        elif q.order == "last":
             rank_from_end = np.cumsum(active[:, ::-1], axis=1)[:, ::-1]
             served = active & (rank_from_end <= s)
-        else:  # fcfs, preemptive prio: first s active
+        else:  # in arrival or (preemptive) priority order: first s active
             served = active & (np.cumsum(active, axis=1) <= s)
         share = np.ones(len(R))
-        if disc == "ps" and not math.isinf(s):
+        if q.serves == "shared" and not math.isinf(s):
             nact = active.sum(axis=1)
             share = np.where(nact > s, s / np.maximum(nact, 1), 1.0)
         return served, share
@@ -297,17 +295,16 @@ class Dynamics:
         """Start service where servers are free; draw initial phases; canonical order."""
         tab = self.qtab[qi]
         s = q.servers
-        disc = q.discipline
         for _ in range(4 * q.L + 4):
             cls, ph, fl = R[:, q.cls_cols], R[:, q.ph_cols], R[:, q.flag_cols]
             occ = cls > 0
-            if disc == "random" or (disc == "prio" and not q.preemptive):
+            if q.holds and q.serves == "first":
                 serving = (fl & FLAG_SERVING) > 0
                 ns = serving.sum(axis=1)
                 waiting = occ & ~serving & ((fl & FLAG_DONE) == 0)
                 need = (ns < s) & waiting.any(axis=1)
                 if need.any():
-                    R, w, par = self._start_waiting(q, R, w, par, need, waiting, ns, disc == "random")
+                    R, w, par = self._start_waiting(q, R, w, par, need, waiting, ns, q.order == "random")
                     continue
             served, _ = self.served(q, R)
             unstarted = served & (ph == 0)
@@ -368,21 +365,20 @@ class Dynamics:
 
     def _canonical(self, q: QueueSpec, R: np.ndarray) -> np.ndarray:
         """Sort interchangeable entries so equal states get equal rows."""
-        if any(q.fifo) or q.discipline in ("lcfs-pr", "is", "ps") or \
-                (q.discipline == "prio" and q.preemptive):
+        if any(q.fifo) or q.own_phases or (q.order == "priority" and not q.holds):
             return R
         cls, ph, fl = R[:, q.cls_cols], R[:, q.ph_cols], R[:, q.flag_cols]
         L = q.L
         big = (q.max_phases + 1) * (len(q.classes) + 2)
         pos = np.arange(L)[None, :]
         code = cls * (q.max_phases + 1) + ph
-        if q.discipline == "fcfs":
+        if not q.holds:                      # first come: the served ones sorted
             served, _ = self.served(q, R)
             key = np.where(served, code, big + pos)
         else:
             serving = (fl & FLAG_SERVING) > 0
             occ = cls > 0
-            if q.discipline == "random":
+            if q.order == "random":
                 key = np.where(serving, code, np.where(occ, big + cls, 2 * big + pos))
             else:  # non-preemptive prio: waiting stays in priority/arrival order
                 key = np.where(serving, code, big + pos)
@@ -474,9 +470,9 @@ class Dynamics:
             n = S[:, slot]
             pcs = q.phase_cols[k]
             counts = [n - (S[:, pcs].sum(axis=1) if pcs else 0)] + [S[:, c] for c in pcs]
-            if q.discipline == "is":
+            if q.serves == "all":
                 factor = np.ones(len(S))
-            elif q.discipline == "ps":
+            elif q.serves == "shared":
                 factor = np.where(ntot > s, s / np.maximum(ntot, 1), 1.0) if not math.isinf(s) else np.ones(len(S))
             else:  # a single exponential class: min(n, s) busy servers
                 factor = np.where(n > 0, np.minimum(n, s) / np.maximum(n, 1), 0.0)

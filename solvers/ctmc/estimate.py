@@ -313,9 +313,9 @@ def _generating(spec, chosen, unit_of, ctx) -> float:
 def _token_factor(q, k: int) -> float:
     """States one queued token of class k can be in, beyond its class and place in line."""
     P = q.ph[k].nphases
-    if q.discipline == "prio" and q.preemptive:
+    if q.order == "priority" and not q.holds and q.serves == "first":
         return P                            # a preempted token keeps its phase
-    if q.discipline in ("lcfs-pr", "is", "ps"):
+    if q.own_phases:
         return P + 1 if q.fifo[k] else P   # is/ps keep a phase per token; FIFO: or done
     return 1.0                              # fcfs, prio, random: see _outside_factor
 
@@ -333,12 +333,12 @@ def _outside_factor(spec, ctx) -> float:
     phases of non-exponential timed transitions."""
     f = 1.0
     for q in ctx["seq"]:
-        if q.discipline in ("lcfs-pr", "is", "ps"):
+        if q.own_phases:
             continue
         s = int(min(q.servers, q.L))
         done = 1 if any(q.fifo) else 0
         f *= _power(q.max_phases + done, s)
-        if q.discipline in ("prio", "random"):
+        if q.order in ("priority", "random"):
             # serving tokens move to the front (dynamics._canonical): their classes
             # form a prefix of at most s, the rest keeps the order counted above:
             # sum_{j <= s} K^j of them
@@ -436,9 +436,9 @@ def _product(spec, chosen, unit_of, ctx) -> float:
 def _order_groups(q) -> list[list[int]]:
     """Classes whose relative order the queue's state keeps (one group = one order)."""
     K = len(q.classes)
-    if any(q.fifo) or q.discipline in ("fcfs", "lcfs-pr", "is", "ps"):
+    if any(q.fifo) or q.serves != "first" or q.order in ("arrival", "last"):
         return [list(range(K))]
-    if q.discipline == "random":
+    if q.order == "random":
         return [[k] for k in range(K)]
     levels: dict[float, list[int]] = {}
     for k in range(K):

@@ -179,9 +179,9 @@ def class_busy(spec: CTMCSpec, states: np.ndarray) -> list[np.ndarray]:
         if q.layout == "counts":
             n = S[:, q.classes].astype(float)
             tot = n.sum(axis=1)
-            if q.discipline == "is":
+            if q.serves == "all":
                 B = n
-            elif q.discipline == "ps":
+            elif q.serves == "shared":
                 B = n * (np.where(tot > s, s / np.maximum(tot, 1), 1.0)[:, None] if not math.isinf(s) else 1.0)
             else:
                 B = np.minimum(n, s)

@@ -54,6 +54,29 @@ class QueueSpec:
     ph_cols: np.ndarray | None = None
     flag_cols: np.ndarray | None = None
 
+    # -- how the queue serves (its discipline's Scheduling, preemption resolved) ------
+    @property
+    def serves(self) -> str:
+        """'all' (IS), 'shared' (PS) or 'first' (the s first by :attr:`order`)."""
+        return disciplines.get(self.discipline).scheduling.serves
+
+    @property
+    def order(self) -> str:
+        """Who goes first: 'arrival', 'last', 'priority', 'random' (see qpn.disciplines)."""
+        return disciplines.get(self.discipline).scheduling.order
+
+    @property
+    def holds(self) -> bool:
+        """Whether a token keeps its server until done (non-preemptive)."""
+        h = disciplines.get(self.discipline).scheduling.holds
+        return (not self.preemptive) if h is None else h
+
+    @property
+    def own_phases(self) -> bool:
+        """Every token keeps its own phase and the servers no state of their own: all
+        served (IS, PS), or preempted in last-come order (LCFS-PR)."""
+        return self.serves != "first" or (self.order == "last" and not self.holds)
+
     @property
     def exponential(self) -> bool:
         """Whether every class's service is one exponential phase."""
