@@ -208,8 +208,6 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
                 raise SolverError(f"queue {q.name}: FIFO departure with {disc} service",
                                   construct=f"queue {q.name}: departure fifo with {disc}",
                                   methods=("des",))
-            if disc == "fcfs" and q.servers == 1:
-                pass  # order is kept anyway
             spec.layout = "seq"
         elif shared or single_exp:
             spec.layout = "counts"

@@ -40,7 +40,7 @@ class SymbolicSolver:
             if sum(pops) <= SymbolicOptions.of(options).max_population:
                 return "mva", []
         from .ctmc import check_symbolic
-        problems = check_symbolic(compiled)
+        problems = check_symbolic(compiled, options)
         return ("ctmc", problems)
 
     def problems(self, compiled, options: dict) -> list[str]:

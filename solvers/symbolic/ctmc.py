@@ -20,12 +20,11 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from qpn import disciplines
 from qpn.distributions import Exp
 from qpn.errors import SolverError
 
 from ..ctmc.explore import Explorer
-from ..ctmc.solver import CTMCOptions, class_busy
+from ..ctmc.solver import CTMCOptions, CTMCSolver, class_busy
 from ..ctmc.spec import build_spec
 from ..measures import derive
 
@@ -75,14 +74,12 @@ def _generate(c, o):
     return spec, Explorer(spec, MAX_STATES * 4).run()
 
 
-def check_symbolic(c) -> list[str]:
-    """Why compiled net ``c`` has no symbolic CTMC: a discipline without a Markov model,
-    non-exponential services and delays."""
-    out = []
+def check_symbolic(c, options: dict | None = None) -> list[str]:
+    """Why compiled net ``c`` has no symbolic CTMC: what the numerical CTMC cannot model
+    (:meth:`~solvers.ctmc.solver.CTMCSolver.problems`), non-exponential services and
+    delays."""
+    out = CTMCSolver().problems(c, options or {})
     for q in c.queues:
-        d = disciplines.get(q.discipline)
-        if d.ctmc is None:
-            out.append(f"queue {q.name}: {d.why_no_ctmc()}")
         if not all(d.is_exponential() for d in q.service):
             out.append(f"queue {q.name}: non-exponential service (symbolic CTMC needs exponential rates)")
     for m in c.modes:
@@ -95,7 +92,7 @@ def symbolic_ctmc(c, options: dict | None = None):
     """(slot_tokens, mode_rates, class_busy) as sympy object arrays, plus the state count."""
     from ..mva.symbolic import class_service_mean, delay_expr, parameter_symbols
     o = CTMCOptions.of(options)
-    problems = check_symbolic(c)
+    problems = check_symbolic(c, options)
     if problems:
         raise SolverError("; ".join(problems), construct=problems[0], methods=("ctmc", "des"))
     spec = build_spec(c, cutoff=o.first_cutoff, det_order=o.det_order, rr=o.rr)

@@ -109,3 +109,20 @@ def test_cli_solve_error_is_located_not_traceback(capsys):
     assert main(["solve", f"{MODELS}/webserver.qpn", "--method", "mva"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "place idle" in err
+
+
+def test_the_symbolic_solver_refuses_what_the_ctmc_cannot_model_and_takes_its_options():
+    # round robin has an exact chain only as processor sharing (rr='ps'); before, the
+    # symbolic solver offered itself for it and failed inside
+    net = qpn.parse("place cpu queue rr quantum 1 ms service exp(1) init 2\n"
+                    "place think queue is service exp(2)\n"
+                    "transition a : cpu -> think\ntransition b : think -> cpu\n")
+    with pytest.raises(SolverError, match="round robin with a quantum .no exact Markov model. "
+                                          r"\(methods that can: des\)"):
+        qpn.solve(net, method="symbolic")
+    sym = qpn.solve(net, method="symbolic", options={"rr": "ps"})
+    num = qpn.solve(net, method="ctmc", options={"rr": "ps"})
+    assert sym.get("throughput", "a") == pytest.approx(num.get("throughput", "a"), rel=1e-9)
+    # 2 jobs, PS at rate 1 and IS at rate 1/2 each: jobs at the cpu 0, 1, 2 with
+    # pi ~ (1, 1, 1/2), so X = 1 - pi0 = 3/5
+    assert sym.get("throughput", "a") == pytest.approx(3 / 5, rel=1e-12)
