@@ -59,7 +59,10 @@ class NetName:
 
 class Builder(SoftwareBuilder, Transformer):
     """Builds model items from the grammar's rules as the parser reduces them (no parse
-    tree); ``ctx`` is the per-parse state (file, source, line of the last token)."""
+    tree); ``ctx`` is the per-parse state (file, source, line of the last token).
+
+    Each public method is called for the rule or alias of dsl/qpn.lark of its name, with
+    the values of its parts; its docstring is that rule's syntax."""
 
     def __init__(self, ctx):
         super().__init__()
@@ -67,6 +70,7 @@ class Builder(SoftwareBuilder, Transformer):
 
     # -- locations (from tokens: no parse tree is built) ---------------------
     def tloc(self, tok: Token) -> Loc:
+        """Location of a token (one line)."""
         return Loc(self.ctx.file, tok.line, tok.column, tok.line, tok.end_column, self.ctx.source)
 
     def cloc(self, children) -> Loc | None:
@@ -91,6 +95,7 @@ class Builder(SoftwareBuilder, Transformer):
         return loc.with_end(max(self.ctx.prev_line, loc.line)) if loc is not None else None
 
     def err(self, msg, where, **kw) -> ModelError:
+        """A located error at a token, a list of children (the first located) or a Loc."""
         if isinstance(where, Token):
             where = self.tloc(where)
         elif isinstance(where, list):
@@ -99,22 +104,28 @@ class Builder(SoftwareBuilder, Transformer):
 
     # -- top level -----------------------------------------------------------
     def start(self, items):
+        """``item*``"""
         return items
 
     def expr_start(self, c):
+        """``expr``"""
         return c[0]
 
     def net_decl(self, c):
+        """``"net" NAME``"""
         return NetName(str(c[0]), self.iloc(c))
 
     def include(self, c):
+        """``"include" STRING``"""
         return Include(path=str(c[0])[1:-1], loc=self.iloc(c))
 
     def param(self, c):
+        """``"param" NAME "=" sum``"""
         return Param(str(c[0]), c[1], loc=self.iloc(c))
 
     # -- colors ----------------------------------------------------------------
     def colors(self, c):
+        """``"colors" NAME "=" colorset_def``"""
         name, (kind, data) = str(c[0]), c[1]
         loc = self.iloc(c)
         parent = None
@@ -132,15 +143,19 @@ class Builder(SoftwareBuilder, Transformer):
         return RecordColors(name, tuple((str(f), str(s)) for f, s in data), loc=loc)
 
     def enum_colors(self, c):
+        """``"{" NAME ("," NAME)* "}"``"""
         return ("enum", c)
 
     def subset_colors(self, c):
+        """``NAME "{" NAME ("," NAME)* "}"``"""
         return ("subset", c)
 
     def range_colors(self, c):
+        """``sum ".." sum``"""
         return ("range", c)
 
     def record_colors(self, c):
+        """``"(" field ("," field)* ")"``"""
         seen = set()
         for f, _ in c:
             if str(f) in seen:  # located at the second occurrence
@@ -149,14 +164,17 @@ class Builder(SoftwareBuilder, Transformer):
         return ("record", c)
 
     def field(self, c):
+        """``NAME ":" NAME``"""
         return (c[0], c[1])
 
     # -- queues ------------------------------------------------------------------
     def queue_decl(self, c):
+        """``"shared" "queue" NAME ":" qspec``"""
         name, spec = str(c[0]), c[1]
         return spec(name, self.iloc(c))
 
     def qspec(self, c):
+        """``DISCIPLINE qopt*``"""
         disc_tok, opts = c[0], c[1:]
         disc = str(disc_tok)
         kw: dict[str, Any] = {}
@@ -194,18 +212,23 @@ class Builder(SoftwareBuilder, Transformer):
     # Options are (key, value, location of the option's keyword): errors about an
     # option (given twice, not applicable) point at its keyword.
     def q_servers(self, c):
+        """``SERVERS sum``"""
         return ("servers", c[1], self.tloc(c[0]))
 
     def q_quantum(self, c):
+        """``QUANTUM sum``"""
         return ("quantum", c[1], self.tloc(c[0]))
 
     def q_switch(self, c):
+        """``SWITCH sum``"""
         return ("switch", c[1], self.tloc(c[0]))
 
     def q_preemptive(self, c):
+        """``PREEMPTIVE``"""
         return ("preemptive", True, self.tloc(c[0]))
 
     def q_nonpreemptive(self, c):
+        """``NONPREEMPTIVE``"""
         return ("preemptive", False, self.tloc(c[0]))
 
     # -- places --------------------------------------------------------------------
@@ -221,6 +244,7 @@ class Builder(SoftwareBuilder, Transformer):
         return kw
 
     def place(self, c):
+        """``"place" NAME [":" NAME] place_opt*``"""
         name_tok, cs, opts = c[0], c[1], c[2:]
         name = str(name_tok)
         loc = self.iloc(c)
@@ -247,6 +271,7 @@ class Builder(SoftwareBuilder, Transformer):
                              departure=str(kw.get("departure", ("normal",))[0]))
 
     def port(self, c):
+        """``PORT_DIR NAME [":" NAME] place_opt*``"""
         dir_tok, name_tok, cs, opts = c[0], c[1], c[2], c[3:]
         kw = self._place_opts(opts)
         for key in kw:
@@ -258,49 +283,64 @@ class Builder(SoftwareBuilder, Transformer):
                     direction=str(dir_tok), loc=self.iloc(c))
 
     def o_queue(self, c):
+        """``QUEUE qspec``"""
         return ("queue", c[1], self.tloc(c[0]))
 
     def o_on(self, c):
+        """``ON NAME``"""
         return ("on", c[1], self.tloc(c[0]))
 
     def o_capacity(self, c):
+        """``CAPACITY sum``"""
         return ("capacity", c[1], self.tloc(c[0]))
 
     def o_departure(self, c):
+        """``DEPARTURE "fifo"``"""
         return ("departure", "fifo", self.tloc(c[0]))
 
     def o_init(self, c):
+        """``INIT terms``"""
         return ("init", c[1], self.tloc(c[0]))
 
     def o_service(self, c):
+        """``SERVICE service_spec``"""
         return ("service", c[1], self.tloc(c[0]))
 
     def o_priority(self, c):
+        """``PRIORITY prio_spec``"""
         return ("priority", c[1], self.tloc(c[0]))
 
     def service_all(self, c):
+        """``dist``"""
         return [Service(None, c[0])]
 
     def service_colors(self, c):
+        """``svc ("," svc)*``"""
         return list(c)
 
     def svc(self, c):
+        """``color ":" dist``"""
         return Service(c[0], c[1])
 
     def prio_all(self, c):
+        """``sum``"""
         return [(None, c[0])]
 
     def prio_colors(self, c):
+        """``pri ("," pri)*``"""
         return list(c)
 
     def pri(self, c):
+        """``color ":" sum``"""
         return (c[0], c[1])
 
     # -- terms ------------------------------------------------------------------------
     def terms(self, c):
+        """``term ("," term)*``"""
         return list(c)
 
     def term(self, c):
+        """``[count] color``"""
         return Term(c[0], c[1])  # count may be None until normalized
 
     def _whole(self, tok, what):
@@ -311,25 +351,32 @@ class Builder(SoftwareBuilder, Transformer):
         return Num(int(text), loc=self.tloc(tok))
 
     def count_int(self, c):
+        """``NUMBER``"""
         return self._whole(c[0], "a token count")
 
     def count_name(self, c):
+        """``NAME``"""
         return Ref(str(c[0]), self.tloc(c[0]))
 
     def count_expr(self, c):
+        """``"(" sum ")"``"""
         return c[0]
 
     def color_name(self, c):
+        """``NAME``"""
         return Ref(str(c[0]), self.tloc(c[0]))
 
     def color_int(self, c):
+        """``NUMBER``"""
         return self._whole(c[0], "a number color (or count of plain tokens)")
 
     def color_expr(self, c):
+        """``"(" sum ("," sum)* ")"``"""
         return c[0] if len(c) == 1 else TupleExpr(tuple(c), self.cloc(c))
 
     # -- transitions ---------------------------------------------------------------------
     def transition(self, c):
+        """``"transition" NAME [KIND] topt* (":" mode_body | "{" mode+ "}")``"""
         name_tok, kind_tok, rest = c[0], c[1], c[2:]
         name = str(name_tok)
         topts: dict[str, Any] = {}
@@ -374,12 +421,15 @@ class Builder(SoftwareBuilder, Transformer):
                           loc=self.iloc(c))
 
     def t_priority(self, c):
+        """``PRIORITY sum``"""
         return ("priority", c[1], self.tloc(c[0]))
 
     def t_servers(self, c):
+        """``SERVERS sum``"""
         return ("servers", c[1], self.tloc(c[0]))
 
     def mode(self, c):
+        """``"mode" [NAME] ":" mode_body``"""
         name = str(c[0]) if c[0] is not None else None
         return self._mode(name, c[1], self.iloc(c))
 
@@ -396,50 +446,64 @@ class Builder(SoftwareBuilder, Transformer):
                     kw.get("delay"), loc=loc)
 
     def mode_body(self, c):
+        """``[arcs] "->" [arcs] mopt*``"""
         return _ModeBody(c[0], c[1], c[2:], self.cloc(c))
 
     def arcs(self, c):
+        """``arc ("," arc)*``"""
         return list(c)
 
     def arc(self, c):
+        """``[count] NAME ["(" terms ")"]``"""
         return _RawArc(c[0], str(c[1]), c[2], self.cloc(c))
 
     def m_when(self, c):
+        """``WHEN expr``"""
         return ("when", c[1], self.tloc(c[0]))
 
     def m_unless(self, c):
+        """``UNLESS arcs``"""
         return ("unless", c[1], self.tloc(c[0]))
 
     def m_weight(self, c):
+        """``WEIGHT sum``"""
         return ("weight", c[1], self.tloc(c[0]))
 
     def m_delay(self, c):
+        """``DELAY dist``"""
         return ("delay", c[1], self.tloc(c[0]))
 
     # -- distributions -------------------------------------------------------------------
     def dist(self, c):
+        """``NAME "(" [darg ("," darg)*] ")"``"""
         name_tok = c[0]
         args = [a for a in c[1:] if a is not None]
         return build_distribution(str(name_tok), args, self.cloc(c), self.tloc(name_tok),
                                   self.ctx.base_dir)
 
     def d_pos(self, c):
+        """``sum``"""
         return ("pos", None, c[0], self.cloc(c))
 
     def d_named(self, c):
+        """``NAME "=" sum``"""
         return ("named", str(c[0]), c[1], self.cloc(c))
 
     def d_pair(self, c):
+        """``sum ":" sum``"""
         return ("pair", c[0], c[1], self.cloc(c))
 
     def d_list(self, c):
+        """``"[" [sum ("," sum)*] "]"``"""
         return ("list", None, [x for x in c if x is not None], self.cloc(c))
 
     def d_string(self, c):
+        """``STRING``"""
         return ("string", None, str(c[0])[1:-1], self.cloc(c))
 
     # -- hierarchy -----------------------------------------------------------------------
     def subnet(self, c):
+        """``"subnet" NAME "(" [sparam ("," sparam)*] ")" "{" sub_item* "}"``"""
         name = str(c[0])
         params, items = [], []
         for x in c[1:]:
@@ -454,9 +518,11 @@ class Builder(SoftwareBuilder, Transformer):
         return Subnet(name, tuple(params), tuple(items), loc=self.iloc(c))
 
     def sparam(self, c):
+        """``NAME ["=" sum]``"""
         return SubnetParam(str(c[0]), c[1], loc=self.cloc(c))
 
     def instance(self, c):
+        """``"instance" NAME "=" NAME "(" [iarg ("," iarg)*] ")"``"""
         args = [a for a in c[2:] if a is not None]
         names = [a[0] for a in args]
         for i, n in enumerate(names):
@@ -465,10 +531,12 @@ class Builder(SoftwareBuilder, Transformer):
         return Instance(str(c[0]), str(c[1]), tuple((n, e) for n, e, _ in args), loc=self.iloc(c))
 
     def iarg(self, c):
+        """``NAME "=" sum``"""
         return (str(c[0]), c[1], self.cloc(c))
 
     # -- expressions ---------------------------------------------------------------------
     def number(self, c):
+        """``NUMBER [NAME]``"""
         tok, unit = c
         text = str(tok)
         value: int | float = int(text) if text.isdigit() else float(text)
@@ -483,12 +551,15 @@ class Builder(SoftwareBuilder, Transformer):
         return Num(value, str(unit) if unit is not None else None, loc=self.cloc(c))
 
     def inf(self, c):
+        """``"inf"``"""
         return Num(math.inf, loc=self.cloc(c))
 
     def ref(self, c):
+        """``NAME``"""
         return Ref(str(c[0]), self.tloc(c[0]))
 
     def call(self, c):
+        """``NAME "(" [sum ("," sum)*] ")"``"""
         name_tok, args = c[0], [a for a in c[1:] if a is not None]
         fname = str(name_tok)
         if fname not in FUNCTIONS:
@@ -505,6 +576,7 @@ class Builder(SoftwareBuilder, Transformer):
         return self._nest(Call(fname, tuple(args), self.cloc(c)), args)
 
     def tuple(self, c):
+        """``"(" sum ("," sum)+ ")"``"""
         return self._nest(TupleExpr(tuple(c), self.cloc(c)), c)
 
     def _nest(self, node, children):
@@ -518,12 +590,14 @@ class Builder(SoftwareBuilder, Transformer):
         return node
 
     def neg(self, c):
+        """``MINUS unary``"""
         x = c[-1]
         if type(x) is Num and x.value >= 0 and math.copysign(1, x.value) > 0:
             return Num(-x.value, x.unit, loc=self.cloc(c))
         return self._nest(Unary("-", x, self.cloc(c)), (x,))
 
     def not_(self, c):
+        """``"not" not_expr``"""
         return self._nest(Unary("not", c[0], self.cloc(c)), c)
 
     def _fold(self, c, op=None):
@@ -538,19 +612,25 @@ class Builder(SoftwareBuilder, Transformer):
         return acc
 
     def or_expr(self, c):
+        """``and_expr ("or" and_expr)*``"""
         return self._fold(c, "or")
 
     def and_expr(self, c):
+        """``not_expr ("and" not_expr)*``"""
         return self._fold(c, "and")
 
     def sum(self, c):
+        """``product ((PLUS | MINUS) product)*``"""
         return self._fold(c)
 
     def product(self, c):
+        """``unary (MUL_OP unary)*``"""
         return self._fold(c)
 
     def comparison(self, c):
+        """``sum (COMP_OP sum)?``"""
         return self._fold(c)
 
     def power(self, c):
+        """``atom ("^" unary)?``"""
         return self._nest(BinOp("^", c[0], c[1], self.cloc(c)), c)

@@ -33,6 +33,8 @@ def _signature_text(name: str) -> str:
 
 
 def build_distribution(name: str, args: list, loc: Loc | None, name_loc: Loc, base_dir: str):
+    """The distribution ``name(args)`` checked against its signature (sample files of
+    ``empirical``/``replay`` read relative to ``base_dir``); a located error otherwise."""
     if name not in DISTRIBUTIONS:
         raise ModelError(f"unknown distribution '{name}'", name_loc,
                          expected="one of " + ", ".join(DISTRIBUTIONS),

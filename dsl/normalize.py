@@ -109,6 +109,8 @@ def _subnets(items) -> dict:
 
 
 def normalize(items: list) -> list:
+    """The parsed items in their normal forms (arcs resolved against place colors, in
+    subnets too)."""
     subnets = _subnets(items)
     return _normalize(items, subnets)
 

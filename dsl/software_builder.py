@@ -48,7 +48,8 @@ def _words(fn):
 
 
 class SoftwareBuilder:
-    """Mixin for :class:`dsl.parser._Builder` (uses its ``tloc``/``iloc``/``err``)."""
+    """The software layer's rules, mixed into :class:`dsl.builder.Builder` (uses its
+    ``tloc``/``iloc``/``err``); each public method's docstring is its rule's syntax."""
 
     _head = None
 
@@ -60,6 +61,7 @@ class SoftwareBuilder:
 
     # -- the block -------------------------------------------------------------
     def software(self, c):
+        """``"software" "{" sw_decl* "}"``"""
         kw = c[0]
         decls = tuple(x for x in c if not isinstance(x, Token))
         return sw.Software(decls, loc=self.tloc(kw).with_end(max(self.ctx.prev_line, kw.line)))
@@ -75,6 +77,7 @@ class SoftwareBuilder:
     # -- resources -------------------------------------------------------------
     @_words
     def sw_cpu(self, c):
+        """``"cpu" NAME cpu_opt*``"""
         name, kw = str(c[0]), self._opts(c[1:])
         disc, disc_loc = kw.get("discipline", ("ps", None))
         if disc not in CPU_DISCIPLINES:
@@ -93,22 +96,27 @@ class SoftwareBuilder:
 
     @_words
     def cpu_cores(self, c):
+        """``CORES sum``"""
         return ("cores", c[1], self.tloc(c[0]))
 
     @_words
     def cpu_discipline(self, c):
+        """``DISCIPLINE``"""
         return ("discipline", str(c[0]), self.tloc(c[0]))
 
     @_words
     def cpu_quantum(self, c):
+        """``QUANTUM sum``"""
         return ("quantum", c[1], self.tloc(c[0]))
 
     @_words
     def cpu_switch(self, c):
+        """``SWITCH sum``"""
         return ("switch", c[1], self.tloc(c[0]))
 
     @_words
     def sw_disk(self, c):
+        """``"disk" NAME disk_opt*``"""
         name, kw = str(c[0]), self._opts(c[1:])
         disc, disc_loc = kw.get("discipline", ("fcfs", None))
         if disc not in DISK_DISCIPLINES:
@@ -126,18 +134,22 @@ class SoftwareBuilder:
 
     @_words
     def disk_servers(self, c):
+        """``SERVERS sum``"""
         return ("servers", c[1], self.tloc(c[0]))
 
     @_words
     def disk_discipline(self, c):
+        """``DISCIPLINE``"""
         return ("discipline", str(c[0]), self.tloc(c[0]))
 
     @_words
     def disk_service(self, c):
+        """``SERVICE dist``"""
         return ("service", c[1], self.tloc(c[0]))
 
     @_words
     def disk_load(self, c):
+        """``SERVICE "by" "load" level ("," level)*``"""
         kw_tok, c = c[0], c[1:]
         prev = 0
         for tok, _dist in c:
@@ -155,34 +167,42 @@ class SoftwareBuilder:
 
     @_words
     def level(self, c):
+        """``NUMBER ":" dist``"""
         return (c[0], c[1])
 
     @_words
     def sw_mutex(self, c):
+        """``"mutex" NAME``"""
         return sw.Mutex(str(c[0]), loc=self.iloc(c))
 
     @_words
     def sw_rwlock(self, c):
+        """``"rwlock" NAME``"""
         return sw.RwLock(str(c[0]), loc=self.iloc(c))
 
     @_words
     def sw_rwlock_writers(self, c):
+        """``"rwlock" NAME "prefer" "writers"``"""
         return sw.RwLock(str(c[0]), prefer_writers=True, loc=self.iloc(c))
 
     @_words
     def sw_semaphore(self, c):
+        """``"semaphore" NAME "permits" sum``"""
         return sw.Semaphore(str(c[0]), c[1], loc=self.iloc(c))
 
     @_words
     def sw_barrier(self, c):
+        """``"barrier" NAME "parties" sum``"""
         return sw.Barrier(str(c[0]), c[1], loc=self.iloc(c))
 
     @_words
     def sw_condition(self, c):
+        """``"condition" NAME ["on" NAME]``"""
         return sw.Condition(str(c[0]), str(c[1]) if c[1] is not None else None, loc=self.iloc(c))
 
     @_words
     def sw_queue(self, c):
+        """``"blocking" "queue" NAME bq_opt*``"""
         kw = self._opts(c[1:])
         if "fifo" in kw and "lifo" in kw:
             raise self.err("a queue is fifo or lifo, not both", kw["lifo"][1])
@@ -191,64 +211,79 @@ class SoftwareBuilder:
 
     @_words
     def bq_capacity(self, c):
+        """``CAPACITY sum``"""
         return ("capacity", c[1], self.tloc(c[0]))
 
     @_words
     def bq_fifo(self, c):
+        """``FIFO``"""
         return ("fifo", True, self.tloc(c[0]))
 
     @_words
     def bq_lifo(self, c):
+        """``LIFO``"""
         return ("lifo", True, self.tloc(c[0]))
 
     @_words
     def sw_limit(self, c):
+        """``"limit" NAME sum``"""
         return sw.Limit(str(c[0]), c[1], loc=self.iloc(c))
 
     @_words
     def sw_timer(self, c):
+        """``"timer" NAME``"""
         return sw.Timer(str(c[0]), loc=self.iloc(c))
 
     @_words
     def sw_sink(self, c):
+        """``"sink" NAME``"""
         return sw.Sink(str(c[0]), loc=self.iloc(c))
 
     # -- runners ---------------------------------------------------------------
     @_words
     def sw_pool(self, c):
+        """``"pool" NAME "size" sum sw_body``"""
         return sw.Pool(str(c[0]), c[1], c[2], loc=self.iloc(c))
 
     @_words
     def sw_population(self, c):
+        """``"population" NAME "size" sum "think" dist sw_body``"""
         return sw.Population(str(c[0]), c[1], c[2], c[3], loc=self.iloc(c))
 
     @_words
     def sw_source(self, c):
+        """``"source" NAME "every" dist sw_body``"""
         return sw.Source(str(c[0]), c[1], c[2], loc=self.iloc(c))
 
     @_words
     def sw_behavior(self, c):
+        """``"behavior" NAME block``"""
         return sw.Behavior(str(c[0]), c[1].steps, loc=self.iloc(c))
 
     @_words
     def body_block(self, c):
+        """``block``"""
         return c[0].steps
 
     @_words
     def body_runs(self, c):
+        """``"runs" NAME``"""
         return str(c[0])
 
     @_words
     def lbrace(self, c):
+        """``"{"``"""
         return c[0]
 
     @_words
     def block(self, c):
+        """``lbrace step* "}"``"""
         return _Blk(tuple(c[1:]), self.tloc(c[0]).with_end(max(self.ctx.prev_line, c[0].line)))
 
     # -- steps -----------------------------------------------------------------
     @_words
     def label(self, c):
+        """``"as" NAME``"""
         return str(c[0])
 
     def _s(self, c):
@@ -256,46 +291,57 @@ class SoftwareBuilder:
 
     @_words
     def st_cpu(self, c):
+        """``CPU dist ["on" NAME] [label]``"""
         return sw.Compute(c[0], self._s(c[1]), c[2], loc=self.sloc(c))
 
     @_words
     def st_io(self, c):
+        """``IO [dist] ["on" NAME] [label]``"""
         return sw.Io(c[0], self._s(c[1]), c[2], loc=self.sloc(c))
 
     @_words
     def st_sleep(self, c):
+        """``SLEEP dist [label]``"""
         return sw.Sleep(c[0], c[1], loc=self.sloc(c))
 
     @_words
     def lock_mutex(self, c):
+        """``LOCK NAME [label]``"""
         return sw.Lock(str(c[0]), "mutex", c[1], loc=self.sloc(c))
 
     @_words
     def lock_read(self, c):
+        """``READ "lock" NAME [label]``"""
         return sw.Lock(str(c[0]), "read", c[1], loc=self.sloc(c))
 
     @_words
     def lock_write(self, c):
+        """``WRITE "lock" NAME [label]``"""
         return sw.Lock(str(c[0]), "write", c[1], loc=self.sloc(c))
 
     @_words
     def unlock_mutex(self, c):
+        """``UNLOCK NAME``"""
         return sw.Unlock(str(c[0]), "mutex", loc=self.sloc(c))
 
     @_words
     def unlock_read(self, c):
+        """``READ "unlock" NAME``"""
         return sw.Unlock(str(c[0]), "read", loc=self.sloc(c))
 
     @_words
     def unlock_write(self, c):
+        """``WRITE "unlock" NAME``"""
         return sw.Unlock(str(c[0]), "write", loc=self.sloc(c))
 
     @_words
     def scount_int(self, c):
+        """``NUMBER``"""
         return self._whole(c[0], "a count")
 
     @_words
     def scount_expr(self, c):
+        """``"(" sum ")"``"""
         return c[0]
 
     def _count(self, x):
@@ -303,78 +349,97 @@ class SoftwareBuilder:
 
     @_words
     def st_acquire(self, c):
+        """``ACQUIRE [scount] NAME [label]``"""
         return sw.Acquire(str(c[1]), self._count(c[0]), c[2], loc=self.sloc(c))
 
     @_words
     def st_release(self, c):
+        """``RELEASE [scount] NAME``"""
         return sw.Release(str(c[1]), self._count(c[0]), loc=self.sloc(c))
 
     @_words
     def st_await(self, c):
+        """``AWAIT NAME [label]``"""
         return sw.Await(str(c[0]), c[1], loc=self.sloc(c))
 
     @_words
     def st_wait(self, c):
+        """``WAIT NAME [label]``"""
         return sw.Wait(str(c[0]), c[1], loc=self.sloc(c))
 
     @_words
     def notify_one(self, c):
+        """``NOTIFY NAME``"""
         return sw.Notify(str(c[0]), False, loc=self.sloc(c))
 
     @_words
     def notify_all(self, c):
+        """``NOTIFY "all" NAME``"""
         return sw.Notify(str(c[0]), True, loc=self.sloc(c))
 
     @_words
     def timeout(self, c):
+        """``"timeout" dist``"""
         return c[0]
 
     @_words
     def otherwise(self, c):
+        """``"else" block``"""
         return c[0].steps
 
     @_words
     def st_put(self, c):
+        """``PUT NAME [label] [timeout] [otherwise]``"""
         return sw.Put(str(c[0]), c[1], c[2], c[3], loc=self.sloc(c))
 
     @_words
     def st_take(self, c):
+        """``TAKE NAME [label] [timeout] [otherwise]``"""
         return sw.Take(str(c[0]), c[1], c[2], c[3], loc=self.sloc(c))
 
     @_words
     def st_allocate(self, c):
+        """``ALLOCATE [scount] NAME [label] otherwise``"""
         return sw.Allocate(str(c[1]), self._count(c[0]), c[2], c[3], loc=self.sloc(c))
 
     @_words
     def st_free(self, c):
+        """``FREE [scount] NAME``"""
         return sw.Free(str(c[1]), self._count(c[0]), loc=self.sloc(c))
 
     @_words
     def timer_start(self, c):
+        """``TIMER "start" NAME``"""
         return sw.TimerStep(str(c[0]), "start", loc=self.sloc(c))
 
     @_words
     def timer_stop(self, c):
+        """``TIMER "stop" NAME``"""
         return sw.TimerStep(str(c[0]), "stop", loc=self.sloc(c))
 
     @_words
     def st_branch(self, c):
+        """``BRANCH "{" alt+ "}"``"""
         return sw.Branch(tuple(c), loc=self.sloc(c))
 
     @_words
     def alt(self, c):
+        """``sum ":" block``"""
         return sw.Alternative(c[0], c[1].steps, loc=self.iloc(c))
 
     @_words
     def loop_counted(self, c):
+        """``LOOP sum "times" [label] block``"""
         return sw.Loop(c[0], c[2].steps, False, c[1], loc=self.sloc(c))
 
     @_words
     def loop_about(self, c):
+        """``LOOP "about" sum "times" [label] block``"""
         return sw.Loop(c[0], c[2].steps, True, c[1], loc=self.sloc(c))
 
     @_words
     def st_fork(self, c):
+        """``FORK [sum] [label] block ("and" block)*``"""
         count, label, blocks = c[0], c[1], c[2:]
         loc = self.sloc(c)
         return sw.Fork(tuple(sw.Block(b.steps, loc=b.loc) for b in blocks),
@@ -382,8 +447,10 @@ class SoftwareBuilder:
 
     @_words
     def st_call(self, c):
+        """``CALL NAME [label]``"""
         return sw.Call(str(c[0]), c[1], loc=self.sloc(c))
 
     @_words
     def st_return(self, c):
+        """``RETURN``"""
         return sw.Return(loc=self.sloc(c))

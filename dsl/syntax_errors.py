@@ -50,6 +50,7 @@ def _keywords(parser, names) -> list[str]:
 
 
 def describe_expected(parser, expected) -> str:
+    """The tokens the parser expected, as words ('a', 'b' or 'c'; at most 12)."""
     items = sorted({_terminal_text(parser, n) for n in expected})
     if len(items) > 12:
         items = items[:12] + ["..."]
@@ -67,6 +68,8 @@ _HINTS = {
 
 
 def syntax_error(exc: UnexpectedInput, parser, file: str, source: str) -> ModelError:
+    """Lark's parse error as a located ModelError: what was found, what was expected, and
+    a hint where a common mistake explains it."""
     line = getattr(exc, "line", 0) or 0
     col = getattr(exc, "column", 0) or 0
     if isinstance(exc, UnexpectedEOF) or (

@@ -33,6 +33,7 @@ class XElement:
     text: str = ""                # character data directly inside (labels: <text>3</text>)
 
     def get(self, name: str, default: str | None = None) -> str | None:
+        """The attribute's value (``default`` if absent)."""
         return self.attrs.get(name, default)
 
     def find(self, tag: str) -> list["XElement"]:

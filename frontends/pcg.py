@@ -39,6 +39,7 @@ class CF:
 
     @property
     def duration(self) -> int:
+        """The fragment's duration (ns)."""
         return self.end_ts - self.start_ts
 
     @property
@@ -118,6 +119,7 @@ class PCG:
         return {b: n / total for b, n in outs.items()} if total else {}
 
     def prob(self, a: tuple, b: tuple) -> float:
+        """The probability that fragment ``b`` follows ``a``."""
         return self.successors(a).get(b, 0.0)
 
     def terminal(self) -> set:

@@ -38,6 +38,7 @@ class Probe(NamedTuple):
 
 @dataclass
 class PersikThread:
+    """One thread of a PERSIK log: its id, name and probe records."""
     tid: int
     name: str
     probes: list[Probe] = field(default_factory=list)
@@ -46,6 +47,7 @@ class PersikThread:
 
 @dataclass
 class PersikLog:
+    """A PERSIK log's threads, with the warnings of a lenient read."""
     threads: list[PersikThread]
     path: str = "<persik>"
     warnings: list[str] = field(default_factory=list)
@@ -121,6 +123,8 @@ def parse_persik(text: str, path: str = "<persik>", *, strict: bool = True) -> P
 
 
 def read_persik(path: str | os.PathLike, *, strict: bool = True) -> PersikLog:
+    """Read a PERSIK log file (``strict``: a located error on the first bad line, else a
+    warning)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         return parse_persik(fh.read(), os.fspath(path), strict=strict)
 

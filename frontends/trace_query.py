@@ -34,6 +34,7 @@ class Fragment(NamedTuple):
 
     @property
     def site(self) -> tuple:
+        """(site before, site after): the code between two events."""
         return (self.before.get("site"), self.after.get("site"))
 
 

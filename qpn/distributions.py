@@ -143,7 +143,10 @@ class Exp(Distribution):
     loc: Loc | None = _loc()
     kind = "exp"
 
-    def is_exponential(self) -> bool: return True
+    def is_exponential(self) -> bool:
+        """True: the exponential is memoryless."""
+        return True
+
     def _mean(self): return self.mean_
     def _scv(self): return 1.0
     def _sample(self, rng, size): return rng.exponential(self.mean_, size)

@@ -14,6 +14,8 @@ def _fmt_num(v) -> str:
 
 
 def summarize(net: Net, report=None) -> str:
+    """``qpn show``'s text: the flat net's size, parameters, colors and queues, and the
+    structural report's findings when given."""
     flat = net.flatten()
     values = flat.param_values()
     out = [f"net {net.name}"]

@@ -24,11 +24,13 @@ class Ctx:
         self.speedups: list = []
 
     def prune(self, ns: float) -> None:
+        """Count a fragment left out and its time (ns)."""
         self.pruned += 1
         self.pruned_time += ns
 
     @property
     def pruned_share(self) -> float:
+        """The share of the runner's CPU and I/O time left out."""
         total = self.cpu_total + self.io_total
         return self.pruned_time / total if total else 0.0
 
@@ -112,4 +114,5 @@ def walk_locks(items, key, held, cond_mutex):
 
 
 def indent(lines: list[str], by: str = "    ") -> list[str]:
+    """The lines indented one level (blank lines kept blank)."""
     return [by + ln if ln else ln for ln in lines]

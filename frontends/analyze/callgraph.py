@@ -24,10 +24,12 @@ from .fit import fmt_time
 
 @dataclass
 class CallGraph:
+    """Fragments (by token) with their counts and CPU, and how often each follows another."""
     nodes: dict = field(default_factory=dict)            # token -> [count, cpu sum, cpu n]
     edges: collections.Counter = field(default_factory=collections.Counter)
 
     def successors(self, node) -> dict:
+        """The fragments that follow ``node``, with their probabilities."""
         outs = {b: n for (a, b), n in self.edges.items() if a == node}
         total = sum(outs.values())
         return {b: n / total for b, n in outs.items()} if total else {}

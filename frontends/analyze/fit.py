@@ -96,6 +96,7 @@ class Fit:
         raise ValueError(self.family)
 
     def describe(self) -> str:
+        """The sample size, mean and SCV, for a model comment."""
         return f"{self.n} samples, mean {fmt_time(self.mean)}, scv {_g(self.scv)}"
 
 

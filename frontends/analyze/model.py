@@ -84,6 +84,8 @@ class Writer:
 
     # ------------------------------------------------------------ params
     def param(self, base: str, value, comment: str | None = None) -> str:
+        """A new parameter (a unique name from ``base``) with its value and comment; its
+        name."""
         name = self.names.unique(base)
         self.params.append((name, value, comment))
         self.info["params"][name] = value
@@ -165,6 +167,8 @@ class Writer:
 
     # ----------------------------------------------------------- runners
     def runners(self) -> list[str]:
+        """The sources and runners of the model: pool sizes and divided work as parameters,
+        schedule-keeping threads as open sources, then each runner."""
         an = self.an
         out: list[str] = []
         live = [r for r in an.runners if r.mode != "omitted"]
@@ -200,6 +204,8 @@ class Writer:
         return out
 
     def source(self, key, times, why: str | None = None) -> list[str]:
+        """An open source putting into the queue ``key`` at the fitted rate of the arrival
+        ``times`` (a ``rate_`` parameter)."""
         q = self.obj(key)
         inter = [b - a for a, b in zip(times, times[1:]) if b >= a]
         if len(inter) < 1:
@@ -215,6 +221,8 @@ class Writer:
                 f"source {name} every {f.text(mean=f'1 / {p}')} {{", f"    put {q}", "}"]
 
     def runner(self, r) -> list[str]:
+        """A runner's lines: a header comment (threads, steady state, pruning) and its pool
+        with the body."""
         ctx = _Ctx(r)
         lvs = leaves(r.items)
         ctx.cpu_total = sum(_cpu_sum(lf) for lf in lvs)
@@ -272,6 +280,7 @@ class Writer:
 
     # ------------------------------------------------------------- items
     def items(self, items, ctx, plan: set | None = None) -> list[str]:
+        """The lines of a sequence of leaves, loops and branches."""
         plan = self._plan(items, ctx) if plan is None else plan
         out: list[str] = []
         for it in items:
@@ -356,6 +365,8 @@ class Writer:
         return out
 
     def cpu(self, lf, ctx) -> list[str]:
+        """The CPU steps of a fragment: fitted (or measured) demand, GIL-bound and GIL-free
+        parts, its speed-up parameter and a comment saying where it came from."""
         xs = [s.cpu for s in lf.steps if s.cpu is not None]
         share = self.an.shares.get(id(lf), 0.0) if self.an.gil else 0.0
         traces = 1
@@ -420,6 +431,8 @@ class Writer:
         return rel
 
     def io(self, lf, ctx) -> list[str]:
+        """A file operation: page-cache hits as CPU, device accesses as I/O on the disk, a
+        branch by their counts when both occur."""
         if lf.token[1] not in DISK_OPS:
             if _cpu_sum(lf) + _io_sum(lf) > 0 and self._keeps_cpu(lf, ctx):
                 return self.cpu(lf, ctx)
@@ -470,6 +483,8 @@ class Writer:
         return out + ["}"]
 
     def loop(self, lp, ctx) -> list[str]:
+        """A loop: counted (a parameter) when every run had the same count, geometric
+        otherwise."""
         counts = lp.counts
         lvs = leaves(lp.body)
         if lvs:                               # an iteration's first step follows the last one
@@ -502,6 +517,8 @@ class Writer:
         return self.an.tokens.tokens[lp.header][2] or "?"
 
     def branch(self, br, ctx) -> list[str]:
+        """A branch over the alternatives kept (rare and light ones pruned), probabilities
+        from their counts."""
         total = ctx.cpu_total + ctx.io_total
         keep = []
         for n, alt in br.alts:

@@ -105,6 +105,7 @@ class Sources:
         return full if os.path.isfile(full) else None
 
     def lines(self, path: str) -> list[str] | None:
+        """The lines of a source file of the traced program (None if it cannot be read)."""
         if path not in self._lines:
             full = self._path(path)
             try:
@@ -115,6 +116,7 @@ class Sources:
         return self._lines[path]
 
     def line(self, site: str | None) -> str | None:
+        """The source line of a site ``path:line`` (None if unknown)."""
         path, no = split_site(site)
         lines = self.lines(path) if path else None
         if not lines or no is None or not 1 <= no <= len(lines):
@@ -148,6 +150,8 @@ class Sources:
         return self._calls[path] or {}
 
     def object_name(self, site: str | None) -> str | None:
+        """The variable an object is assigned to on its creation line (``lock = Lock()``),
+        if any."""
         line = self.line(site)
         return assigned_name(line) if line else None
 
@@ -215,6 +219,8 @@ class Names:
         self.used: set[str] = set(reserved)
 
     def unique(self, base: str) -> str:
+        """A model name from ``base`` not used before (suffixed when needed, never a
+        keyword)."""
         base = ident(base)
         if base not in self.used:
             self.used.add(base)

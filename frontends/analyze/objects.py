@@ -72,10 +72,13 @@ class ObjectTable:
         return self._info.get(key, {})
 
     def type(self, key: tuple, default: str = "other") -> str:
+        """The object's type as the trace named it (``default`` if never seen)."""
         return self._info.get(key, {}).get("type", default)
 
     def keys(self) -> list[tuple]:
+        """Every object's key, in order of first appearance."""
         return list(self._info)
 
     def by_type(self, *types: str) -> list[tuple]:
+        """The keys of the objects of these types."""
         return [k for k, ev in self._info.items() if ev.get("type") in types]

@@ -85,6 +85,7 @@ class Runner:
 
     @property
     def size(self) -> int:
+        """The number of threads of the runner."""
         return len(self.group.tids)
 
 

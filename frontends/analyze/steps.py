@@ -74,10 +74,12 @@ class Step:
 
     @property
     def token(self) -> tuple:
+        """(action, object key, site): what identifies the step's place in the code."""
         return (self.action, self.key, self.site)
 
     @property
     def end(self) -> int:
+        """When the step ended (ns)."""
         return self.ts + self.dur
 
     @property

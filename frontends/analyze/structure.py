@@ -54,6 +54,7 @@ class Leaf:
 
     @property
     def action(self) -> str:
+        """The leaf's operation (take, lock, cpu, ...)."""
         return self.token[0]
 
 
@@ -82,6 +83,7 @@ class Tokens:
         self.tokens: list[tuple] = []
 
     def assign(self, steps) -> None:
+        """Number the steps' (action, object, site) tokens, new ones in order of appearance."""
         ids, toks = self.ids, self.tokens
         for s in steps:
             t = (s.action, s.key, s.site)

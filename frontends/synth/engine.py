@@ -79,10 +79,12 @@ class Sim:
 
     # -- ids ---------------------------------------------------------------
     def new_obj(self) -> int:
+        """A fresh object id (spaced like a real runtime's addresses)."""
         self.next_obj += 0x40
         return self.next_obj
 
     def new_item(self) -> int:
+        """A fresh id for an item put in a queue."""
         self.next_item += 0x30
         return self.next_item
 

@@ -62,6 +62,7 @@ class Scope:
         self.prefix = prefix
 
     def label(self, st) -> str:
+        """The label of a step here (given with ``as``, else its kind)."""
         return self.labels.get(id(st), type(st).__name__.lower())
 
 
@@ -83,6 +84,8 @@ class Interp:
 
     # -- helpers ---------------------------------------------------------------
     def scope(self, steps, prefix: str) -> Scope:
+        """The labels and name prefix of a body run under ``prefix`` (made once, then
+        cached)."""
         key = (id(steps), prefix)
         sc = self.scopes.get(key)
         if sc is None:
@@ -126,6 +129,7 @@ class Interp:
 
     # -- time ------------------------------------------------------------------
     def compute(self, th, st, sc):
+        """Step ``cpu``: a drawn demand on its CPU (the thread waits for the server)."""
         d = self.rnd.draw(st.dist)
         if d > 0:
             self.w.cpu(st.on).submit(th, d)
@@ -133,6 +137,7 @@ class Interp:
             th.cpu += d
 
     def io(self, th, st, sc):
+        """Step ``io``: a drawn (or the disk's own) service on its disk, recorded as a read."""
         disk = self.w.disk(st.on)
         work = self.rnd.draw(st.dist) if st.dist is not None else disk.work()
         e = self.sim.ev(th, "io", self.site(st, sc), op="read",
@@ -143,9 +148,11 @@ class Interp:
         self.sim.done(e)
 
     def sleep(self, th, st, sc):
+        """Step ``sleep``: a drawn pause."""
         yield from self.pause(th, self.rnd.draw(st.dist), self.site(st, sc))
 
     def pause(self, th, d: float, site: str):
+        """The thread waits ``d`` seconds, recorded as a sleep at ``site``."""
         sim = self.sim
         e = sim.ev(th, "wait", site, on="sleep", dur=None, requested=ns(d))
         sim.at(sim.now + d, sim.resume, th)
@@ -154,6 +161,7 @@ class Interp:
 
     # -- locks -----------------------------------------------------------------
     def lock(self, th, st, sc):
+        """Step ``lock`` (mutex, read or write): wait until granted, recorded with the wait."""
         o = self.w.obj(st.target)
         sim = self.sim
         if st.mode == "mutex":
@@ -170,6 +178,7 @@ class Interp:
         th.held[o.obj] = e["ts"] + e["dur"]
 
     def unlock(self, th, st, sc):
+        """Step ``unlock``: release, recording the hold time."""
         o = self.w.obj(st.target)
         t0 = th.held.pop(o.obj, None)
         now = ns(self.sim.now)
@@ -182,6 +191,7 @@ class Interp:
             o.release(th, st.mode)
 
     def acquire(self, th, st, sc):
+        """Step ``acquire``: wait for the permits."""
         s = self.w.obj(st.target)
         n = self.rnd.count(st.count, "a permit count", st.loc)
         e = self.sim.ev(th, "acquire", self.site(st, sc), obj=s.obj, dur=None,
@@ -191,12 +201,14 @@ class Interp:
         self.sim.done(e)
 
     def release(self, th, st, sc, what: str = "a permit count"):
+        """Step ``release`` (and ``free``): give the units back, waking those they satisfy."""
         s = self.w.obj(st.target)
         n = self.rnd.count(st.count, what, st.loc)
         self.sim.ev(th, "release", self.site(st, sc), obj=s.obj, count=n if n != 1 else None)
         s.release(n)
 
     def await_(self, th, st, sc):
+        """Step ``await``: wait at the barrier until its parties have arrived."""
         b = self.w.obj(st.target)
         e = self.sim.ev(th, "wait", self.site(st, sc), on="barrier", obj=b.obj, dur=None)
         if not b.arrive(th):
@@ -234,6 +246,7 @@ class Interp:
                                    "dur": end - ts, "contended": th.relock_contended})
 
     def notify(self, th, st, sc):
+        """Step ``notify [all]``: wake one or every waiter of the condition."""
         c = self.w.obj(st.target)
         self.sim.ev(th, "notify", self.site(st, sc), obj=c.obj, on="cond",
                     all=True if st.all else None, waiters=len(c.waiters))
@@ -241,6 +254,8 @@ class Interp:
 
     # -- queues and limits -------------------------------------------------------
     def put(self, th, st, sc):
+        """Step ``put``: hand the thread's item (or a new one) to the queue, waiting for
+        room (with a timeout and else-block when given)."""
         sim = self.sim
         q = self.w.obj(st.target)
         item = th.item if th.item is not None else sim.new_item()
@@ -273,6 +288,8 @@ class Interp:
             yield from self.steps(th, st.otherwise, sc)
 
     def take(self, th, st, sc):
+        """Step ``take``: wait for an item (with a timeout and else-block when given); the
+        thread carries it on."""
         sim = self.sim
         q = self.w.obj(st.target)
         wait = st.otherwise is None or st.timeout is not None
@@ -299,6 +316,8 @@ class Interp:
             yield from self.steps(th, st.otherwise, sc)
 
     def allocate(self, th, st, sc):
+        """Step ``allocate``: take units of a limit, or run the else-block when too few are
+        free."""
         lim = self.w.obj(st.target)
         n = self.rnd.count(st.count, "an allocation count", st.loc)
         ok = lim.allocate(n)
@@ -308,9 +327,11 @@ class Interp:
             yield from self.steps(th, st.otherwise, sc)
 
     def free(self, th, st, sc):
+        """Step ``free``: give units of a limit back."""
         self.release(th, st, sc, "a count")
 
     def timer(self, th, st, sc):
+        """Step ``timer start|stop``: start or end a request's response time."""
         open_ = self.w.timers[st.target]
         if st.action == "start":
             if th.item is None:
@@ -328,12 +349,14 @@ class Interp:
 
     # -- control flow ------------------------------------------------------------
     def branch(self, th, st, sc):
+        """Step ``branch``: one alternative drawn by its probability."""
         ws = [self.rnd.value(a.prob) for a in st.alternatives]
         i = self.rnd.choose(ws)
         self.w.branches[(id(st), i)] = self.w.branches.get((id(st), i), 0) + 1
         return self.steps(th, st.alternatives[i].body, sc)
 
     def loop(self, th, st, sc):
+        """Step ``loop``: the body a fixed or a geometric number of times."""
         if st.geometric:
             p = 1.0 / self.rnd.value(st.count)
             while True:
@@ -344,13 +367,16 @@ class Interp:
             yield from self.steps(th, st.body, sc)
 
     def call(self, th, st, sc):
+        """Step ``call``: run a behavior's body here."""
         b = self.w.behaviors[st.target]
         return self.body(th, b.body, self.scope(b.body, f"{sc.prefix}.{sc.label(st)}"))
 
     def ret(self, th, st, sc):
+        """Step ``return``: end the current behavior."""
         raise _Return()
 
     def fork(self, th, st, sc):
+        """Step ``fork``: start the child threads and wait until all have ended."""
         sim = self.sim
         n = self.rnd.count(st.count, "a fork count", st.loc)
         label, site = sc.label(st), self.site(st, sc)

@@ -93,12 +93,15 @@ class World:
         self.branches: dict = {}
 
     def obj(self, name: str):
+        """The synchronization object or queue declared as ``name``."""
         return self.objects[name]
 
     def cpu(self, name: str | None) -> Server:
+        """The CPU a step runs on (the only one when the step names none)."""
         return _named(self.cpus, name, "a cpu step needs 'on CPU'", "cpus")
 
     def disk(self, name: str | None) -> Disk:
+        """The disk an I/O step uses (the only one when the step names none)."""
         return _named(self.disks, name, "an io step needs 'on DISK'", "disks")
 
 
@@ -111,6 +114,8 @@ class SynthResult:
     info: dict = field(default_factory=dict)
 
     def trace(self, path: str = "synthetic.jsonl") -> Trace:
+        """The synthetic run as a :class:`~frontends.trace.Trace` (as if read from
+        ``path``)."""
         return Trace(self.header, self.events, path)
 
 

@@ -71,6 +71,7 @@ class Randoms:
         return s.next(self.rng)
 
     def mean(self, dist: Distribution) -> float:
+        """A distribution's mean with the program's parameters."""
         return dist.mean(self.env)
 
     def value(self, expr) -> float:
@@ -92,6 +93,7 @@ class Randoms:
         return int(v)
 
     def uniform(self) -> float:
+        """A uniform draw in [0, 1) (drawn in batches)."""
         if self._ui >= len(self._u):
             self._u = self.rng.random(BATCH).tolist()
             self._ui = 0

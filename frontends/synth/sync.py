@@ -31,6 +31,7 @@ WAIT = object()          # BlockingQueue.take: the caller waits
 
 
 class Mutex:
+    """A mutex with a FIFO line of waiting threads."""
     def __init__(self, sim, obj: int, name: str = ""):
         self.sim, self.obj, self.name = sim, obj, name
         self.holder = None
@@ -47,6 +48,7 @@ class Mutex:
         return False
 
     def release(self) -> None:
+        """Free the mutex, handing it to the first waiter if any."""
         if self.waiters:
             self.holder = self.waiters.popleft()
             self.acquired += 1
@@ -56,6 +58,7 @@ class Mutex:
 
 
 class RwLock:
+    """A readers-writer lock; ``prefer_writers`` blocks new readers while a writer waits."""
     def __init__(self, sim, obj: int, prefer_writers: bool, name: str = ""):
         self.sim, self.obj, self.name, self.prefer = sim, obj, name, prefer_writers
         self.readers = 0
@@ -75,6 +78,8 @@ class RwLock:
             self.writer = th
 
     def acquire(self, th, mode: str) -> bool:
+        """Take the lock in ``mode`` (read or write) now if possible (True), else queue the
+        thread."""
         if self._can(mode):
             self._grant(th, mode)
             return True
@@ -84,6 +89,7 @@ class RwLock:
         return False
 
     def release(self, th, mode: str) -> None:
+        """Give the lock up and grant it to the waiters that can have it now."""
         if mode == "read":
             self.readers -= 1
         else:
@@ -101,12 +107,14 @@ class RwLock:
 
 
 class Semaphore:
+    """A counting semaphore; waiters are served in arrival order as permits suffice."""
     def __init__(self, sim, obj: int, permits: int, name: str = ""):
         self.sim, self.obj, self.name = sim, obj, name
         self.free = permits
         self.waiting: deque = deque()      # (thread, count)
 
     def acquire(self, th, n: int) -> bool:
+        """Take ``n`` permits now if free (True), else queue the thread."""
         if self.free >= n:
             self.free -= n
             return True
@@ -114,6 +122,7 @@ class Semaphore:
         return False
 
     def release(self, n: int) -> None:
+        """Give ``n`` permits back and wake the waiters they satisfy."""
         self.free += n
         for entry in list(self.waiting):
             if entry[1] <= self.free:
@@ -123,6 +132,7 @@ class Semaphore:
 
 
 class Barrier:
+    """A cyclic barrier: the ``parties``-th arrival releases every waiting thread."""
     def __init__(self, sim, obj: int, parties: int, name: str = ""):
         self.sim, self.obj, self.name, self.parties = sim, obj, name, parties
         self.waiting: list = []
@@ -142,6 +152,7 @@ class Barrier:
 
 
 class Condition:
+    """A condition variable tied to a mutex: waiters release it and take it back when woken."""
     def __init__(self, sim, obj: int, mutex: Mutex | None, name: str = ""):
         self.sim, self.obj, self.mutex, self.name = sim, obj, mutex, name
         self.waiters: deque = deque()
@@ -163,6 +174,7 @@ class Condition:
 
 
 class BlockingQueue:
+    """A bounded FIFO or LIFO queue of items with waiting putters and takers."""
     kind = "queue"
 
     def __init__(self, sim, obj: int, capacity: float, lifo: bool, name: str = ""):
@@ -222,10 +234,12 @@ class Limit:
         self.sim, self.obj, self.name, self.free, self.count = sim, obj, name, count, count
 
     def allocate(self, n: int) -> bool:
+        """Take ``n`` units now if free (True), else nothing (False)."""
         if self.free >= n:
             self.free -= n
             return True
         return False
 
     def release(self, n: int) -> None:
+        """Give ``n`` units back (never above the limit)."""
         self.free = min(self.count, self.free + n)

@@ -42,13 +42,17 @@ class Report:
 
     @property
     def mean_eps(self) -> float:
+        """Mean relative error over the grid's points (NaN: no points)."""
         return sum(r["eps"] for r in self.rows) / len(self.rows) if self.rows else math.nan
 
     @property
     def max_eps(self) -> float:
+        """Largest relative error over the grid's points."""
         return max((r["eps"] for r in self.rows), default=math.nan)
 
     def table(self) -> str:
+        """The report as a text table: each point's measured median, spread, prediction and
+        error."""
         names = list(self.rows[0]["point"]) if self.rows else []
         speed = any(r.get("speed") is not None for r in self.rows)
         head = names + ["measured", "spread"] + (["speed"] if speed else []) + ["predicted", "eps"]

@@ -75,6 +75,7 @@ class Suite:
         return self._fill(self.server or [], values, "server.command")
 
     def server_port(self, values: dict) -> int:
+        """The port the suite's server listens on at a grid point."""
         return int(self._fill([self.port], values, "server.port")[0])
 
     def _fill(self, templates: list, values: dict, where: str) -> list[str]:

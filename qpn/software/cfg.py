@@ -89,6 +89,7 @@ class Act:
 
 @dataclass(eq=False)
 class LoopEnter:
+    """An exit that enters a loop (and sets its counter, for a counted one)."""
     loop: LoopInfo | None            # None: a geometric loop (no counter)
     body: object = None
 
@@ -314,6 +315,7 @@ def emit_exit(kit: Kit, station: Station, ex: Exit) -> object:
 
 
 def kit_colors(kit: Kit, station: Station) -> str | None:
+    """The color set of a station's place (None: plain tokens)."""
     p = kit._places.get(station.place)
     return p.colors if p is not None else None
 

@@ -51,6 +51,7 @@ class Table:
             self.decls[d.name] = d
 
     def of(self, *types) -> list:
+        """The declarations of these types, in declaration order."""
         return [d for d in self.decls.values() if isinstance(d, types)]
 
     def get(self, name: str, types: tuple, loc, hint: str | None = None):
@@ -120,6 +121,7 @@ class Numbers:
         self.values = values
 
     def value(self, e: Expr) -> float | None:
+        """The expression's value with the parameters' defaults (None: not known here)."""
         if self.values is None or e is None:
             return None
         try:
@@ -129,6 +131,8 @@ class Numbers:
         return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     def whole(self, e: Expr, what: str, loc: Loc | None, minimum: int = 1) -> None:
+        """A located error unless the expression is a whole number >= ``minimum`` (where
+        its value is known)."""
         v = self.value(e)
         if v is None:
             return
@@ -315,6 +319,7 @@ class Discipline:
         self.unbalanced: set[str] = set()     # semaphores/limits used for signalling
 
     def runner(self, steps, loc: Loc | None, what: str) -> None:
+        """Errors for a runner's body that ends holding a lock or other resource."""
         ends: list[_Held] = []
         out = self._steps(steps, _Held(), ends, ())
         for h in ([out] if out is not None else []) + ends:

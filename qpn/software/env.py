@@ -31,6 +31,7 @@ DECL_BUILDERS: dict[type, Callable] = {}
 
 
 def step(*types):
+    """Register the decorated function as the builder of these step types (by type)."""
     def deco(fn):
         for t in types:
             STEP_BUILDERS[t] = fn
@@ -39,6 +40,7 @@ def step(*types):
 
 
 def declaration(*types):
+    """Register the decorated function as the builder of these declaration types."""
     def deco(fn):
         for t in types:
             DECL_BUILDERS[t] = fn
@@ -133,19 +135,24 @@ class Env:
 
     def scope(self, prefix: str, steps, *, ret, ctx: tuple | None = None,
               stack: tuple | None = None, reserved: tuple = ()) -> "Env":
+        """The environment of a nested body: its own name prefix, labels and return point
+        (loop context and call stack kept unless given)."""
         return Env(self.kit, self.table, self.unbalanced, prefix,
                    self.ctx if ctx is None else ctx, ret, assign_labels(steps, RESERVED + reserved),
                    self.stations, self.stack if stack is None else stack)
 
     def with_ctx(self, ctx: tuple) -> "Env":
+        """This environment with another loop context (the enclosing loops' counters)."""
         return Env(self.kit, self.table, self.unbalanced, self.prefix, ctx, self.ret, self.labels,
                    self.stations, self.stack)
 
     # -- names -------------------------------------------------------------------
     def label(self, st) -> str:
+        """The label of a step of this body (given with ``as``, or assigned)."""
         return self.labels[id(st)]
 
     def path(self, st_or_label) -> str:
+        """The element name of a step or label here: ``prefix.label``."""
         label = st_or_label if isinstance(st_or_label, str) else self.label(st_or_label)
         return f"{self.prefix}.{label}"
 

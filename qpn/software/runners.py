@@ -30,10 +30,12 @@ from .kit import arc
 
 
 def body_of(d, table) -> tuple:
+    """A runner's steps: its own body, or the behavior it ``runs``."""
     return table.decls[d.body].body if isinstance(d.body, str) else d.body
 
 
 def build_runner(d, root: Env) -> None:
+    """The places and stations of a pool, population or source and its body."""
     body = body_of(d, root.table)
     kind = sw.KIND_NAMES[type(d)]
     if isinstance(d, sw.Source):

@@ -16,6 +16,7 @@ from ..compile import CompiledNet
 
 @dataclass
 class ReachabilityResult:
+    """What a bounded exploration of the markings found."""
     complete: bool                     # False if the limit was hit
     markings: int
     ever_enabled: np.ndarray           # per compiled mode
@@ -53,6 +54,8 @@ def dense_constraints(c: CompiledNet, pre: np.ndarray, post: np.ndarray) -> tupl
 
 
 def explore(c: CompiledNet, limit: int = 20_000) -> ReachabilityResult:
+    """Breadth-first search of the net's markings up to ``limit`` of them: the modes ever
+    enabled, the dead markings, and whether immediate firings can loop forever."""
     pre = c.pre.toarray()
     post = c.post.toarray()
     dense = dense_constraints(c, pre, post)
