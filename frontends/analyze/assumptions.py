@@ -13,6 +13,8 @@ Each function takes the model :class:`~.model.Writer` ``w`` it writes for:
 """
 from __future__ import annotations
 
+from qpn.expr import BinOp, Num, Ref
+
 from .fit import fit, fmt_time
 from .structure import leaves
 
@@ -50,25 +52,25 @@ def sleep_times(steps) -> tuple[list, str]:
             f"{len(over)} sleeps)")
 
 
-def barrier_parties(w, key, parties: int) -> tuple[str, str]:
-    """A barrier's parties as the sum of the sizes of the runners that wait on it
-    (``workers + 1`` for a pool and the main thread), so that the barrier follows the
+def barrier_parties(w, key, parties: int) -> tuple[list[str], str]:
+    """A barrier's parties as the terms of a sum of the sizes of the runners that wait on
+    it (``workers + 1`` for a pool and the main thread), so that the barrier follows the
     pool parameters; the traced number when the waiting threads do not add up to it
     (with a comment saying so)."""
     users = [r for r in w.an.runners if r.mode != "omitted" and any(
         lf.action == "await" and lf.token[1] == key for lf in leaves(r.items))]
     if not users:
-        return str(parties), ""
+        return [str(parties)], ""
     if sum(r.size for r in users) != parties:
         waiting = " + ".join(f"{r.size} ({r.name})" for r in users)
-        return str(parties), (f"; the threads modelled waiting on it are {waiting}: the "
-                              "traced number is kept, check it when pool sizes change")
+        return [str(parties)], (f"; the threads modelled waiting on it are {waiting}: the "
+                                "traced number is kept, check it when pool sizes change")
     terms = [w.size_param[r.name] for r in users if r.name in w.size_param]
     ones = len(users) - len(terms)            # the main thread, and runners of one thread
     if ones:
         terms.append(str(ones))
     expr = " + ".join(terms)
-    return expr, (f": the threads that wait on it ({expr})" if len(users) > 1 else "")
+    return terms, (f": the threads that wait on it ({expr})" if len(users) > 1 else "")
 
 
 def open_loop(w, r):
@@ -114,9 +116,11 @@ def divided_work(w, r, base: str) -> None:
         w.assumptions.append((sp, f"pool '{r.name}': work per iteration not divided "
                                      "among its threads (one trace cannot tell; traces at "
                                      "two pool sizes can: qpn build a.jsonl b.jsonl)"))
+    # 1 - split + split * traced / size, as the parser groups it
+    work = BinOp("+", BinOp("-", Num(1), Ref(sp)), BinOp("/", BinOp("*", Ref(sp), Num(r.size)), Ref(size)))
     w.work_param[r.name] = w.param(
         f"work_{base}", f"1 - {sp} + {sp} * {r.size} / {size}",
-        f"work per iteration of a thread of '{r.name}', relative to the trace")
+        f"work per iteration of a thread of '{r.name}', relative to the trace", expr=work)
 
 
 __all__ = ["barrier_parties", "divided_work", "open_loop", "sleep_times", "geometric_mean_text"]

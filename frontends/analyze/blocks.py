@@ -1,7 +1,8 @@
-"""Small helpers over structured bodies: time sums, lock pairing, indentation.
+"""Small helpers over structured bodies: time sums, lock pairing, comments.
 
->>> indent(["a", "", "b"])
-['    a', '', '    b']
+>>> from frontends.analyze.structure import Leaf
+>>> cpu_sum(Leaf(("cpu", None, "p.py:1")))
+0.0
 """
 from __future__ import annotations
 
@@ -111,8 +112,3 @@ def walk_locks(items, key, held, cond_mutex):
                 return None
             held = ends.pop()
     return held
-
-
-def indent(lines: list[str], by: str = "    ") -> list[str]:
-    """The lines indented one level (blank lines kept blank)."""
-    return [by + ln if ln else ln for ln in lines]

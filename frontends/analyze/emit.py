@@ -1,16 +1,24 @@
-"""Assemble the model text: header comments, params, the software block.
+"""Assemble the model: header comments, params, the software block, printed.
 
 :func:`write_model` is the one entry point: an
 :class:`~frontends.analyze.pipeline.Analysis` in, a
 :class:`~frontends.analyze.model.ModelText` out (the text, side files for
-``--demands empirical`` and the facts the report and the tests use).
+``--demands empirical`` and the facts the report and the tests use).  The model is a
+:class:`qpn.net.Net` of the software layer's objects, written by the language's own
+printer, so it reads as ``qpn fmt`` writes.
 """
 from __future__ import annotations
 
 import os
 
-from .fit import fmt_time
-from .model import ModelText, Writer
+from dsl.printer import print_net
+from qpn.expr import Ref
+from qpn.model import Param
+from qpn.net import Net
+from qpn.software import ast as sw
+
+from .fit import fmt_time, time_num
+from .model import ModelText, Writer, doc
 
 
 def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
@@ -29,67 +37,43 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
     body = w.runners()
     cpus = []
     if an.gil and "gil" in w.cpus:
-        cpus += ["# the GIL: one thread at a time runs Python code and keeps the GIL until it "
-                 "blocks or",
-                 f"# its switch interval ends ({fmt_time(w.quantum)}, "
-                 f"runtime.switch_interval_ns): a round-robin server",
-                 f"cpu gil rr quantum {fmt_time(w.quantum)}"]
+        cpus.append(sw.Cpu("gil", discipline="rr", quantum=time_num(w.quantum), doc=(
+            "the GIL: one thread at a time runs Python code and keeps the GIL until it blocks "
+            f"or\nits switch interval ends ({fmt_time(w.quantum)}, runtime.switch_interval_ns): "
+            "a round-robin server")))
     if "host" in w.cpus:
         if an.gil:
             w.cores_param = w.param("cores", w.cores, "CPU cores for work outside the GIL "
                                                       "(runtime.cpus)")
-        cpus += [""] if cpus else []
-        cpus += ["# the machine's cores" + (" (C code that released the GIL runs here)"
-                                             if an.gil else ""),
-                 f"cpu host cores {w.cores_param} ps"]
+        cpus.append(sw.Cpu("host", cores=Ref(w.cores_param), discipline="ps", doc=(
+            "the machine's cores" + (" (C code that released the GIL runs here)" if an.gil
+                                     else ""))))
     if w.disk:
         n = _concurrency(w.disk_busy)
         dp = w.param("disk_servers", n, "requests the disk serves at once (at most "
                      + (f"{n} device accesses were" if n != 1 else "1 device access was")
                      + " in flight at a time in the trace)")
-        cpus += [""] if cpus else []
-        cpus += ["# the device behind the file I/O that missed the page cache",
-                 f"disk disk servers {dp} random"]
-    lines = _header(an, w) + _unused(an, w)
-    lines += ["", f"net {w.net}"]
+        cpus.append(sw.Disk("disk", servers=Ref(dp), discipline="random",
+                            doc="the device behind the file I/O that missed the page cache"))
+    items = []
     params = sorted(w.params, key=lambda p: p[0].startswith("speedup_"))
     first_speedup = True
     for pname, value, comment in params:
+        note = comment or ""
         if pname.startswith("speedup_") and first_speedup:
-            lines += ["", "# speed-up factor of each code fragment (1 = as traced; 2 = twice "
-                          "as fast)"]
+            note = "speed-up factor of each code fragment (1 = as traced; 2 = twice as fast)"
             first_speedup = False
-        elif comment:
-            lines += ["", f"# {comment}"]
-        lines.append(f"param {pname} = {value}")
-    lines += ["", "software {"]
-    lines += ["    " + ln if ln else "" for ln in cpus]
-    for _, decl in sorted(w.decls.values(), key=lambda d: d[0]):
-        lines += [""] + ["    " + ln for ln in decl]
-    lines += ["    " + ln if ln else "" for ln in body]
-    lines += ["}", ""]
+        items.append(Param(pname, value, doc=note))
+    decls = [d for _, d in sorted(w.decls.values(), key=lambda d: d[0])]
+    items.append(sw.Software(tuple(cpus + decls + body)))
+    net = Net(w.net, tuple(items), doc=doc(_header(an, w) + _unused(an, w)))
     w.info["omitted"] = {r.name: r.why for r in an.runners if r.mode == "omitted"}
     w.info["warnings"] = list(an.warnings)
     w.info["net"] = w.net
     if across is not None:
         w.info["across"] = across.info
     w.info["object_names"] = dict(w.objnames)
-    return ModelText(_canonical("\n".join(lines)), w.side, w.info)
-
-
-def _canonical(text: str) -> str:
-    """The text as ``qpn fmt`` prints it (comments kept), if it parses as it is.
-
-    Models that refer to side files not written yet (``--demands empirical``)
-    are left as written, which differs at most in line breaks.
-    """
-    if "empirical(" in text:
-        return text
-    try:
-        import qpn
-        return qpn.parse(text).text()
-    except Exception:  # noqa: BLE001 - the text is still a valid model; fmt is cosmetic
-        return text
+    return ModelText(print_net(net), w.side, w.info)
 
 
 def _unused(an, w) -> list[str]:

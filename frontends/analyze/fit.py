@@ -15,13 +15,17 @@ All of them match the sample mean exactly (EM keeps it too) and the SCV as
 closely as the family allows (qpn/distributions.py has their exact moments).  Times are ns here
 and written with a unit.
 
->>> fit([100_000] * 5).text()
+>>> from dsl.printing import fmt_dist
+>>> fmt_dist(fit([100_000] * 5).dist())
 'det(100 us)'
 >>> f = fit([50_000, 100_000, 150_000, 100_000, 60_000, 140_000])
->>> f.family, round(f.scv, 3), f.text("speedup_x")
+>>> f.family, round(f.scv, 3), fmt_dist(f.dist("speedup_x"))
 ('erlang', 0.137, 'erlang(7, 100 us / speedup_x)')
 >>> fmt_time(4_100_000), fmt_time(1_234), fmt_time(2.5e9)
 ('4.1 ms', '1.234 us', '2.5 s')
+>>> from qpn.distributions import Erlang
+>>> f.dist("speedup_x") == Erlang(Num(7), BinOp("/", Num(100, "us"), Ref("speedup_x")))
+True
 """
 from __future__ import annotations
 
@@ -29,6 +33,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from qpn.distributions import Det, Distribution, Erlang, Exp, HyperExp, HyperExpFit, Lognormal
+from qpn.expr import BinOp, Expr, Num, Ref
 
 MAX_PHASES = 50
 #: det below this SCV: closer to 0 than to erlang(MAX_PHASES)'s 1/50.  (It was 0.05, which
@@ -44,6 +51,30 @@ def fmt_time(ns: float) -> str:
         if abs(ns) >= scale:
             return f"{_g(ns / scale)} {unit}"
     return f"{_g(ns)} ns"
+
+
+def number(text: str) -> Num:
+    """The number a model literal stands for, as the parser reads it (whole digits: an
+    int; else a float; a leading minus negates).
+
+    >>> number("12"), number("4.1"), number("-3")
+    (Num(value=12, unit=None), Num(value=4.1, unit=None), Num(value=-3, unit=None))
+    """
+    text = str(text)
+    if text.startswith("-"):
+        n = number(text[1:])
+        return Num(-n.value, n.unit)
+    return Num(int(text) if text.isdigit() else float(text))
+
+
+def time_num(ns: float) -> Num:
+    """A time in ns as the literal :func:`fmt_time` writes (its unit and 4 digits).
+
+    >>> time_num(4_100_000)
+    Num(value=4.1, unit='ms')
+    """
+    value, unit = fmt_time(ns).split(" ")
+    return Num(number(value).value, unit)
 
 
 def _g(x: float) -> str:
@@ -65,34 +96,36 @@ class Fit:
     sd: float = 0.0
     phases: tuple = ()        # hyperexp fitted by EM: ((p1, mean1), (p2, mean2)) in ns
 
-    def text(self, speedup: str | None = None, *, mean: str | None = None,
-             scale: float = 1.0, factor: str | None = None) -> str:
-        """The distribution as model text.
+    def dist(self, speedup: str | None = None, *, mean: Expr | None = None,
+             scale: float = 1.0, factor: Expr | None = None) -> Distribution:
+        """The distribution as a model object.
 
-        ``speedup`` divides the mean, ``mean`` replaces it by an expression
-        (``1 / rate``), ``scale`` multiplies it (a share of the fragment),
+        ``speedup`` names the parameter dividing the mean, ``mean`` replaces the mean by
+        an expression (``1 / rate``), ``scale`` multiplies it (a share of the fragment),
         ``factor`` multiplies it by an expression (a parameter).
         """
-        m = mean if mean is not None else fmt_time(self.mean * scale)
-        if factor:
-            m = f"{m} * {factor}"
-        if speedup:
-            m = f"{m} / {speedup}"
+        def scaled(m: Expr) -> Expr:
+            if factor is not None:
+                m = BinOp("*", m, factor)
+            if speedup:
+                m = BinOp("/", m, Ref(speedup))
+            return m
+        m = mean if mean is not None else scaled(time_num(self.mean * scale))
+        if mean is not None:
+            m = scaled(m)
         if self.family == "det":
-            return f"det({m})"
+            return Det(m)
         if self.family == "exp":
-            return f"exp({m})"
+            return Exp(m)
         if self.family == "erlang":
-            return f"erlang({self.k}, {m})"
+            return Erlang(Num(self.k), m)
         if self.family == "hyperexp" and self.phases and mean is None:
-            def one(x):
-                return (fmt_time(x * scale) + (f" * {factor}" if factor else "")
-                        + (f" / {speedup}" if speedup else ""))
-            return "hyperexp(" + ", ".join(f"{_g(p)}: {one(x)}" for p, x in self.phases) + ")"
+            return HyperExp(tuple(number(_g(p)) for p, _ in self.phases),
+                            tuple(scaled(time_num(x * scale)) for _, x in self.phases))
         if self.family == "hyperexp":
-            return f"hyperexp(mean = {m}, scv = {_g(self.scv)})"
+            return HyperExpFit(m, number(_g(self.scv)))
         if self.family == "lognormal":
-            return f"lognormal({m}, {_g(self.scv)})"
+            return Lognormal(m, number(_g(self.scv)))
         raise ValueError(self.family)
 
     def describe(self) -> str:

@@ -34,6 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from qpn.expr import BinOp, Expr, Num
+from qpn.software import ast as sw
+
+from .exprs import atom, product, total
 from .structure import Branch, Leaf, Loop, leaves
 
 #: a join that waited less than this share of the work phase is a shutdown
@@ -131,19 +135,32 @@ def find_joins(runners, joiners: dict) -> list[Join]:
     return out
 
 
-def put_count(items, key, loop_params: dict) -> str | None:
-    """How many puts into ``key`` one pass of ``items`` makes, as an expression
-    of the loop-count parameters (None: it varies, e.g. in a branch)."""
+@dataclass
+class _Count:
+    """A count as written (``text``) and as read back: its top-level summands, and the
+    factors of its one summand (left to right, as the parser groups them)."""
+
+    text: str
+    summands: list
+    factors: list
+
+
+def _name(p: str) -> _Count:
+    e = atom(p)
+    return _Count(p, [e], [e])
+
+
+def _puts(items, key, loop_params: dict) -> _Count | None:
     terms = []
     for it in items:
         if isinstance(it, Leaf):
             if it.action == "put" and it.token[1] == key:
-                terms.append("1")
+                terms.append(_name("1"))
         elif isinstance(it, Loop):
-            inner = put_count(it.body, key, loop_params)
+            inner = _puts(it.body, key, loop_params)
             if inner is None:
                 return None
-            if inner == "0":
+            if inner.text == "0":
                 continue
             if len(set(it.counts)) != 1:
                 return None
@@ -151,17 +168,40 @@ def put_count(items, key, loop_params: dict) -> str | None:
             p = "1" if n == 1 else loop_params.get(n)
             if p is None:
                 return None
-            terms.append(p if inner == "1" else inner if p == "1" else
-                         f"{p} * ({inner})" if "+" in inner else f"{p} * {inner}")
+            if inner.text == "1":
+                terms.append(_name(p))
+            elif p == "1":
+                terms.append(inner)
+            elif "+" in inner.text:
+                e = BinOp("*", atom(p), total(inner.summands))
+                terms.append(_Count(f"{p} * ({inner.text})", [e], [atom(p), total(inner.summands)]))
+            else:
+                fs = [atom(p)] + inner.factors
+                terms.append(_Count(f"{p} * {inner.text}", [product(fs)], fs))
         elif isinstance(it, Branch):
             if any(lf.action == "put" and lf.token[1] == key
                    for _, alt in it.alts for lf in leaves(alt)):
                 return None
     if not terms:
-        return "0"
-    ones = terms.count("1")
-    rest = [t for t in terms if t != "1"]
-    return " + ".join(rest + ([str(ones)] if ones else []))
+        return _name("0")
+    ones = sum(1 for t in terms if t.text == "1")
+    parts = [t for t in terms if t.text != "1"] + ([_name(str(ones))] if ones else [])
+    summands = [e for t in parts for e in t.summands]
+    return _Count(" + ".join(t.text for t in parts), summands,
+                  parts[0].factors if len(summands) == 1 else [total(summands)])
+
+
+def put_count(items, key, loop_params: dict) -> str | None:
+    """How many puts into ``key`` one pass of ``items`` makes, as an expression
+    of the loop-count parameters (None: it varies, e.g. in a branch)."""
+    c = _puts(items, key, loop_params)
+    return None if c is None else c.text
+
+
+def put_count_expr(items, key, loop_params: dict) -> Expr | None:
+    """:func:`put_count` as an expression of the model (None: it varies)."""
+    c = _puts(items, key, loop_params)
+    return None if c is None else total(c.summands)
 
 
 # ------------------------------------------------------------------ model text
@@ -172,37 +212,37 @@ def semaphore(w, j: Join) -> str:
         return w.objnames[key]
     name = w.names.unique(f"{j.pool.name}_done")
     w.objnames[key] = name
-    w.decls[key] = (len(w.decls), [
-        f"# the join of the '{j.pool.name}' threads" + (f" at {j.site}" if j.site else "")
-        + " (not an object of the program):",
-        f"# a thread releases a permit after each item's work, '{j.waiter.name}' acquires "
-        "one per item it put",
-        f"semaphore {name} permits 0"])
+    w.decls[key] = (len(w.decls), sw.Semaphore(name, Num(0), doc=(
+        f"the join of the '{j.pool.name}' threads" + (f" at {j.site}" if j.site else "")
+        + " (not an object of the program):\n"
+        f"a thread releases a permit after each item's work, '{j.waiter.name}' acquires "
+        "one per item it put")))
     w.info["objects"][name] = {"kind": "semaphore", "type": "join", "site": j.site, "permits": 0}
     return name
 
 
-def pool_body(w, r, j: Join, ctx) -> list[str]:
+def pool_body(w, r, j: Join, ctx) -> list:
     """The pool's body from the take on, its item done (released) at the end."""
     k = next(i for i, it in enumerate(r.items) if it is j.take)
     out = w.leaf(j.take, ctx, part="op")
     ctx.last_site = j.take.token[2]
     out += w.items(r.items[k + 1:] + r.items[:k], ctx, plan=set())
     out += w.leaf(j.take, ctx, part="cpu")
-    return out + [f"release {semaphore(w, j)}"]
+    return out + [sw.Release(semaphore(w, j))]
 
 
-def waiter_lines(w, j: Join) -> list[str]:
+def waiter_steps(w, j: Join) -> list:
     """The joining thread's wait: one permit per item it put."""
     sem = semaphore(w, j)
     q = w.obj(j.queue)
     expr = put_count(j.waiter.items, j.queue, w.loop_params)
+    count = put_count_expr(j.waiter.items, j.queue, w.loop_params)
     if expr is None or expr == "0":
         expr = str(j.items)
-    count = "" if expr == "1" else f"{expr} " if expr.isdigit() else f"({expr}) "
+        count = Num(j.items)
     w.info.setdefault("joins", []).append({
         "waiter": j.waiter.name, "pool": j.pool.name, "queue": q, "semaphore": sem,
         "count": expr, "items": j.items, "site": j.site})
-    return ["# join" + (f" at {j.site}" if j.site else "") + f": wait until the "
-            f"'{j.pool.name}' threads have done the items put into '{q}' "
-            f"({j.items} in the traced run)", f"acquire {count}{sem}"]
+    return [sw.Acquire(sem, count, doc="join" + (f" at {j.site}" if j.site else "")
+                       + f": wait until the '{j.pool.name}' threads have done the items put "
+                       f"into '{q}' ({j.items} in the traced run)")]

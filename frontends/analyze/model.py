@@ -3,7 +3,10 @@
 The model is a ``software { ... }`` block (docs/software-layer.md) with
 ``param``s for what users vary -- pool sizes, cores, arrival rates, loop
 counts and a speed-up factor per code fragment -- and a comment above every
-number saying where it came from (sample sizes, means, SCVs, counts).
+number saying where it came from (sample sizes, means, SCVs, counts).  The
+:class:`Writer` builds the software layer's objects (:mod:`qpn.software.ast`), each
+with its comment as ``doc``; :mod:`.emit` puts them in a net and prints it with the
+language's printer.
 
 GIL (CPython): fragments that hold the GIL run on ``cpu gil rr quantum Q``
 (one server: one thread runs Python at a time, switched every
@@ -11,22 +14,26 @@ GIL (CPython): fragments that hold the GIL run on ``cpu gil rr quantum Q``
 ran without it run on ``cpu host cores C`` (C = ``runtime.cpus``).  The GIL
 holder's use of a real core is not modelled (docs/analyzer.md).
 
->>> from frontends.analyze.model import prob_texts
->>> prob_texts([120, 3])
+>>> from qpn.expr import fmt
+>>> [fmt(p) for p in probs([120, 3])]
 ['120 / 123', '3 / 123']
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from qpn.distributions import Empirical
+from qpn.expr import BinOp, Num, Ref
+from qpn.software import ast as sw
 
 from . import joins
-from .fit import fit, fmt_time
+from .exprs import atom, ratio, total
+from .fit import fit, fmt_time, number
 from .naming import RESERVED, Names, ident, split_site
 from .objects import kind_of
 from .blocks import Ctx as _Ctx
 from .blocks import cpu_sum as _cpu_sum
-from .blocks import indent as _indent
 from .blocks import io_sum as _io_sum
 from .blocks import lock_comment as _lock_comment
 from .blocks import walk_locks as _walk_locks
@@ -38,6 +45,9 @@ from .threads import stem
 DISK_OPS = frozenset({"read", "write", "open", "stat", "fsync"})
 STATION = frozenset({"take", "lock", "acquire", "await", "wait", "cpu", "io", "sleep"})
 SUFFIX = {"mutex": "m", "semaphore": "sem", "barrier": "b", "condition": "cv", "queue": "q"}
+#: trace operations that are one step on one object
+OPERATIONS = {"take": sw.Take, "put": sw.Put, "unlock": sw.Unlock, "acquire": sw.Acquire,
+              "release": sw.Release, "await": sw.Await, "wait": sw.Wait}
 
 
 @dataclass
@@ -49,10 +59,29 @@ class ModelText:
     info: dict = field(default_factory=dict)
 
 
-def prob_texts(counts) -> list[str]:
-    """Branch probabilities as exact fractions of the counts."""
-    total = sum(counts)
-    return [f"{n} / {total}" for n in counts]
+def probs(counts) -> list:
+    """Branch probabilities as exact fractions of the counts (expressions)."""
+    n_all = sum(counts)
+    return [ratio(n, n_all) for n in counts]
+
+
+def doc(lines) -> str:
+    """Comment lines (``# text``) as a declaration's or a step's ``doc``, as the parser
+    keeps them (the ``#`` and one space dropped)."""
+    out = []
+    for ln in lines:
+        body = ln[1:] if ln.startswith("#") else ln
+        out.append(body[1:] if body.startswith(" ") else body)
+    return "\n".join(out)
+
+
+def documented(nodes: list, lines) -> list:
+    """``nodes`` with the comment ``lines`` above the first of them."""
+    if not lines or not nodes:
+        return nodes
+    first = nodes[0]
+    text = doc(lines) + ("\n" + first.doc if first.doc else "")
+    return [replace(first, doc=text)] + nodes[1:]
 
 
 class Writer:
@@ -66,8 +95,8 @@ class Writer:
         self.net = ident(name, "model")
         self.samples_dir = samples_dir
         self.side: dict = {}
-        self.params: list = []                 # (name, value text, comment)
-        self.decls: dict = {}                  # key -> (order, lines)
+        self.params: list = []                 # (name, value expression, comment)
+        self.decls: dict = {}                  # key -> (order, declaration)
         self.objnames: dict = {}
         self.cpus: set = set()
         self.loop_params: dict = {}
@@ -83,11 +112,11 @@ class Writer:
         self.quantum = int(h.runtime.get("switch_interval_ns") or 5_000_000)
 
     # ------------------------------------------------------------ params
-    def param(self, base: str, value, comment: str | None = None) -> str:
-        """A new parameter (a unique name from ``base``) with its value and comment; its
-        name."""
+    def param(self, base: str, value, comment: str | None = None, *, expr=None) -> str:
+        """A new parameter (a unique name from ``base``) with its value (a number, or
+        ``expr`` the expression that ``value`` writes) and comment; its name."""
         name = self.names.unique(base)
-        self.params.append((name, value, comment))
+        self.params.append((name, expr if expr is not None else number(str(value)), comment))
         self.info["params"][name] = value
         return name
 
@@ -137,40 +166,40 @@ class Writer:
                              + (f" ({onward}: requests)" if onward else "")
                              + (f"; {flow['dropped']} stop markers not modelled"
                                 if flow["dropped"] else ""))
-            decl = f"blocking queue {name}" + (f" capacity {cap}" if cap else "")
+            decl = sw.BlockingQueue(name, capacity=number(str(cap)) if cap else None)
             facts["capacity"] = cap
         elif kind == "mutex":
             lines.append(f"# {typ}{where}")
-            decl = f"mutex {name}"
+            decl = sw.Mutex(name)
         elif kind == "semaphore":
             permits = info.get("permits", 1)
             lines.append(f"# {typ}{where}, {permits} permits")
-            decl = f"semaphore {name} permits {permits}"
+            decl = sw.Semaphore(name, number(str(permits)))
             facts["permits"] = permits
         elif kind == "barrier":
             parties = info.get("parties", 2)
-            expr, note = barrier_parties(self, key, parties)
+            terms, note = barrier_parties(self, key, parties)
             lines.append(f"# barrier{where}, {parties} parties" + note)
-            decl = f"barrier {name} parties {expr}"
+            decl = sw.Barrier(name, total(terms))
             facts["parties"] = parties
-            facts["parties_expr"] = expr
+            facts["parties_expr"] = " + ".join(terms)
         elif kind == "condition":
             lk = info.get("lock")
             m = self.obj(self.an.objects.key(lk, info.get("ts", 0))) if lk is not None else None
             lines.append(f"# condition{where}")
-            decl = f"condition {name}" + (f" on {m}" if m else "")
+            decl = sw.Condition(name, m)
         else:
             lines.append(f"# {typ}{where} (used as a mutex)")
-            decl = f"mutex {name}"
-        self.decls[key] = (len(self.decls), lines + [decl])
+            decl = sw.Mutex(name)
+        self.decls[key] = (len(self.decls), replace(decl, doc=doc(lines)))
         self.info["objects"][name] = facts
 
     # ----------------------------------------------------------- runners
-    def runners(self) -> list[str]:
+    def runners(self) -> list:
         """The sources and runners of the model: pool sizes and divided work as parameters,
         schedule-keeping threads as open sources, then each runner."""
         an = self.an
-        out: list[str] = []
+        out: list = []
         live = [r for r in an.runners if r.mode != "omitted"]
         clients = {}
         for r in list(live):
@@ -200,10 +229,10 @@ class Writer:
                                                 "end at arrival times whatever the rest does")
             self.info["open_loop"][name] = self.obj(key)
         for r in live:
-            out += [""] + self.runner(r)
+            out.append(self.runner(r))
         return out
 
-    def source(self, key, times, why: str | None = None) -> list[str]:
+    def source(self, key, times, why: str | None = None) -> list:
         """An open source putting into the queue ``key`` at the fitted rate of the arrival
         ``times`` (a ``rate_`` parameter)."""
         q = self.obj(key)
@@ -217,10 +246,10 @@ class Writer:
         self.info["sources"][q] = {"rate": rate, "n": len(times), "scv": f.scv, "param": p}
         name = self.names.unique(f"arrivals_{q}")
         why = why or f"completions of the takes from '{q}', nobody in the trace puts there"
-        return ["", f"# open workload: {f.describe()} between arrivals ({why})",
-                f"source {name} every {f.text(mean=f'1 / {p}')} {{", f"    put {q}", "}"]
+        return [sw.Source(name, f.dist(mean=BinOp("/", Num(1), Ref(p))), (sw.Put(q),),
+                          doc=f"open workload: {f.describe()} between arrivals ({why})")]
 
-    def runner(self, r) -> list[str]:
+    def runner(self, r) -> sw.Pool:
         """A runner's lines: a header comment (threads, steady state, pruning) and its pool
         with the body."""
         ctx = _Ctx(r)
@@ -252,7 +281,7 @@ class Writer:
             cycle = "the whole run"
         join = next((j for j in self.an.joins if j.pool is r), None)   # from the take on
         body = joins.pool_body(self, r, join, ctx) if join else self.items(r.items, ctx)
-        body += [ln for j in self.an.joins if j.waiter is r for ln in joins.waiter_lines(self, j)]
+        body += [st for j in self.an.joins if j.waiter is r for st in joins.waiter_steps(self, j)]
         size = "1" if g.main else self.size_param[r.name]
         if ctx.pruned:
             head.append(f"# pruned: {ctx.pruned} fragment(s) below {100 * self.opt.prune:g}% "
@@ -262,7 +291,7 @@ class Writer:
             "threads": list(g.tids), "thread_names": list(g.thread_names), "cycle": cycle,
             "iterations": r.iterations, "exits": r.exits}
         self.info["steps"][r.name] = ctx.steps
-        return head + [f"pool {r.name} size {size} {{"] + _indent(body) + ["}"]
+        return sw.Pool(r.name, atom(size), tuple(body), doc=doc(head))
 
     def _bad_mutexes(self, items) -> set:
         """Mutexes whose lock/unlock do not pair up on every path (left out)."""
@@ -279,10 +308,10 @@ class Writer:
         return None if lk is None else self.an.objects.key(lk, info.get("ts", 0))
 
     # ------------------------------------------------------------- items
-    def items(self, items, ctx, plan: set | None = None) -> list[str]:
-        """The lines of a sequence of leaves, loops and branches."""
+    def items(self, items, ctx, plan: set | None = None) -> list:
+        """The steps of a sequence of leaves, loops and branches."""
         plan = self._plan(items, ctx) if plan is None else plan
-        out: list[str] = []
+        out: list = []
         for it in items:
             if isinstance(it, Leaf):
                 out += self.leaf(it, ctx, force=id(it) in plan)
@@ -326,9 +355,9 @@ class Writer:
         total = ctx.cpu_total + ctx.io_total
         return total > 0 and _io_sum(lf) >= self.opt.prune * total
 
-    def leaf(self, lf, ctx, force=False, part: str = "all") -> list[str]:
+    def leaf(self, lf, ctx, force=False, part: str = "all") -> list:
         """A leaf's fragment and operation; ``part`` "cpu" or "op": one of them."""
-        out: list[str] = []
+        out: list = []
         a, key, site = lf.token
         if a == "io":
             return self.io(lf, ctx)
@@ -343,28 +372,20 @@ class Writer:
             return out
         if a == "wait" and self._cond_mutex(key) in ctx.bad_mutex:
             return out
-        if a in ("take", "put"):
-            out.append(f"{a} {self.obj(key)}")
+        if a in OPERATIONS:
+            out.append(OPERATIONS[a](self.obj(key)))
         elif a == "lock":
-            out += [_lock_comment(lf), f"lock {self.obj(key)}"]
-        elif a == "unlock":
-            out.append(f"unlock {self.obj(key)}")
-        elif a == "acquire" or a == "release":
-            out.append(f"{a} {self.obj(key)}")
-        elif a == "await":
-            out.append(f"await {self.obj(key)}")
-        elif a == "wait":
-            out.append(f"wait {self.obj(key)}")
+            out.append(sw.Lock(self.obj(key), doc=doc([_lock_comment(lf)])))
         elif a in ("notify", "notify_all"):
-            out.append(("notify all " if a == "notify_all" else "notify ") + self.obj(key))
+            out.append(sw.Notify(self.obj(key), all=a == "notify_all"))
         elif a == "sleep":
             xs, note = sleep_times(lf.steps)
             f = fit(xs)
             name = self.names.unique(f"sleep_{split_site(site)[1] or ''}")
-            out += [f"# {site}: {f.describe()}{note}", f"sleep {f.text()} as {name}"]
+            out.append(sw.Sleep(f.dist(), name, doc=f"{site}: {f.describe()}{note}"))
         return out
 
-    def cpu(self, lf, ctx) -> list[str]:
+    def cpu(self, lf, ctx) -> list:
         """The CPU steps of a fragment: fitted (or measured) demand, GIL-bound and GIL-free
         parts, its speed-up parameter and a comment saying where it came from."""
         xs = [s.cpu for s in lf.steps if s.cpu is not None]
@@ -394,43 +415,48 @@ class Writer:
                           "gil_free": share, "site": site, "prev": prev, "traces": traces})
         if traces > 1:
             note += f"; samples of {traces} traces"
-        out = [f"# {where}: {f.describe()}{note}"]
+        comment = [f"# {where}: {f.describe()}{note}"]
         spread = per_thread_note(lf, ctx.runner.group)
         if spread:
-            out.append(spread)
+            comment.append(spread)
+        out: list = []
         if self.opt.demands == "empirical":
             parts = [(1 - share, "gil", name), (share, "host", name + "_nogil")]
             for frac, cpu, nm2 in parts:
                 if frac <= 0:
                     continue
-                path = self._samples(nm2, [x * frac for x in xs])
-                out.append(f'cpu empirical("{path}", unit = us){self._on(cpu)} as {nm2}')
-            return out
+                path, samples = self._samples(nm2, [x * frac for x in xs])
+                out.append(sw.Compute(Empirical(samples, unit="us", source=path), self._on(cpu), nm2))
+            return documented(out, comment)
         sp = self.param(f"speedup_{name}", 1, None)
         ctx.speedups.append(sp)
         k = self.work_param.get(ctx.runner.name)
+        k = Ref(k) if k else None
         if share <= 0:
-            out.append(f"cpu {f.text(sp, factor=k)}{self._on('gil')} as {name}")
+            out.append(sw.Compute(f.dist(sp, factor=k), self._on("gil"), name))
         elif share >= 1:
-            out.append(f"cpu {f.text(sp, factor=k)}{self._on('host')} as {name}")
+            out.append(sw.Compute(f.dist(sp, factor=k), self._on("host"), name))
         else:
-            out.append(f"cpu {f.text(sp, scale=1 - share, factor=k)}{self._on('gil')} as {name}")
-            out.append(f"cpu {f.text(sp, scale=share, factor=k)}{self._on('host')} as {name}_nogil")
-        return out
+            out.append(sw.Compute(f.dist(sp, scale=1 - share, factor=k), self._on("gil"), name))
+            out.append(sw.Compute(f.dist(sp, scale=share, factor=k), self._on("host"), name + "_nogil"))
+        return documented(out, comment)
 
-    def _on(self, which: str) -> str:
+    def _on(self, which: str) -> str | None:
+        """The cpu a step runs on: ``which`` with a GIL, else the host (not named)."""
         if not self.an.gil:
             self.cpus.add("host")
-            return ""
+            return None
         self.cpus.add(which)
-        return f" on {which}"
+        return which
 
-    def _samples(self, name: str, xs) -> str:
+    def _samples(self, name: str, xs) -> tuple[str, tuple]:
+        """A side file of samples in us (path relative to the model) and its values."""
         rel = f"{self.samples_dir or self.net + '_samples'}/{name}.txt"
-        self.side[rel] = "".join(f"{x / 1000:.3f}\n" for x in xs)
-        return rel
+        texts = [f"{x / 1000:.3f}" for x in xs]
+        self.side[rel] = "".join(t + "\n" for t in texts)
+        return rel, tuple(float(t) for t in texts)
 
-    def io(self, lf, ctx) -> list[str]:
+    def io(self, lf, ctx) -> list:
         """A file operation: page-cache hits as CPU, device accesses as I/O on the disk, a
         branch by their counts when both occur."""
         if lf.token[1] not in DISK_OPS:
@@ -456,33 +482,32 @@ class Writer:
         miss = [d for d in device if d >= thr]
         n = len(lf.steps)
         name = self.names.unique(f"{op}_{split_site(site)[1] or ''}")
-        out.append(f"# {op} at {site}: {n} calls, {fast} waited less than "
+        comment = [f"# {op} at {site}: {n} calls, {fast} waited less than "
                    f"{fmt_time(self.opt.io_threshold)} "
                    + ("(too few for a page cache: the device's)" if rare else
                       f"(page cache), {len(miss)} longer (device)")
                    + ("; waits for the GIL held by other threads not counted" if self.an.gil
-                      else ""))
+                      else "")]
         alts = []
         if hits:
             f = fit(hits)
-            alts.append((len(hits), [f"# page-cache hits: {f.describe()}",
-                                     f"cpu {f.text()}{self._on('host')} as {name}_hit"]))
+            alts.append((len(hits), sw.Compute(f.dist(), self._on("host"), f"{name}_hit",
+                                               doc=f"page-cache hits: {f.describe()}")))
         if miss:
             f = fit(miss)
             self.disk = True
             self.disk_busy += [(s.ts, s.end) for s, d in zip(lf.steps, device) if d >= thr]
-            alts.append((len(miss), [f"# device accesses: {f.describe()}",
-                                     f"io {f.text()} on disk as {name}_miss"]))
+            alts.append((len(miss), sw.Io(f.dist(), "disk", f"{name}_miss",
+                                          doc=f"device accesses: {f.describe()}")))
         if len(alts) == 1:
-            return out + alts[0][1]
-        ps = prob_texts([c for c, _ in alts])
+            return out + documented([alts[0][1]], comment)
+        ps = probs([c for c, _ in alts])
         self.info["branches"].append({"io": name, "counts": [c for c, _ in alts]})
-        out.append("branch {")
-        for p, (_, lines) in zip(ps, alts):
-            out += _indent([f"{p}: {{"] + _indent(lines) + ["}"])
-        return out + ["}"]
+        branch = sw.Branch(tuple(sw.Alternative(p, (step,)) for p, (_, step) in zip(ps, alts)),
+                           doc=doc(comment))
+        return out + [branch]
 
-    def loop(self, lp, ctx) -> list[str]:
+    def loop(self, lp, ctx) -> list:
         """A loop: counted (a parameter) when every run had the same count, geometric
         otherwise."""
         counts = lp.counts
@@ -505,18 +530,19 @@ class Writer:
                     f"run(s) of it, always {n})")
             self.info["loops"].append({"runner": ctx.runner.name, "count": n, "param": pname,
                                        "entries": len(counts), "site": self._loop_site(lp)})
-            return [f"loop {pname} times {{"] + _indent(body) + ["}"]
+            return [sw.Loop(Ref(pname), tuple(body))]
         mean = sum(counts) / len(counts)
         text = geometric_mean_text(mean)
         self.info["loops"].append({"runner": ctx.runner.name, "count": mean, "param": None,
                                    "entries": len(counts), "site": self._loop_site(lp)})
-        return [f"# {len(counts)} runs of this loop, {min(counts)} to {max(counts)} iterations",
-                f"loop about {text} times {{"] + _indent(body) + ["}"]
+        return [sw.Loop(number(text), tuple(body), geometric=True,
+                        doc=f"{len(counts)} runs of this loop, {min(counts)} to {max(counts)} "
+                            "iterations")]
 
     def _loop_site(self, lp) -> str:
         return self.an.tokens.tokens[lp.header][2] or "?"
 
-    def branch(self, br, ctx) -> list[str]:
+    def branch(self, br, ctx) -> list:
         """A branch over the alternatives kept (rare and light ones pruned), probabilities
         from their counts."""
         total = ctx.cpu_total + ctx.io_total
@@ -534,14 +560,13 @@ class Writer:
             keep = [max(br.alts, key=lambda a: a[0])]
         if len(keep) == 1:
             return self.items(keep[0][1], ctx)
-        ps = prob_texts([n for n, _ in keep])
+        ps = probs([n for n, _ in keep])
         self.info["branches"].append({"runner": ctx.runner.name, "counts": [n for n, _ in keep]})
-        out = [f"# {sum(n for n, _ in keep)} passes: " + ", ".join(
-            f"{n} took alternative {i + 1}" for i, (n, _) in enumerate(keep)), "branch {"]
+        comment = f"{sum(n for n, _ in keep)} passes: " + ", ".join(
+            f"{n} took alternative {i + 1}" for i, (n, _) in enumerate(keep))
         start = ctx.last_site
+        alts = []
         for p, (_, alt) in zip(ps, keep):
             ctx.last_site = start
-            body = self.items(alt, ctx)
-            out += _indent([f"{p}: {{" + ("}" if not body else "")]
-                           + (_indent(body) + ["}"] if body else []))
-        return out + ["}"]
+            alts.append(sw.Alternative(p, tuple(self.items(alt, ctx))))
+        return [sw.Branch(tuple(alts), doc=comment)]
