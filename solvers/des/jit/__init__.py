@@ -4,7 +4,7 @@ The jitted functions are split by concern (drawing, token stores and
 marking, queues, the loop).  numba's on-disk cache notices a change of the
 file a function is defined in, not of the files whose functions it inlines,
 so the cache lives in a directory named by a hash of all of this package's
-sources: any change compiles afresh, an unchanged install loads in a
+sources and of the codes it compiles in (solvers/des/flat.py): any change compiles afresh, an unchanged install loads in a
 fraction of a second.
 """
 from __future__ import annotations
@@ -16,7 +16,9 @@ import tempfile
 import numba
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCES = ("options.py", "layout.py", "draw.py", "store.py", "queues.py", "loop.py")
+#: the loop's sources, and ../flat.py whose codes (queue kinds, orders) they compile in
+_SOURCES = ("options.py", "layout.py", "draw.py", "store.py", "queues.py", "loop.py",
+            os.path.join("..", "flat.py"))
 
 
 def _cache_dir() -> str:

@@ -193,25 +193,24 @@ def _rate_event(ni, si, sf, q: int, now: float, g) -> None:
 
 
 # ------------------------------------------------------------------- work
-@kernel
+@kernel(inline="always")
 def _better(nf, ni, si, sf, order: int, a: int, b: int) -> bool:
     """Token a goes before token b in ``order`` (positions in the work arena); ties go
     to the earlier arrival."""
-    first = si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b]
     if order == O_ARRIVAL:
-        return first
+        return si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b]
     if order == O_LAST:
-        return not first
+        return si[ni[SI_WSEQ] + a] > si[ni[SI_WSEQ] + b]
     if order == O_READY:
         return si[ni[SI_WRSEQ] + a] < si[ni[SI_WRSEQ] + b]
     if order == O_PRIORITY:
         cp = ni[NF_CLS_PRIO]
         pa = nf[cp + si[ni[SI_WCLS] + a]]
         pb = nf[cp + si[ni[SI_WCLS] + b]]
-        return pa > pb or (pa == pb and first)
+        return pa > pb or (pa == pb and si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b])
     wa = sf[ni[SF_WWORK] + a]                # O_REMAINING
     wb = sf[ni[SF_WWORK] + b]
-    return wa < wb or (wa == wb and first)
+    return wa < wb or (wa == wb and si[ni[SI_WSEQ] + a] < si[ni[SI_WSEQ] + b])
 
 
 @kernel
