@@ -136,6 +136,7 @@ def user_site() -> int | None:
 
 
 def site_id(filename: str, lineno: int) -> int:
+    """The number of a code site (file, line), given on first use."""
     key = (filename, lineno)
     sid = _sites.get(key)
     if sid is None:

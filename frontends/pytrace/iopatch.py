@@ -25,6 +25,7 @@ _sleep = time.sleep
 
 
 def traced_sleep(seconds: float) -> None:
+    """``time.sleep`` that records a sleep wait with the duration asked for."""
     s = site()
     c0 = cpu()
     t0 = mono()
@@ -34,6 +35,7 @@ def traced_sleep(seconds: float) -> None:
 
 
 def traced_open(file, mode="r", *args, **kwargs):
+    """``open`` that returns a traced file for files opened from the program's own code."""
     s = user_site()
     if s is None:
         return _open(file, mode, *args, **kwargs)
@@ -76,6 +78,7 @@ class TracedFile:
         emit(("io", gettid(), t0, c0, s, op, id(self), self._path, self._fd, nbytes, d, cd))
 
     def read(self, *args):
+        """As the file's ``read``; records an I/O event (bytes, duration)."""
         if self._it is not None:
             self._flush_iter()
         s = site()
@@ -88,6 +91,7 @@ class TracedFile:
         return data
 
     def readline(self, *args):
+        """As the file's ``readline``; records an I/O event."""
         s = site()
         c0 = cpu()
         t0 = mono()
@@ -98,6 +102,7 @@ class TracedFile:
         return data
 
     def readinto(self, buffer):
+        """As the file's ``readinto``; records an I/O event."""
         s = site()
         c0 = cpu()
         t0 = mono()
@@ -108,18 +113,21 @@ class TracedFile:
         return n
 
     def read1(self, *args):
+        """As the file's ``read1``; records an I/O event."""
         s, c0, t0 = site(), cpu(), mono()
         data = self._f.read1(*args)
         self._record("read", s, t0, c0, len(data))
         return data
 
     def readlines(self, *args):
+        """As the file's ``readlines``; records an I/O event."""
         s, c0, t0 = site(), cpu(), mono()
         lines = self._f.readlines(*args)
         self._record("read", s, t0, c0, sum(map(len, lines)))
         return lines
 
     def write(self, data):
+        """As the file's ``write``; records an I/O event."""
         s = site()
         c0 = cpu()
         t0 = mono()
@@ -130,12 +138,14 @@ class TracedFile:
         return n
 
     def writelines(self, lines):
+        """As the file's ``writelines``; records an I/O event."""
         lines = list(lines)
         s, c0, t0 = site(), cpu(), mono()
         self._f.writelines(lines)
         self._record("write", s, t0, c0, sum(map(len, lines)))
 
     def close(self) -> None:
+        """As the file's ``close`` (pending iteration reads recorded first)."""
         if self._it is not None:
             self._flush_iter()
         f = self._f
@@ -178,19 +188,24 @@ class TracedFile:
 
     # frequent untraced calls, defined here because __getattr__ is slow
     def seek(self, *args):
+        """As the file's ``seek``."""
         return self._f.seek(*args)
 
     def tell(self):
+        """As the file's ``tell``."""
         return self._f.tell()
 
     def flush(self):
+        """As the file's ``flush``."""
         return self._f.flush()
 
     def fileno(self):
+        """As the file's ``fileno``."""
         return self._f.fileno()
 
     @property
     def closed(self):
+        """Whether the file is closed."""
         return self._f.closed
 
     def __getattr__(self, name):
@@ -338,6 +353,7 @@ def traced_fdatasync(fd) -> None:
 
 
 def install() -> None:
+    """Replace ``time.sleep`` and ``open`` by the traced ones."""
     time.sleep = traced_sleep
     builtins.open = traced_open
     io.open = traced_open
@@ -347,5 +363,6 @@ def install() -> None:
 
 
 def install_socket() -> None:
+    """Trace socket I/O (connections, sends and receives) of the program."""
     import socket
     _wrap_socket(socket)

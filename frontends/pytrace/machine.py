@@ -101,6 +101,7 @@ class MachineSampler:
             self.others.append(max(0, running - 1 - mine))
 
     def start(self) -> "MachineSampler":
+        """Start sampling the machine's load in a daemon thread; itself."""
         self._thread = threading.Thread(target=self._run, name="qpn-machine-sampler", daemon=True)
         self._thread.start()
         return self

@@ -60,14 +60,17 @@ class _QueueMixin:
 
 
 class TracedQueue(_QueueMixin, queue.Queue):
+    """``queue.Queue`` that records puts and gets (with the waits)."""
     _kind = "queue"
 
 
 class TracedLifoQueue(_QueueMixin, queue.LifoQueue):
+    """``queue.LifoQueue`` that records puts and gets (with the waits)."""
     _kind = "lifo_queue"
 
 
 class TracedPriorityQueue(_QueueMixin, queue.PriorityQueue):
+    """``queue.PriorityQueue`` that records puts and gets (with the waits)."""
     _kind = "prio_queue"
 
 
@@ -78,17 +81,21 @@ class TracedSimpleQueue(queue.SimpleQueue):
         declare(self, "simple_queue")
 
     def put(self, item, block: bool = True, timeout: float | None = None) -> None:
+        """As ``SimpleQueue.put``; records the put."""
         t = mono()
         super().put(item)
         emit(("put", gettid(), t, cpu(), site(), id(self), id(item), 0, self.qsize()))
 
     def put_nowait(self, item) -> None:
+        """As ``SimpleQueue.put_nowait``; records the put."""
         self.put(item)
 
     def get(self, block: bool = True, timeout: float | None = None):
+        """As ``SimpleQueue.get``; records the get and its wait."""
         return _traced_get(self, super().get, self.qsize, block, timeout)
 
     def get_nowait(self):
+        """As ``SimpleQueue.get_nowait``; records the get."""
         return self.get(False)
 
 
@@ -143,6 +150,7 @@ def install_futures() -> None:
 
 
 def install() -> None:
+    """Replace the queue module's queue classes by the traced ones."""
     queue.Queue = TracedQueue
     queue.LifoQueue = TracedLifoQueue
     queue.PriorityQueue = TracedPriorityQueue

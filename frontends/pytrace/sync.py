@@ -59,6 +59,8 @@ class TracedLock:
         declare(self, _type)
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """As ``threading.Lock.acquire``; records every acquisition (the wait and the
+        thread's CPU during it when contended, a failed or timed-out attempt too)."""
         if self._l.acquire(False):
             t = self._t = mono()
             emit(("acquire", gettid(), t, cpu(), site(), id(self), 0, False))
@@ -79,6 +81,7 @@ class TracedLock:
     __enter__ = acquire
 
     def release(self) -> None:
+        """As ``threading.Lock.release``; records the hold time."""
         t = mono()
         hold = t - self._t       # read before releasing: the next owner rewrites _t
         self._l.release()
@@ -92,6 +95,7 @@ class TracedLock:
         emit(("release", gettid(), t, cpu(), site(), id(self), hold))
 
     def locked(self) -> bool:
+        """As ``threading.Lock.locked``."""
         return self._l.locked()
 
     # Condition(lock) support: a wait releases and re-acquires the lock.
@@ -123,6 +127,7 @@ class TracedRLock:
         declare(self, "rlock")
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """As ``threading.RLock.acquire``; re-entries are counted, not recorded."""
         l = self._l
         if self._depth and l._is_owned():
             l.acquire()
@@ -150,6 +155,7 @@ class TracedRLock:
     __enter__ = acquire
 
     def release(self) -> None:
+        """As ``threading.RLock.release``; the outermost release records the hold."""
         if not self._l._is_owned():
             raise RuntimeError("cannot release un-acquired lock")
         d = self._depth
@@ -222,6 +228,7 @@ class _LibraryAware:
 
 
 class TracedCondition(_LibraryAware, _Condition):
+    """``threading.Condition`` that records waits and notifications."""
     _original, _traced_base = _Condition, True
 
     def __init__(self, lock=None):
@@ -231,14 +238,17 @@ class TracedCondition(_LibraryAware, _Condition):
         declare(self, "cond", lock=id(lock))
 
     def wait(self, timeout: float | None = None) -> bool:
+        """As ``Condition.wait``; records the wait."""
         return _traced_wait(self, "cond", super().wait, timeout)
 
     def notify(self, n: int = 1) -> None:
+        """As ``Condition.notify``; records it with the number of waiters."""
         emit(("notify", gettid(), mono(), cpu(), site(), "cond", id(self), None,
               len(self._waiters)))
         super().notify(n)
 
     def notify_all(self) -> None:
+        """As ``Condition.notify_all``; records it with the number of waiters."""
         waiters = len(self._waiters)
         emit(("notify", gettid(), mono(), cpu(), site(), "cond", id(self), True, waiters))
         super().notify(waiters)
@@ -271,6 +281,7 @@ class _SemaphoreMixin:
 
 
 class TracedSemaphore(_SemaphoreMixin, _LibraryAware, _Semaphore):
+    """``threading.Semaphore`` that records acquisitions, waits and releases."""
     _original, _traced_base = _Semaphore, True
 
     def __init__(self, value: int = 1):
@@ -279,6 +290,7 @@ class TracedSemaphore(_SemaphoreMixin, _LibraryAware, _Semaphore):
 
 
 class TracedBoundedSemaphore(_SemaphoreMixin, _LibraryAware, _BoundedSemaphore):
+    """``threading.BoundedSemaphore`` that records acquisitions, waits and releases."""
     _original, _traced_base = _BoundedSemaphore, True
 
     def __init__(self, value: int = 1):
@@ -290,6 +302,7 @@ class TracedBoundedSemaphore(_SemaphoreMixin, _LibraryAware, _BoundedSemaphore):
 
 
 class TracedBarrier(_LibraryAware, _Barrier):
+    """``threading.Barrier`` that records each wait (its parties in the object event)."""
     _original, _traced_base = _Barrier, True
 
     def __init__(self, parties: int, action=None, timeout: float | None = None):
@@ -297,6 +310,7 @@ class TracedBarrier(_LibraryAware, _Barrier):
         declare(self, "barrier", parties=parties)
 
     def wait(self, timeout: float | None = None) -> int:
+        """As ``Barrier.wait``; records the wait until the barrier trips."""
         s = site()
         c0 = cpu()
         t0 = mono()
@@ -313,6 +327,7 @@ class TracedBarrier(_LibraryAware, _Barrier):
 
 
 class TracedEvent(_LibraryAware, _Event):
+    """``threading.Event`` that records waits and sets."""
     _original, _traced_base = _Event, True
 
     def __init__(self):
@@ -320,9 +335,11 @@ class TracedEvent(_LibraryAware, _Event):
         declare(self, "event")
 
     def wait(self, timeout: float | None = None) -> bool:
+        """As ``Event.wait``; records the wait."""
         return _traced_wait(self, "event", super().wait, timeout)
 
     def set(self) -> None:
+        """As ``Event.set``; records it (a notification of every waiter)."""
         t = mono()
         super().set()
         emit(("notify", gettid(), t, cpu(), site(), "event", id(self), True))
@@ -360,6 +377,8 @@ def _patch_thread() -> None:
 
 
 def install() -> None:
+    """Replace threading's lock, condition, semaphore, barrier and event classes by the
+    traced ones."""
     threading.Lock = Lock
     threading.RLock = RLock
     threading.Condition = TracedCondition
