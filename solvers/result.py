@@ -174,6 +174,8 @@ class Result:
         out.append(fmt_line(head))
         out.append("  ".join("-" * w for w in widths))
         out += [fmt_line(b) for b in body]
+        if any(b[4] == UNDEFINED for b in body):
+            out.append(UNDEFINED_NOTE)
         return "\n".join(out) + "\n"
 
     def to_dict(self) -> dict:
@@ -240,9 +242,16 @@ class Result:
         return out
 
 
+#: how a table shows a value that is not defined (a mean over no observations)
+UNDEFINED = "n/a"
+#: the note under a table that shows one
+UNDEFINED_NOTE = (f"{UNDEFINED}: not defined: a mean over no observations (nothing enters the place, "
+                  "or nothing fires to time it); null in the JSON")
+
+
 def _g(v: float, digits: int) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "nan"
+        return UNDEFINED
     return f"{v:.{digits}g}"
 
 

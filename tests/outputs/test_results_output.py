@@ -140,3 +140,20 @@ def test_to_frame_and_notebook_view():
     assert row.unit.iloc[0] == "1/s"
     html = res._repr_html_()
     assert html.count("<table>") == len(res.measures()) and "<td>1/s</td>" in html
+
+
+def test_a_measure_over_no_observations_is_n_a_with_a_note_and_null_in_json(tmp_path, capsys):
+    # nothing ever enters b: its residence time is a mean over no tokens
+    model = tmp_path / "idle.qpn"
+    model.write_text("place a queue is service exp(1)\nplace b queue fcfs service exp(1)\n"
+                     "transition src : -> a delay exp(1)\ntransition out : a ->\n"
+                     "transition never : b -> a\n")
+    out_json = tmp_path / "r.json"
+    assert main(["solve", str(model), "--method", "des", "--time", "200", "--seed", "1",
+                 "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.startswith("residence ") and " b " in ln)
+    assert row.split()[3] == "n/a" and "nan" not in out
+    assert out.rstrip().endswith("null in the JSON") and out.count("n/a:") == 1
+    cells = json.loads(out_json.read_text())["measures"]
+    assert next(c for c in cells if c["measure"] == "residence" and c["element"] == "b")["value"] is None

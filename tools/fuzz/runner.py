@@ -17,7 +17,7 @@ Outcome classes:
   changes again (a quiet wrong answer).
 
 ``SUSPECT`` notes are reported but are not failures: a numpy RuntimeWarning, a
-table of nan/inf that exited 0, a model error without file:line:col.
+table with n/a, nan or inf that exited 0, a model error without file:line:col.
 """
 from __future__ import annotations
 
@@ -188,8 +188,8 @@ def run_command(name: str, argv: list[str], budget: float) -> tuple[Outcome, str
                 where = w.filename.split("site-packages" + os.sep)[-1]
             res.notes.append((f"{w.category.__name__} in {name}: {_normalized(str(w.message))} "
                               f"@ {where}:{w.lineno}", str(w.message)))
-    if name == "solve" and res.outcome == OK and re.search(r"\b(nan|inf)\b", stdout):
-        res.notes.append(("solve exited 0 with nan/inf in its table", stdout[:400]))
+    if name == "solve" and res.outcome == OK and re.search(r"\b(nan|inf)\b|n/a", stdout):
+        res.notes.append(("solve exited 0 with n/a, nan or inf in its table", stdout[:400]))
     if res.outcome == USER_ERROR and name in MODEL_COMMANDS and "error" in res.detail \
             and not re.search(r"\S+:\d+:\d+: ", res.detail) \
             and "Traceback" not in res.detail:
