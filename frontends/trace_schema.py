@@ -139,7 +139,7 @@ HEADER_OBJECTS = {
                 "switch_interval_ns": "uint", "cpus": "uint", "affinity": "uint"},
     "machine": {"cpus": "uint", "loadavg_before": "nums", "loadavg_after": "nums",
                 "samples": "uint", "others_runnable": "num", "others_runnable_max": "num",
-                "steal_share": "num"},
+                "steal_share": "num", "python_loop_ns": "nums"},
 }
 HEADER_FIELDS = {"source": "str", "clock": "str", "start_ns": "int", "epoch_ns": "int",
                  "probe_ns": "uint"}

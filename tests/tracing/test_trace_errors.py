@@ -50,6 +50,8 @@ def both(path, capsys):
      'header field machine.loadavg_before must be a list of finite numbers >= 0, got "abc"'),
     ("machine", {"others_runnable": float("nan"), "samples": 9},
      "header field machine.others_runnable must be a finite number >= 0, got NaN"),
+    ("machine", {"python_loop_ns": 9223372036854775808},     # found by fuzzing: a traceback
+     "header field machine.python_loop_ns must be a list of finite numbers >= 0, got 9223372036854775808"),
     ("capabilities", [["gil"]], "capabilities must be an object of name: true/false "
      "(or a list of the names that are true)"),
     ("start_ns", "0", 'header field start_ns must be an integer of 64 bits, got "0"'),
