@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 from analyze_support import (measure, predict_batch_ms, predict_requests_per_s,  # noqa: E402
                              predict_rounds_ms, trace_runs)
 
-from frontends.analyze import build  # noqa: E402
+from qpn.frontends.analyze import build  # noqa: E402
 
 WINDOW = 4
 

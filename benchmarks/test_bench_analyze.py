@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from frontends.analyze.synth import server_trace, write
+from qpn.frontends.analyze.synth import server_trace, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ISOLATE = ["setsid", "sh", "-c", 'echo -19 > /proc/self/autogroup 2>/dev/null; exec "$@"', "sh"]

@@ -14,8 +14,8 @@ import time
 import pytest
 
 import qpn
-from solvers.ctmc.explore import Explorer
-from solvers.ctmc.spec import build_spec
+from qpn.solvers.ctmc.explore import Explorer
+from qpn.solvers.ctmc.spec import build_spec
 
 from peers import run_peer
 

@@ -9,8 +9,8 @@ import time
 import numpy as np
 
 import qpn
-import solvers
-from solvers.mva import exact_mva
+from qpn import solvers
+from qpn.solvers.mva import exact_mva
 
 from peers import run_peer
 

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from frontends.pytrace import trace_command
-from frontends.trace import read_trace
+from qpn.frontends.pytrace import trace_command
+from qpn.frontends.trace import read_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = ["pool_queue_lock.py", "barrier_iterations.py", "file_server.py"]
@@ -129,7 +129,7 @@ def test_cost_per_event(benchmark, tmp_path, capsys):
     def traced_run():
         with open(traced_out, "w") as fh:
             return subprocess.run([sys.executable, "-c", (
-                "import sys; from frontends.pytrace import trace_command; "
+                "import sys; from qpn.frontends.pytrace import trace_command; "
                 f"trace_command([sys.executable, {str(script)!r}], {str(tmp_path / 'm.jsonl')!r})")],
                 stdout=fh, check=True, cwd=ROOT)
     benchmark.pedantic(traced_run, rounds=1, iterations=1)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import importlib
 
-_WHERE = {"parse": "dsl.parser", "load": "dsl.parser", "parse_expr": "dsl.grammar",
-          "print_net": "dsl.printer"}
+_WHERE = {"parse": "qpn.dsl.parser", "load": "qpn.dsl.parser", "parse_expr": "qpn.dsl.grammar",
+          "print_net": "qpn.dsl.printer"}
 
 __all__ = ["parse", "load", "parse_expr", "print_net"]
 

@@ -6,7 +6,7 @@ unit, a function's argument count, an expression nested too deep) are raised as
 located :class:`~qpn.errors.ModelError`.  :mod:`dsl.grammar` runs it;
 :mod:`dsl.parser` turns a file's items into a net.
 
->>> from dsl.grammar import parse_items
+>>> from qpn.dsl.grammar import parse_items
 >>> items, _ = parse_items("place p init 2")
 >>> type(items[0]).__name__, items[0].name
 ('Place', 'p')

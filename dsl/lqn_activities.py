@@ -13,7 +13,7 @@ after it run after the reply, like a second phase.
 A loop's count is a mean: the body runs a geometric number of times (possibly none)
 with that mean, as the phases' calls do.
 
->>> from dsl.lqn import read_lqn
+>>> from qpn.dsl.lqn import read_lqn
 >>> m = read_lqn(b'''P 1
 ...  p p f
 ... -1

@@ -18,8 +18,8 @@ the phase's think time ``Z`` (or its demand, when the entry has no cpu step: its
 then runs on an infinite processor ``TASK_host``).  Anything else (locks, barriers,
 queues used otherwise, disks, core places) is refused at its line.
 
->>> from dsl.lqn import EXAMPLE
->>> from dsl.lqn_translate import lqn_to_qpn
+>>> from qpn.dsl.lqn import EXAMPLE
+>>> from qpn.dsl.lqn_translate import lqn_to_qpn
 >>> import qpn
 >>> text, notes = qpn_to_lqn(qpn.parse(lqn_to_qpn(EXAMPLE, "cs.lqn")[0]))
 >>> print(text[text.index("P "):])

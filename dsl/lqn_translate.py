@@ -20,7 +20,7 @@ Petri-net solver petrisrvn uses) in the words of the software layer:
 * a forwarding probability p (``F``) passes the request on after phase 1 with
   probability p: the caller waits for the forwarded entry too.
 
->>> from dsl.lqn import EXAMPLE
+>>> from qpn.dsl.lqn import EXAMPLE
 >>> text, notes = lqn_to_qpn(EXAMPLE, "simple.lqn")
 >>> print(text[text.index("param"):text.index("    behavior")].rstrip())
 param n_client = 3

@@ -1,7 +1,7 @@
 """Parse model text into a :class:`qpn.net.Net`: a file's declarations (:mod:`dsl.grammar`),
 its includes, comments and normal forms, then validation.
 
->>> from dsl.parser import parse
+>>> from qpn.dsl.parser import parse
 >>> net = parse("place idle init 2\\nplace busy\\ntransition t : idle -> busy")
 >>> net.places[0].init[0].count.value
 2

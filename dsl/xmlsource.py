@@ -141,8 +141,8 @@ def text_of(data: bytes) -> str | None:
 
 #: model formats read besides .qpn: file suffix -> (module, function turning its bytes into qpn text);
 #: ``load``, ``qpn convert`` and ``qpn fmt`` all ask this table
-FOREIGN_FORMATS = {".qpe": ("dsl.qpe", "qpe_to_qpn"), ".pnml": ("dsl.pnml", "pnml_to_qpn"),
-                   ".lqn": ("dsl.lqn_translate", "lqn_to_qpn")}
+FOREIGN_FORMATS = {".qpe": ("qpn.dsl.qpe", "qpe_to_qpn"), ".pnml": ("qpn.dsl.pnml", "pnml_to_qpn"),
+                   ".lqn": ("qpn.dsl.lqn_translate", "lqn_to_qpn")}
 
 
 def translate_file(path) -> tuple[str, list[str]]:

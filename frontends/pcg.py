@@ -12,7 +12,7 @@ Context splitting keeps distinct call paths apart:
 * a CF that starts at a probe inside shared library code (``context_probes``,
   e.g. the file natives 1013/1014) is prefixed with the last probe outside it.
 
->>> from frontends.persik import Probe
+>>> from qpn.frontends.persik import Probe
 >>> ps = [Probe(27, 0, 9), Probe(28, 5), Probe(29, 105, 9), Probe(30, 107)]
 >>> [(cf.name, cf.duration, cf.cls) for cf in code_fragments(ps)]
 [('27_28', 5, 'op'), ('28_29', 100, 'cpu'), ('29_30', 2, 'op')]

@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 
 def parse(text: str, path: str | None = None) -> Net:
     """Parse model text (the qpn language) into a validated :class:`Net`."""
-    from dsl.parser import parse as _parse
+    from qpn.dsl.parser import parse as _parse
     return _parse(text, path)
 
 
@@ -48,7 +48,7 @@ def load(path: str) -> Net:
     >>> net.name, [p.name for p in net.places]
     ('mm1', ['server'])
     """
-    from dsl.parser import load as _load
+    from qpn.dsl.parser import load as _load
     return _load(path)
 
 
@@ -84,7 +84,7 @@ def solve(net: Net, method: str = "auto", **params: Any):
     >>> round(res.get("tokens", "server"), 9), res.info["algorithm"]
     (1.0, 'open')
     """
-    from solvers import solve as _solve
+    from qpn.solvers import solve as _solve
     return _solve(net, method=method, **params)
 
 

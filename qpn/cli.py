@@ -86,7 +86,7 @@ def _state_count(net) -> str | None:
     """The CTMC's state bound (or exact count), when the solvers are installed and the
     net is small enough to count quickly; a bounded net can still be far too large."""
     try:
-        from solvers.ctmc.spec import build_spec
+        from qpn.solvers.ctmc.spec import build_spec
     except ModuleNotFoundError:
         return None
     from .compile import compile_net
@@ -120,7 +120,7 @@ def _(p):
 
 @command("fmt", "print a model in canonical form (--write: in place, atomically)")
 def cmd_fmt(args) -> int:
-    from dsl.source import read_source
+    from qpn.dsl.source import read_source
     from .fileio import check_output, write_atomic
     from . import load
     if os.path.splitext(args.file)[1].lower() in _foreign() and (args.write or args.check):
@@ -154,7 +154,7 @@ def _(p):
 
 def _foreign() -> tuple[str, ...]:
     """Suffixes of the model formats read (and written) besides .qpn."""
-    from dsl.xmlsource import FOREIGN_FORMATS
+    from qpn.dsl.xmlsource import FOREIGN_FORMATS
     return tuple(FOREIGN_FORMATS)
 
 
@@ -174,22 +174,22 @@ def cmd_convert(args) -> int:
                          hint="qpn convert model.qpe -o model.qpn, or qpn convert model.qpn -o model.pnml")
     check_output(args.output)
     if src in foreign:
-        from dsl.xmlsource import translate_file
+        from qpn.dsl.xmlsource import translate_file
         text, notes = translate_file(args.file)
         for n in notes:
             print(f"{args.file}: note: {n}", file=sys.stderr)
         from . import parse
         parse(text, args.file + " (as qpn)")   # refuse to write a model that does not load
     elif dst == ".lqn":
-        from dsl.lqn_export import qpn_to_lqn
+        from qpn.dsl.lqn_export import qpn_to_lqn
         text, notes = qpn_to_lqn(load_model(args.file, args.set))
         for n in notes:
             print(f"{args.file}: note: {n}", file=sys.stderr)
     else:
         if dst == ".qpe":
-            from dsl.qpe_export import qpn_to_qpe as writer
+            from qpn.dsl.qpe_export import qpn_to_qpe as writer
         else:
-            from dsl.pnml import qpn_to_pnml as writer
+            from qpn.dsl.pnml import qpn_to_pnml as writer
         text = writer(_compiled(args.file, args.set))
     if args.output:
         write_atomic(args.output, text)
@@ -264,7 +264,7 @@ def _(p):
 
 def _load_plugins() -> None:
     """Commands contributed by other packages (solvers, frontends)."""
-    for mod in ("solvers.cli", "frontends.cli"):
+    for mod in ("qpn.solvers.cli", "qpn.frontends.cli"):
         try:
             __import__(mod)
         except ModuleNotFoundError as exc:

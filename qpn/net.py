@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable
 
-from dsl.printer import print_net
+from qpn.dsl.printer import print_net
 
 from .flatten import flatten
 from .model import (ColorSet, EnumColors, Include, Instance, Item, Param, Place, Queue, QueueingPlace,

@@ -88,7 +88,7 @@ def coerce_value(name: str, value: Any) -> Expr:
             raise ParameterError(f"parameter '{name}' must be a number, got NaN")
         return Num(value)
     if isinstance(value, str):
-        from dsl.grammar import parse_expr
+        from qpn.dsl.grammar import parse_expr
         try:
             e = parse_expr(value.strip(), f"--set {name}")
         except ModelError:

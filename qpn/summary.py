@@ -39,7 +39,7 @@ def summarize(net: Net, report=None) -> str:
                                                                      for v in c.values}})
             shown = ", ".join(color_label(v) for v in vals[:8]) + (", ..." if len(vals) > 8 else "")
             out.append(f"  {cs.name:<20} {len(vals)} colors: {shown}")
-    from dsl.printer import fmt_arc, fmt_dist, fmt_marking, fmt_qspec
+    from qpn.dsl.printer import fmt_arc, fmt_dist, fmt_marking, fmt_qspec
     env = dict(values)
     out.append("\nplaces")
     for p in flat.places:

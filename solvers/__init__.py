@@ -63,7 +63,8 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
 
     Examples
     --------
-    >>> import qpn, solvers
+    >>> import qpn
+    >>> from qpn import solvers
     >>> res = solvers.solve(qpn.load("models/mm1.qpn"), "mva", options={"tol": 1e-12})
     >>> round(res.get("utilization", "server"), 6), res.method
     (0.8, 'mva')

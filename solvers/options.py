@@ -154,7 +154,7 @@ def duration(test: Callable[[float], bool] = lambda x: math.isfinite(x) and x > 
 
 
 def _unit_seconds(text: str) -> float:
-    from dsl.grammar import parse_expr
+    from qpn.dsl.grammar import parse_expr
     from qpn.errors import QPNError
     from qpn.expr import evaluate
     try:

@@ -29,8 +29,8 @@ class Solver(Protocol):
 
 
 REGISTRY: dict[str, Solver] = {}
-_MODULES = {"auto": "solvers.auto", "mva": "solvers.mva", "ctmc": "solvers.ctmc",
-            "symbolic": "solvers.symbolic", "des": "solvers.des"}
+_MODULES = {"auto": "qpn.solvers.auto", "mva": "qpn.solvers.mva", "ctmc": "qpn.solvers.ctmc",
+            "symbolic": "qpn.solvers.symbolic", "des": "qpn.solvers.des"}
 #: the method names, in the order help texts list them
 METHODS = tuple(_MODULES)
 

@@ -7,7 +7,8 @@ intervals and observations, and the figures of :mod:`solvers.plot` as inline SVG
 (no files beside it, no scripts, no network).  Without matplotlib the page says so
 where the figures would be.
 
->>> import qpn, solvers
+>>> import qpn
+>>> from qpn import solvers
 >>> net = qpn.parse("net mm1\\nparam lambda = 1\\nplace q queue fcfs service exp(0.5)\\n"
 ...                 "transition arrive timed : -> q delay exp(1 / lambda)\\ntransition leave : q ->")
 >>> page = html_report(net, solvers.solve(net, "mva"), plots=False)

@@ -176,7 +176,7 @@ def validate(net, sweep: dict[str, list]) -> None:
 def check_distributed() -> None:
     """Refuse ``scheduler`` clearly when the distributed simulator is not installed."""
     import importlib.util
-    if importlib.util.find_spec("solvers.des.distributed") is None:
+    if importlib.util.find_spec("qpn.solvers.des.distributed") is None:
         raise SolverError("error: distributed simulation (--scheduler) is not available in this "
                           "version of qpn; drop --scheduler to simulate on this machine")
 

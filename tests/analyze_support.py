@@ -35,8 +35,8 @@ print(" ".join(f"{x:.3f}" for x in out))
 
 def trace_runs(tmp_path_factory, name, *args, runs=1):
     """Trace tests/programs/<name> ``runs`` times: [(Trace, CPU ns its threads used)]."""
-    from frontends.pytrace import trace_command
-    from frontends.trace import read_trace
+    from qpn.frontends.pytrace import trace_command
+    from qpn.frontends.trace import read_trace
     out = []
     for i in range(runs):
         path = tmp_path_factory.mktemp("analyze") / f"{name}.{i}.jsonl"
@@ -92,7 +92,7 @@ def recorded_runs(name, *args, runs=1):
 
 def read_recorded(path, cwd):
     """A recorded (gzipped) trace, its working directory this checkout's ``cwd``."""
-    from frontends.trace import read_trace
+    from qpn.frontends.trace import read_trace
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         tr = read_trace(fh)
     tr.header.program["cwd"] = cwd
@@ -110,9 +110,9 @@ def trace_waitress(out: str, port: int = 18797):
     import threading
     import time
     import urllib.request
-    from frontends.trace import read_trace
-    from frontends.verify.manifest import load_suite
-    from frontends.verify.server import traced_server
+    from qpn.frontends.trace import read_trace
+    from qpn.frontends.verify.manifest import load_suite
+    from qpn.frontends.verify.server import traced_server
     ok = []
     gate = threading.Semaphore(4)
 

@@ -21,8 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import qpn                                         # noqa: E402
-from frontends.verify.published import load_seed   # noqa: E402
-from solvers import solve                          # noqa: E402
+from qpn.frontends.verify.published import load_seed   # noqa: E402
+from qpn.solvers import solve                          # noqa: E402
 
 MODELS = os.path.join(os.path.dirname(HERE), "models")
 SEED_000 = os.path.join(HERE, "data", "published", "seed-000.toml")

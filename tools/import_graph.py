@@ -27,18 +27,22 @@ from pathlib import Path
 
 import networkx as nx
 
-#: the checkout's packages
-PACKAGES = ("qpn", "dsl", "solvers", "frontends", "tools")
+#: the checkout's folders and the package each installs as (pyproject.toml's package-dir)
+PACKAGES = {"qpn": "qpn", "dsl": "qpn.dsl", "solvers": "qpn.solvers", "frontends": "qpn.frontends",
+            "tools": "tools"}
 
 
 def _modules(root: Path, packages) -> dict[str, Path]:
+    if not isinstance(packages, dict):
+        packages = {p: p for p in packages}
     out = {}
-    for pkg in packages:
-        for d, _, files in os.walk(root / pkg):
+    for folder, pkg in packages.items():
+        for d, _, files in os.walk(root / folder):
             for f in files:
                 if f.endswith(".py"):
                     path = Path(d) / f
-                    name = ".".join(path.relative_to(root).with_suffix("").parts)
+                    parts = path.relative_to(root / folder).with_suffix("").parts
+                    name = ".".join((pkg,) + parts)
                     out[name.removesuffix(".__init__")] = path
     return out
 
@@ -70,7 +74,7 @@ def import_graph(root: str | os.PathLike = ".", packages=PACKAGES) -> nx.DiGraph
     Parameters
     ----------
     root : the checkout's directory
-    packages : the top-level packages to read
+    packages : the folders to read, or a mapping folder -> the package it installs as
 
     Returns
     -------

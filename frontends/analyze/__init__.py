@@ -17,7 +17,7 @@
 * :mod:`.across` -- several traces of one program: divided work, spread;
 * :mod:`.synth` -- synthetic traces for tests and benchmarks.
 
->>> from frontends.analyze.synth import batch_trace
+>>> from qpn.frontends.analyze.synth import batch_trace
 >>> res = build(batch_trace(tasks=12, workers=2))
 >>> res.info["runners"]["worker"]["size"], res.info["loops"][0]["count"]
 (2, 12)
@@ -94,7 +94,7 @@ def read_grouped(path, *, strict: bool = True):
     reading (one pass less over a million events); ``by_thread()`` is cached."""
     from operator import itemgetter
 
-    from frontends.trace import Trace, TraceReader
+    from qpn.frontends.trace import Trace, TraceReader
 
     class GroupedTrace(Trace):
         def by_thread(self):

@@ -1,6 +1,6 @@
 """Small helpers over structured bodies: time sums, lock pairing, comments.
 
->>> from frontends.analyze.structure import Leaf
+>>> from qpn.frontends.analyze.structure import Leaf
 >>> cpu_sum(Leaf(("cpu", None, "p.py:1")))
 0.0
 """

@@ -6,7 +6,7 @@ p(a, b) = count(a, b) / count(a, .) (thesis Eq. 5.1).  The model itself is
 written from the structure recovered in :mod:`.structure`; this listing shows
 the graph it was recovered from.
 
->>> from frontends.analyze.steps import Step
+>>> from qpn.frontends.analyze.steps import Step
 >>> w = [Step(1, a, "q", f"p.py:{i % 2}", {"ts": i}, i, 100, 100, 0, 0)
 ...      for i, a in enumerate(["take", "put", "take", "put", "take"])]
 >>> g = call_graph([w])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from dsl.printer import print_net
+from qpn.dsl.printer import print_net
 from qpn.expr import Ref
 from qpn.model import Param
 from qpn.net import Net

@@ -15,7 +15,7 @@ All of them match the sample mean exactly (EM keeps it too) and the SCV as
 closely as the family allows (qpn/distributions.py has their exact moments).  Times are ns here
 and written with a unit.
 
->>> from dsl.printing import fmt_dist
+>>> from qpn.dsl.printing import fmt_dist
 >>> fmt_dist(fit([100_000] * 5).dist())
 'det(100 us)'
 >>> f = fit([50_000, 100_000, 150_000, 100_000, 60_000, 140_000])

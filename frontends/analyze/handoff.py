@@ -14,7 +14,7 @@ fit GIL-free shares from 0.42 up, but their returns come 0.66 ms apart.
 The stretch is counted only while no thread outside the barrier's parties was
 running (it could hold the GIL instead), and at most the fragment's CPU.
 
->>> from frontends.analyze.steps import Step
+>>> from qpn.frontends.analyze.steps import Step
 >>> def st(tid, action, ts, dur, start):     # times in us
 ...     return Step(tid, action, ("b", 1), "p.py:1", {"ts": ts * 1000}, start * 1000,
 ...                 10 ** 6, (ts - start) * 1000, 0, dur * 1000)

@@ -19,7 +19,7 @@ of a synchronization type during the work phase (or during the whole trace
 when there is no work phase).  Objects made once at start-up -- also an array
 of lock stripes, made before the work -- stay shared objects.
 
->>> from frontends.analyze.objects import ObjectTable
+>>> from qpn.frontends.analyze.objects import ObjectTable
 >>> evs = [{"kind": "object", "tid": 1, "ts": t, "obj": 100 + t, "type": "lock", "site": "c.py:65"}
 ...        for t in (10, 20, 30)] + [{"kind": "object", "tid": 1, "ts": 0, "obj": 7,
 ...                                   "type": "lock", "site": "m.py:3"}]

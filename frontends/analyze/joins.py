@@ -25,7 +25,7 @@ joining thread puts into, the join waited for a good part of the work phase
 (a batch, not a shutdown), and the joining thread collects no results from
 the pool (taking the results already waits for the work).
 
->>> from frontends.analyze.structure import Leaf, Loop
+>>> from qpn.frontends.analyze.structure import Leaf, Loop
 >>> body = [Loop([Leaf(("put", "q", "p.py:3"))], [40], 0), Leaf(("put", "q", "p.py:5"))]
 >>> put_count(body, "q", {40: "n_tasks"})
 'n_tasks + 1'

@@ -16,8 +16,8 @@
   taken by the exiting iteration, a work item taken at start-up) is dropped at
   the put as well, so every queue stays balanced.
 
->>> from frontends.analyze.steps import Step
->>> from frontends.analyze.structure import Tokens
+>>> from qpn.frontends.analyze.steps import Step
+>>> from qpn.frontends.analyze.structure import Tokens
 >>> def walk(text, t0=0):
 ...     w = [Step(1, a, "q", None, {"ts": t0 + 10 * i}, 0, 5, 5, 0, 0)
 ...          for i, a in enumerate(text.split())]

@@ -15,7 +15,7 @@ addresses on both ends):
 Steps of a channel get ``action`` ``put``/``take`` and key ``("accept", fd)``
 or ``("reply", site)``; other socket steps stay ``sock`` (computation).
 
->>> from frontends.analyze.steps import Step
+>>> from qpn.frontends.analyze.steps import Step
 >>> def st(tid, op, ts, dur, fd, site):
 ...     ev = {"kind": "io", "tid": tid, "ts": ts, "dur": dur, "op": op, "fd": fd, "site": site}
 ...     return Step(tid, "sock", op, site, ev, ts, 0, 0, 0, dur)

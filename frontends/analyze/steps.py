@@ -21,7 +21,7 @@ A step's *token* ``(action, target, site)`` names what it does where: the
 same operation reached from two code locations gives two tokens, so the call
 graph keeps the two paths apart (context splitting by site).
 
->>> from frontends.analyze.objects import ObjectTable
+>>> from qpn.frontends.analyze.objects import ObjectTable
 >>> evs = [{"kind": "thread_start", "tid": 1, "ts": 0, "cpu": 0},
 ...        {"kind": "object", "tid": 1, "ts": 10, "cpu": 10, "obj": 5, "type": "lock"},
 ...        {"kind": "acquire", "tid": 1, "ts": 100, "cpu": 90, "obj": 5, "dur": 0, "site": "p.py:3"},

@@ -20,7 +20,7 @@ or the iterations of a loop):
 Every leaf keeps the steps that fell on it, so a token reached in two places
 gives two leaves with their own statistics (context splitting by position).
 
->>> from frontends.analyze.steps import Step
+>>> from qpn.frontends.analyze.steps import Step
 >>> T = Tokens()
 >>> def walk(text):
 ...     w = [Step(1, a, None, None, {"ts": 0}, 0, 0, 0, 0, 0) for a in text.split()]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import random
 
-from frontends.trace import Trace, TraceHeader, write_trace
+from qpn.frontends.trace import Trace, TraceHeader, write_trace
 
 US = 1000
 MS = 1_000_000

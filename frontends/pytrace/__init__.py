@@ -4,7 +4,7 @@
 recorder injected (:mod:`.runner`); the program itself may mark requests with
 the optional, zero-cost-when-untraced API re-exported here::
 
-    from frontends.pytrace import span, request_begin, request_end, mark
+    from qpn.frontends.pytrace import span, request_begin, request_end, mark
 
 This package is imported inside traced programs, so it uses only the standard
 library (the runner, which imports qpn, is loaded lazily).

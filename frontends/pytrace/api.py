@@ -2,7 +2,7 @@
 
 They cost nothing when the program is not traced, so programs can keep them::
 
-    from frontends.pytrace import span
+    from qpn.frontends.pytrace import span
     with span("request", req=conn_id):
         handle(conn)
 

@@ -45,7 +45,7 @@ def synth_file(model: str, output: str, *, time: float = 60.0, seed: int | None 
     """Load ``model`` (with ``--set`` overrides), run it, write the trace to ``output``."""
     from qpn.cli import load_model
 
-    from frontends.trace import write_trace
+    from qpn.frontends.trace import write_trace
     net = load_model(model, sets)
     res = synthesize(net, time=time, seed=seed, sources=sources, max_events=max_events,
                      model_path=model)

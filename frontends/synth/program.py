@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from qpn.errors import QPNError
 from qpn.software import ast as sw
 
-from frontends.trace import Trace, TraceHeader
+from qpn.frontends.trace import Trace, TraceHeader
 
 from .engine import PID, Sim, Thread, ns
 from .interp import Interp, never_waits

@@ -14,7 +14,7 @@ Disciplines, as the simulator of the net (``solvers/des``) has them:
 A job's work is a number (seconds), or, for a disk ``service by load``, a
 function of the number of requests in service when it starts (itself included).
 
->>> from frontends.synth.engine import Sim
+>>> from qpn.frontends.synth.engine import Sim
 >>> sim = Sim(horizon=10)
 >>> host = Server(sim, "host", servers=1, discipline="ps")
 >>> ends = {}

@@ -13,7 +13,7 @@ later request may pass a larger earlier one); a barrier is cyclic; a
 condition wakes its waiters in FIFO order; a blocking queue hands items to
 takers in FIFO order and is FIFO or LIFO for the items it stores.
 
->>> from frontends.synth.engine import Sim, Thread
+>>> from qpn.frontends.synth.engine import Sim, Thread
 >>> sim = Sim(horizon=1)
 >>> m = Mutex(sim, obj=7)
 >>> a, b = Thread(1, "a"), Thread(2, "b")

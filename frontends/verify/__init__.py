@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from qpn.errors import QPNError
 from qpn.fileio import check_output_dir, write_atomic
 
-from frontends.calibrate import loop_spread, speed_ratio
+from qpn.frontends.calibrate import loop_spread, speed_ratio
 
 from .manifest import Suite, load_suite
 from .measure import ISOLATE, measure, setup
@@ -123,9 +123,9 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
     model."""
     import subprocess
 
-    from frontends.analyze import build
-    from frontends.pytrace import trace_command
-    from frontends.trace import read_trace
+    from qpn.frontends.analyze import build
+    from qpn.frontends.pytrace import trace_command
+    from qpn.frontends.trace import read_trace
 
     from .measure import program_key
     traces = []
@@ -218,7 +218,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
                             "samples": m["samples"], "load": m["load"], "speed": speed,
                             "speed_noise": noise, "speed_applied": applied, "predicted": pred,
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
-    from solvers.result import finite_or_none
+    from qpn.solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(
         {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "rows": report.rows,
          "mean_eps": report.mean_eps, "max_eps": report.max_eps, "warnings": report.warnings},

@@ -46,7 +46,7 @@ def _loadavg() -> float | None:
 def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
     """One isolated run of the program: {"wall": s, "value": float | None, "load": 1-min load,
     "loop_ns": the machine's Python speed just before (frontends/calibrate.py)}."""
-    from frontends.calibrate import python_loop_ns
+    from qpn.frontends.calibrate import python_loop_ns
     argv = [sys.executable, suite.program] + suite.argv(values)
     loop_ns = round(python_loop_ns(), 3)
     server = contextlib.nullcontext()

@@ -87,8 +87,8 @@ def traced_server(suite, values: dict, trace_to: str, load):
 
     The tracer runs in this (the main) thread, which handles its signals; the load
     runs in another, and stops the server when it is done."""
-    from frontends.pytrace import trace_command
-    from frontends.pytrace.runner import program_packages
+    from qpn.frontends.pytrace import trace_command
+    from qpn.frontends.pytrace.runner import program_packages
     argv = suite.server_argv(values)
     port = suite.server_port(values)
     what = _check_free(suite, argv, port) + " (traced)"

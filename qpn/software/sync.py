@@ -20,7 +20,7 @@ finishes it when no waiter is left.
 >>> net = qpn.parse('''software { barrier b parties 3
 ... pool w size 3 { sleep exp(1 s)
 ...  await b } }''')
->>> from dsl.printer import fmt_mode_body
+>>> from qpn.dsl.printer import fmt_mode_body
 >>> fmt_mode_body(net.transition_map["b.trip"].modes[0])
 '3 b.waiting -> 3 b.go'
 """

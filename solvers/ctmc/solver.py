@@ -196,7 +196,7 @@ def class_busy(spec: CTMCSpec, states: np.ndarray) -> list[np.ndarray]:
 
 def _predicates(ctmc: CTMC, pi: np.ndarray, preds: dict) -> list[tuple]:
     """Probability of marking predicates written over place totals, e.g. 'lock == 0'."""
-    from dsl.grammar import parse_expr
+    from qpn.dsl.grammar import parse_expr
     from qpn.expr import evaluate
     c = ctmc.spec.compiled
     S = ctmc.space.states

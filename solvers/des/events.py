@@ -17,7 +17,7 @@ lane-last arrays), written in place by the loop; the analysis is shared with
 the other kernels.
 
 >>> import qpn
->>> from solvers.des.lanes import build_lanes
+>>> from qpn.solvers.des.lanes import build_lanes
 >>> c = qpn.compile_net(qpn.load("models/mutex.qpn"))
 >>> e = EventEngine(build_lanes([c], 2), [0, 1], seed=1)
 >>> e.start(); e.advance(1000, float("inf"))

@@ -15,7 +15,7 @@ by attribute:
   that one large store does not make every store large.
 
 >>> import qpn
->>> from solvers.des.lanes import build_lanes
+>>> from qpn.solvers.des.lanes import build_lanes
 >>> c = qpn.compile_net(qpn.load("models/mutex.qpn"))
 >>> net = build_net_arrays(build_lanes([c], 2))
 >>> int(net.nslots), int(net.nmodes), [int(k) for k in net.q_kind]

@@ -8,8 +8,8 @@ the step count alone.  Used for fixed-time or fixed-event runs with many
 lanes (sequential stopping decides per point, so it shards whole points).
 
 >>> import qpn
->>> from solvers.des.options import DESOptions
->>> from solvers.des.solver import lane_keys
+>>> from qpn.solvers.des.options import DESOptions
+>>> from qpn.solvers.des.solver import lane_keys
 >>> net = qpn.parse("net n\\nplace q queue ps service exp(1)\\ntransition a : -> q delay exp(2)\\n"
 ...                 "transition b : q ->\\n")
 >>> o = DESOptions.of({"time": 50.0, "quiet": True, "replications": 4})

@@ -15,7 +15,7 @@
   (sum x)^2 / sum x^2 is small, so the spread across replications, and the
   interval built from it, may be too narrow.
 
->>> from solvers.des.options import DESOptions
+>>> from qpn.solvers.des.options import DESOptions
 >>> rows = [("tokens", "a", "", 7.0, 0.05), ("tokens", "b", "", 2e-6, 1e-6)]
 >>> [round(t, 6) for t in tolerances(rows, DESOptions(rtol=0.01, floor=0.05, watch=("tokens",)))]
 [0.07, 0.0035]

@@ -7,7 +7,8 @@ within its limit, Linearizer otherwise; the Result's ``explanation`` says
 which and why), and ``tol``, the convergence tolerance of the approximations.
 Purely open networks use the closed forms of :mod:`.open`.
 
->>> import qpn, solvers
+>>> import qpn
+>>> from qpn import solvers
 >>> res = solvers.solve(qpn.parse('''
 ... place server queue fcfs service exp(1 s)
 ... transition arrive : -> server delay exp(1.25 s)
@@ -22,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qpn.errors import SolverError
-from solvers.measures import derive, to_result
-from solvers.options import SolverOptions, choice, option, positive, whole
-from solvers.result import Result
+from qpn.solvers.measures import derive, to_result
+from qpn.solvers.options import SolverOptions, choice, option, positive, whole
+from qpn.solvers.result import Result
 
 from .approx import linearizer, schweitzer
 from .exact import MAX_VECTORS, exact_mva, population_vectors

@@ -6,7 +6,7 @@ import pytest
 
 import qpn
 from qpn.errors import SolverError
-from solvers.ctmc import solve_transient
+from qpn.solvers.ctmc import solve_transient
 
 from conftest import MODELS
 
@@ -183,7 +183,7 @@ def test_steady_state_of_probabilities_fifteen_orders_apart():
     # a birth-death chain drifting up (3x) to a cap of 40: pi_i ~ 3^i, so the state the
     # direct solver used to pin (the largest outflow, near 0) has probability 1e-19 and
     # its answer had residual 0.09; the likeliest state is pinned now, or another solver used
-    from solvers.ctmc.linalg import generator, steady_state
+    from qpn.solvers.ctmc.linalg import generator, steady_state
     n = 41
     up = np.arange(n - 1)
     Q = generator(np.r_[up, up + 1], np.r_[up + 1, up], np.r_[np.full(n - 1, 0.3), np.full(n - 1, 0.1)], n)
@@ -196,7 +196,7 @@ def test_steady_state_of_probabilities_fifteen_orders_apart():
 
 
 def test_steady_state_gives_transient_states_zero_and_refuses_two_closed_classes():
-    from solvers.ctmc.linalg import generator, steady_state
+    from qpn.solvers.ctmc.linalg import generator, steady_state
     # state 0 (largest outflow) leaves for good to the class {1, 2}
     Q = generator(np.array([0, 1, 2]), np.array([1, 2, 1]), np.array([10.0, 1.0, 2.0]), 3)
     pi, info = steady_state(Q)
@@ -337,7 +337,7 @@ def test_gth_solves_a_chain_whose_probabilities_span_hundreds_of_orders():
     a ratio of 1e300 end to end).  LU pinned at any state loses the small ones; GTH adds
     positive numbers only and gets every one to 1e-12."""
     import scipy.sparse as sp
-    from solvers.ctmc.linalg import steady_state
+    from qpn.solvers.ctmc.linalg import steady_state
     n, up, down = 6, 1e-60, 1.0
     rows, cols, vals = [], [], []
     for k in range(n - 1):
@@ -444,7 +444,7 @@ def test_a_cpu_that_no_step_uses_adds_nothing_to_the_chain():
     with no places; the CTMC spec and its state estimate took min/max over its (no)
     classes.  The chain is the pool's alone: one thread sleeping, throughput 1."""
     from qpn.compile import compile_net
-    from solvers.ctmc.spec import build_spec
+    from qpn.solvers.ctmc.spec import build_spec
     net = qpn.parse("software {\n    cpu idle cores 1 fcfs\n    pool w size 1 { sleep exp(1) }\n}\n")
     assert "at most 1 state" in build_spec(compile_net(net)).estimate_phrase()
     assert ctmc(net).get("throughput", "w.begin") == pytest.approx(1.0, rel=1e-12)

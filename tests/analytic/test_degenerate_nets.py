@@ -10,8 +10,8 @@ import pytest
 import qpn
 from conftest import MODELS
 from qpn.cli import main
-from solvers.des.flat import _check_sentinels
-from solvers.status import ExitStatus, epilog, exit_status
+from qpn.solvers.des.flat import _check_sentinels
+from qpn.solvers.status import ExitStatus, epilog, exit_status
 
 DEADLOCK = "net dl\nplace a init 1\nplace b\ntransition t1 : a -> b\n"
 # a closed net whose transition has no output: its token leaves, then nothing can happen
@@ -209,7 +209,7 @@ def _mm1_cutoff_mass(rho: float, n: int) -> float:
 
 @pytest.mark.parametrize("rho", [0.9, 0.99, 0.999])
 def test_a_stable_queue_near_saturation_keeps_doubling_its_cutoff(rho):
-    from solvers.ctmc.solver import _plainly_growing
+    from qpn.solvers.ctmc.solver import _plainly_growing
     masses = [_mm1_cutoff_mass(rho, n) for n in (60, 120, 240)]
     assert not _plainly_growing(masses), masses     # ratios per doubling fall (rho^N)
 
@@ -217,7 +217,7 @@ def test_a_stable_queue_near_saturation_keeps_doubling_its_cutoff(rho):
 def test_a_mass_whose_decay_slows_down_stops_the_doubling():
     """A fuzzed server whose queue holds 2^31 requests: the mass at the cut-off went
     0.0147, 0.0080, 0.0047, 0.0032, 0.0026 over 60 .. 960 (4.6 s of explorations)."""
-    from solvers.ctmc.solver import _growing, _plainly_growing
+    from qpn.solvers.ctmc.solver import _growing, _plainly_growing
     masses = [0.014722896221481456, 0.008025046200056634, 0.004730389460905477]
     assert _plainly_growing(masses)
     assert _growing(None, [("tokens", "q", "", 3.0)], masses)   # the same verdict as at 960
@@ -246,7 +246,7 @@ def test_an_immediate_self_loop_enabled_at_the_start_is_refused(tmp_path, capsys
     rc, out, err, js = _solve(tmp_path, capsys, text, "-m", method)
     assert rc == 2 and "m.qpn:4:12: error: timeless trap: immediate transition(s) 't2' stay enabled" in err
     rival = text.replace("transition out", "transition rest : q2 -> weight 1\ntransition out")
-    from solvers.status import source_traps
+    from qpn.solvers.status import source_traps
     from qpn.compile import compile_net
     assert source_traps(compile_net(qpn.parse(rival))) == []
 
@@ -268,7 +268,7 @@ def test_a_trap_that_fills_a_queue_is_caught_across_store_growth(tmp_path, capsy
     text = ("net trap\nplace p init 1\nplace q queue fcfs service exp(1)\n"
             "transition t immediate : p -> p, q unless 1000000 q\n")
     from qpn.errors import SolverError
-    from solvers.des.jit.loop import MAX_IMMEDIATE
+    from qpn.solvers.des.jit.loop import MAX_IMMEDIATE
     with pytest.raises(SolverError, match=r"timeless trap: immediate transitions keep firing"):
         qpn.solve(qpn.parse(text), method="des", options={"events": 1000, "replications": 2})
     assert MAX_IMMEDIATE == 100_000
@@ -282,7 +282,7 @@ def test_the_wall_clock_cap_stops_a_timeless_loop_that_fills_a_long_queue(tmp_pa
     text = ("net gen\ncolors job = {a}\nplace q0 : job queue random service det(2) init 1 a\n"
             "place q1 : job init 1 a capacity 5\ntransition t0 immediate {\n"
             "  mode m0 :  -> 2 q0(a), 2 q1(a) weight 3\n  mode m1 : q1(x) ->  weight 5\n}\n")
-    from solvers.des.jit.loop import MAX_IMMEDIATE, YIELD_EVERY
+    from qpn.solvers.des.jit.loop import MAX_IMMEDIATE, YIELD_EVERY
     rc, out, err, js = _solve(tmp_path, capsys, text, "-m", "des", "--events", "4000", "--wall", "0.2")
     assert rc == ExitStatus.IMPRECISE
     burst = js["info"]["precision"]["immediate_burst"]
@@ -305,7 +305,7 @@ def test_two_to_the_31_tokens_are_not_a_negative_count(tmp_path, capsys):
 
 
 def test_the_state_registry_keeps_counts_beyond_int32():
-    from solvers.ctmc.explore import Registry
+    from qpn.solvers.ctmc.explore import Registry
     reg = Registry(lambda R: R[:, 0].copy(), 1, 10)
     ids, new = reg.lookup_or_add(np.array([[2**31], [5]], dtype=np.int64))
     assert sorted(reg.rows().ravel().tolist()) == [5, 2**31]
@@ -364,12 +364,12 @@ def res_throughput(js: dict, element: str) -> float:
 def test_merging_successors_with_a_multiword_key(tmp_path):
     # a wide state (a population near 2^62 per word) makes the key several words; equal
     # successors of one parent are merged (numpy cannot sort structured void fields)
-    from solvers.ctmc.explore import Keyer
+    from qpn.solvers.ctmc.explore import Keyer
     k = Keyer(np.array([2**40, 2**40]))
     assert k.words == 2
     from types import SimpleNamespace
 
-    from solvers.ctmc.explore import Explorer
+    from qpn.solvers.ctmc.explore import Explorer
     R = np.array([[1, 2], [1, 2], [3, 4], [1, 2]])
     w, par, P = np.array([1.0, 2.0, 4.0, 8.0]), np.array([0, 0, 0, 1]), np.zeros((4, 1))
     R2, w2, par2, _ = Explorer._merge(SimpleNamespace(keyer=k), R, w, par, P)
@@ -403,7 +403,7 @@ def test_an_ordered_queue_beyond_the_cutoff_is_a_clear_refusal(tmp_path, capsys)
 def test_a_stalled_steady_state_solve_is_imprecise_not_an_answer(monkeypatch, tmp_path, capsys):
     # whatever the linear solvers return, a residual |pi Q| far from 0 is not the chain's
     # steady state: said in the warnings, the title, the JSON and the exit status
-    import solvers.ctmc.solver as ctmc_solver
+    import qpn.solvers.ctmc.solver as ctmc_solver
     monkeypatch.setattr(ctmc_solver, "_steady", lambda ctmc, method: (
         np.full(ctmc.n, 1.0 / ctmc.n), {"method": "gauss-seidel", "residual": 0.09, "tried": ["gauss-seidel"]}))
     rc, out, err, js = _solve(tmp_path, capsys, NO_TOKENS.replace("place a\n", "place a init 3\n"),

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import qpn
-import solvers
+from qpn import solvers
 from qpn.cli import main
 from qpn.errors import SolverError
-from solvers.mva import exact_mva, linearizer, schweitzer
+from qpn.solvers.mva import exact_mva, linearizer, schweitzer
 
 from conftest import MODELS
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import qpn
-import solvers
+from qpn import solvers
 from qpn.errors import SolverError
-from solvers.mva import product_form
-from solvers.mva.productform import QNModel
+from qpn.solvers.mva import product_form
+from qpn.solvers.mva.productform import QNModel
 
 from conftest import MODELS
 

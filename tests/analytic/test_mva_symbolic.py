@@ -6,11 +6,11 @@ import pytest
 import sympy as sp
 
 import qpn
-import solvers
+from qpn import solvers
 from qpn.errors import SolverError
-from solvers.measures import derive
-from solvers.mva import symbolic_mva
-from solvers.mva.symbolic import parameter_symbols, parameter_values
+from qpn.solvers.measures import derive
+from qpn.solvers.mva import symbolic_mva
+from qpn.solvers.mva.symbolic import parameter_symbols, parameter_values
 
 from conftest import MODELS
 

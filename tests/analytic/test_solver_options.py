@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 
 import qpn
-import solvers
+from qpn import solvers
 from conftest import MODELS
 from qpn.cli import main
 from qpn.errors import SolverError
-from solvers.des.options import DESOptions
+from qpn.solvers.des.options import DESOptions
 
 MM1 = f"{MODELS}/mm1.qpn"
 

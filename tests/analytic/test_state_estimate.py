@@ -6,9 +6,9 @@ import pytest
 
 import qpn
 from qpn.compile import compile_net
-from solvers.ctmc.explore import Explorer
-from solvers.ctmc.spec import build_spec
-from solvers.auto import choose
+from qpn.solvers.ctmc.explore import Explorer
+from qpn.solvers.ctmc.spec import build_spec
+from qpn.solvers.auto import choose
 
 MODELS = "models"
 

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from frontends.analyze import build
-from frontends.analyze.condqueue import cond_queues
-from frontends.pytrace import trace_command
-from frontends.trace import read_trace
+from qpn.frontends.analyze import build
+from qpn.frontends.analyze.condqueue import cond_queues
+from qpn.frontends.pytrace import trace_command
+from qpn.frontends.trace import read_trace
 from conftest import ROOT_DIR
 
 ROOT = ROOT_DIR

@@ -4,7 +4,7 @@ import json
 import pytest
 
 import qpn
-from frontends.analyze.synth import batch_trace, write
+from qpn.frontends.analyze.synth import batch_trace, write
 from qpn.cli import main
 
 

@@ -29,8 +29,8 @@ import pytest
 import qpn
 from analyze_support import (ISOLATE, PROGRAMS, ROOT, simulate, thread_cpu_ns, trace_runs,
                              typical, typical_trace)
-from frontends.analyze import build
-from frontends.analyze.gil import EVIDENCE, _no_wait, gil_free_shares
+from qpn.frontends.analyze import build
+from qpn.frontends.analyze.gil import EVIDENCE, _no_wait, gil_free_shares
 
 MS = 1_000_000
 THREADS, CHUNKS = 2, 24

@@ -3,9 +3,9 @@ GIL-free share they give (gil.py, ``hold``): known answers on ideal schedules.""
 import numpy as np
 import pytest
 
-from frontends.analyze.gil import gil_free_shares
-from frontends.analyze.handoff import first_holds
-from frontends.analyze.steps import Step
+from qpn.frontends.analyze.gil import gil_free_shares
+from qpn.frontends.analyze.handoff import first_holds
+from qpn.frontends.analyze.steps import Step
 
 P, H = 660_000, 1_200_000          # ns of Python, then of hashing, per iteration
 ITER = 8

@@ -3,8 +3,8 @@
 Known answers on hand-made walks: a main thread puts items that a worker
 takes, then joins the worker.
 """
-from frontends.analyze.joins import batch_joiners
-from frontends.analyze.steps import Step
+from qpn.frontends.analyze.joins import batch_joiners
+from qpn.frontends.analyze.steps import Step
 
 
 def step(tid, action, ts, cpu, dur=0):

@@ -7,13 +7,13 @@ import random
 import pytest
 
 import qpn
-from dsl.grammar import parse_expr, parse_items
-from dsl.printing import fmt_dist
-from frontends.analyze import build
-from frontends.analyze.fit import fit
-from frontends.analyze.joins import put_count, put_count_expr
-from frontends.analyze.structure import Leaf, Loop
-from frontends.analyze.synth import batch_trace, server_trace
+from qpn.dsl.grammar import parse_expr, parse_items
+from qpn.dsl.printing import fmt_dist
+from qpn.frontends.analyze import build
+from qpn.frontends.analyze.fit import fit
+from qpn.frontends.analyze.joins import put_count, put_count_expr
+from qpn.frontends.analyze.structure import Leaf, Loop
+from qpn.frontends.analyze.synth import batch_trace, server_trace
 from qpn.expr import BinOp, Num, Ref
 
 

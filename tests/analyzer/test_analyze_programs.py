@@ -21,7 +21,7 @@ import qpn
 from analyze_support import (SOURCES, one_trace, paired_rounds, predict_batch_ms,
                              predict_requests_per_s, predict_rounds_ms, simulate, thread_cpu_ns,
                              traces_from, typical)
-from frontends.analyze import build
+from qpn.frontends.analyze import build
 
 #: asserted bound on the median over rounds of |measured - predicted| / measured.
 #: The target is 15%.  The machine runs pure-Python code at two speeds ~1.9x
@@ -121,7 +121,7 @@ def test_sources_elsewhere(pool):
     directory does not exist says so, and --source-dir points at the files."""
     import copy
     import os
-    from frontends.analyze import Options
+    from qpn.frontends.analyze import Options
     from qpn.errors import QPNError
     tr, res = pool
     moved = copy.copy(tr)
@@ -183,7 +183,7 @@ def test_split_rounds_barrier_and_divided_work(split):
     # a runner that only waits on the barrier is kept, however little CPU it uses: left out
     # (as "3.0% of the CPU and no hand-overs" once under load), the barrier kept 3 parties
     # for 2 modelled threads and the model deadlocked
-    from frontends.analyze import Options
+    from qpn.frontends.analyze import Options
     lean = build(two, Options(prune=0.5))
     assert "main" in lean.info["runners"] and "parties workers + 1\n" in lean.text
     # one worker: two parties, no deadlock (it had `parties 3` and printed NaN)

@@ -3,8 +3,8 @@
 thread_steps inlines the common cases of classify() for speed; these known
 answers hold both to the same meaning.
 """
-from frontends.analyze.objects import ObjectTable
-from frontends.analyze.steps import classify, thread_steps
+from qpn.frontends.analyze.objects import ObjectTable
+from qpn.frontends.analyze.steps import classify, thread_steps
 
 
 def ev(kind, ts, cpu, **kw):
@@ -86,7 +86,7 @@ def test_per_thread_note_names_threads_that_differ():
     """The model notes a fragment whose threads spent clearly different CPU
     (means 1.2x apart, beyond chance), naming each thread's mean."""
     from types import SimpleNamespace as NS
-    from frontends.analyze.blocks import per_thread_note
+    from qpn.frontends.analyze.blocks import per_thread_note
     group = NS(tids=[11, 12], thread_names=["worker-0", "worker-1"])
 
     def leaf(a, b):

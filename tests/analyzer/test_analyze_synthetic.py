@@ -12,15 +12,15 @@ import pkgutil
 
 import pytest
 
-import frontends.analyze as analyze_pkg
+import qpn.frontends.analyze as analyze_pkg
 import qpn
 from analyze_support import simulate
-from frontends.analyze import Options, build, build_file
-from frontends.analyze.fit import fit
-from frontends.analyze.steps import Step
-from frontends.analyze.structure import Tokens, show, structure
-from frontends.analyze.synth import batch_trace, server_trace, write
-from frontends.trace import Trace, TraceHeader
+from qpn.frontends.analyze import Options, build, build_file
+from qpn.frontends.analyze.fit import fit
+from qpn.frontends.analyze.steps import Step
+from qpn.frontends.analyze.structure import Tokens, show, structure
+from qpn.frontends.analyze.synth import batch_trace, server_trace, write
+from qpn.frontends.trace import Trace, TraceHeader
 
 MS = 1_000_000
 REQUESTS, RATE, MISS, PARSE = 3000, 200.0, 0.25, 2 * MS
@@ -28,7 +28,7 @@ REQUESTS, RATE, MISS, PARSE = 3000, 200.0, 0.25, 2 * MS
 
 @pytest.mark.parametrize("mod", sorted(m.name for m in pkgutil.iter_modules(analyze_pkg.__path__)))
 def test_doctests(mod):
-    m = importlib.import_module(f"frontends.analyze.{mod}")
+    m = importlib.import_module(f"qpn.frontends.analyze.{mod}")
     failed, _ = doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert failed == 0
 

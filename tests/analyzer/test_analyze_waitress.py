@@ -10,7 +10,7 @@ import re
 import pytest
 
 from analyze_support import SOURCES, WAITRESS_REQUESTS as REQUESTS, recorded_waitress, trace_waitress
-from frontends.analyze import build
+from qpn.frontends.analyze import build
 
 
 @pytest.fixture(scope="module", params=SOURCES)

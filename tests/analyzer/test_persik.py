@@ -1,10 +1,10 @@
 """PERSIK probe logs: the thesis's worked examples (digest §F items 2-4) as known answers."""
 import pytest
 
-from frontends.pcg import build_pcg, code_fragments, insignificant, prune
-from frontends.persik import parse_persik, persik_to_trace, probes_from_trace, read_persik
-from frontends.pools import detect_pools, leaves_from_samples, library_functions, tuple_map
-from frontends.trace import TraceError, read_trace, write_trace
+from qpn.frontends.pcg import build_pcg, code_fragments, insignificant, prune
+from qpn.frontends.persik import parse_persik, persik_to_trace, probes_from_trace, read_persik
+from qpn.frontends.pools import detect_pools, leaves_from_samples, library_functions, tuple_map
+from qpn.frontends.trace import TraceError, read_trace, write_trace
 from qpn.cli import main
 
 # Thesis Fig. 5.4 (the args "0, 5" are the poll timeout and its unit code).

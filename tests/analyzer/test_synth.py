@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import qpn
-from frontends.synth import parse_time, synthesize
-from frontends.synth.engine import Sim
-from frontends.synth.servers import Server
-from frontends.trace import read_trace
-from frontends.trace_query import fragments, match_items
+from qpn.frontends.synth import parse_time, synthesize
+from qpn.frontends.synth.engine import Sim
+from qpn.frontends.synth.servers import Server
+from qpn.frontends.trace import read_trace
+from qpn.frontends.trace_query import fragments, match_items
 from qpn.cli import main
 from qpn.errors import QPNError
 
@@ -477,7 +477,7 @@ def test_processor_disciplines_schedule_exactly():
 
 
 def test_the_analyzer_reads_a_synthetic_trace():
-    from frontends.analyze import build
+    from qpn.frontends.analyze import build
     net = model("sw_server.qpn")
     res = synthesize(net, time=30, seed=1)
     built = build(res.trace())

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 import qpn
-from dsl.lqn import read_lqn
-from dsl.lqn_translate import lqn_to_qpn
+from qpn.dsl.lqn import read_lqn
+from qpn.dsl.lqn_translate import lqn_to_qpn
 from qpn.errors import ModelError
 from conftest import ROOT_DIR, TESTS_DIR
 
@@ -289,7 +289,7 @@ def test_lqn_to_qpn_to_lqn_is_a_fixed_point(name):
     """LQN -> qpn -> LQN -> qpn -> LQN: the second LQN text equals the first, and the
     qpn texts are equal when the export needed no note (reference tasks with several
     phases and later phases with several are merged, with a note)."""
-    from dsl.lqn_export import qpn_to_lqn
+    from qpn.dsl.lqn_export import qpn_to_lqn
     q1, _ = lqn_to_qpn(DATA[name], name)
     l1, notes = qpn_to_lqn(qpn.parse(q1))
     q2, _ = lqn_to_qpn(l1, name)
@@ -302,7 +302,7 @@ def test_lqn_to_qpn_to_lqn_is_a_fixed_point(name):
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
 def test_an_exported_model_solves_to_the_same_throughputs(name):
-    from dsl.lqn_export import qpn_to_lqn
+    from qpn.dsl.lqn_export import qpn_to_lqn
     text, expected = KNOWN[name]
     q1, r1 = _solve(text)
     l1, notes = qpn_to_lqn(qpn.parse(q1))
@@ -315,7 +315,7 @@ def test_an_exported_model_solves_to_the_same_throughputs(name):
 
 
 def test_export_refuses_what_lqn_cannot_say():
-    from dsl.lqn_export import qpn_to_lqn
+    from qpn.dsl.lqn_export import qpn_to_lqn
     net = qpn.parse("software {\n    cpu host cores 1 fcfs\n    mutex m\n"
                     "    pool w size 2 {\n        lock m\n        cpu exp(1) on host\n        unlock m\n    }\n}\n",
                     "locks.qpn")
@@ -368,7 +368,7 @@ def test_a_tiny_squared_coefficient_of_variation_is_deterministic():
 def test_nested_forks_are_written_as_activities_and_read_back():
     """A software body with a fork inside a fork becomes LQN activities (an AND-fork per
     fork, a join at its end) and comes back as the same body."""
-    from dsl.lqn_export import qpn_to_lqn
+    from qpn.dsl.lqn_export import qpn_to_lqn
     text = ("software {\n    semaphore s permits 1\n    population c size 2 think exp(1) {\n"
             "        call work\n    }\n    behavior work {\n        acquire s\n        sleep exp(0.1)\n"
             "        fork {\n            sleep exp(0.2)\n            fork {\n                sleep exp(0.3)\n"

@@ -5,8 +5,8 @@ import math
 import pytest
 
 import qpn
-import solvers
-from dsl.pnml import EXAMPLE, pnml_to_qpn, qpn_to_pnml
+from qpn import solvers
+from qpn.dsl.pnml import EXAMPLE, pnml_to_qpn, qpn_to_pnml
 from qpn.errors import ModelError
 
 from conftest import MODELS

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import qpn
-import solvers
-from dsl.qpe import EXAMPLE, qpe_to_qpn
-from dsl.qpe_export import qpn_to_qpe
+from qpn import solvers
+from qpn.dsl.qpe import EXAMPLE, qpe_to_qpn
+from qpn.dsl.qpe_export import qpn_to_qpe
 from qpn.cli import main
 from qpn.errors import ModelError
 

@@ -4,7 +4,7 @@ when they move between the set and its subsets."""
 import pytest
 
 import qpn
-import solvers
+from qpn import solvers
 from qpn.errors import ModelError
 
 # Three classes share the terminals and the CPU; only a and b visit the disk, so the

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 import qpn
-from dsl.pnml import pnml_to_qpn, qpn_to_pnml
-from dsl.qpe import qpe_to_qpn
-from dsl.qpe_export import qpn_to_qpe
+from qpn.dsl.pnml import pnml_to_qpn, qpn_to_pnml
+from qpn.dsl.qpe import qpe_to_qpn
+from qpn.dsl.qpe_export import qpn_to_qpe
 from qpn import disciplines
 from qpn.compile import compile_net
 from qpn.errors import ModelError
-from solvers.mva.productform import product_form
+from qpn.solvers.mva.productform import product_form
 
 OPTIONS = {"rr": " quantum 1 ms"}
 

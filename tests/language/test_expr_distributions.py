@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import qpn
-from dsl.parser import parse_expr
+from qpn.dsl.parser import parse_expr
 from qpn.distributions import (Det, Empirical, Erlang, Exp, Gamma, HyperExp, HyperExpFit,
                                Lognormal, Normal, Uniform)
 from qpn.expr import BinOp, Num, Ref, Unary, evaluate, fmt, to_sympy

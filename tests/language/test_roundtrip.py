@@ -20,8 +20,8 @@ import time
 import pytest
 
 import qpn
-from frontends.analyze import build_file
-from frontends.synth import synth_file
+from qpn.frontends.analyze import build_file
+from qpn.frontends.synth import synth_file
 from qpn.cli import load_model
 from conftest import TESTS_DIR
 

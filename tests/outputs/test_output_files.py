@@ -38,13 +38,13 @@ def test_write_atomic_through_a_chain_of_links_and_a_dangling_one(tmp_path):
 
 
 def test_solve_json_into_a_missing_directory_is_refused_before_solving(tmp_path, capsys, monkeypatch):
-    import solvers.cli
+    import qpn.solvers.cli
     model = tmp_path / "m.qpn"
     model.write_text(MODEL)
 
     def no_work(*a, **k):
         raise AssertionError("the model was loaded before the output was checked")
-    monkeypatch.setattr(solvers.cli, "load_model", no_work)
+    monkeypatch.setattr(qpn.solvers.cli, "load_model", no_work)
     out = str(tmp_path / "nope" / "r.json")
     assert main(["solve", str(model), "--json", out]) == 2
     err = capsys.readouterr().err

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 import qpn
-import solvers
+from qpn import solvers
 from qpn.cli import main
 from qpn.errors import QPNError
 
@@ -32,7 +32,7 @@ def test_tables_carry_units():
 
 
 def test_result_figure_has_a_panel_per_measure_with_units_and_a_bar_per_element():
-    from solvers.plot import figure
+    from qpn.solvers.plot import figure
     res = _result()
     fig = figure(res.to_dict())
     axes = fig.get_axes()
@@ -43,7 +43,7 @@ def test_result_figure_has_a_panel_per_measure_with_units_and_a_bar_per_element(
 
 
 def test_simulated_result_figure_draws_confidence_intervals():
-    from solvers.plot import figure
+    from qpn.solvers.plot import figure
     res = _result("mm1", "des", {"seed": 1, "wall": 30})
     fig = figure(res.to_dict(), ["tokens"])
     ax = fig.get_axes()[0]
@@ -51,8 +51,8 @@ def test_simulated_result_figure_draws_confidence_intervals():
 
 
 def test_sweep_figure_plots_each_element_against_the_swept_parameter():
-    from solvers.plot import figure
-    from solvers.sweep import run_sweep
+    from qpn.solvers.plot import figure
+    from qpn.solvers.sweep import run_sweep
     net = qpn.load(f"{MODELS}/tandem.qpn")
     sw = run_sweep(net, "mva", {"N": [1, 2, 4, 8]}, {})
     fig = figure(sw.to_dict(), ["throughput"])
@@ -64,7 +64,7 @@ def test_sweep_figure_plots_each_element_against_the_swept_parameter():
 
 
 def test_verify_figure_is_predicted_against_measured():
-    from solvers.plot import figure
+    from qpn.solvers.plot import figure
     d = {"suite": "s", "expr": "rate", "mean_eps": 0.05,
          "rows": [{"point": {"threads": t}, "measured": m, "predicted": p}
                   for t, m, p in ((1, 10.0, 10.5), (2, 19.0, 18.0), (4, 30.0, 33.0))]}

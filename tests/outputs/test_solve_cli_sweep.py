@@ -10,7 +10,7 @@ import pytest
 
 from qpn.cli import main
 from qpn.errors import ParameterError
-from solvers.sweep import parse_range, parse_sweeps, parse_values, sweep_points
+from qpn.solvers.sweep import parse_range, parse_sweeps, parse_values, sweep_points
 
 from conftest import MODELS
 
@@ -268,7 +268,7 @@ def test_scheduler_without_the_distributed_simulator_is_a_clear_error(monkeypatc
     import importlib.util
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "solvers.des.distributed" else real(name, *a))
+                        lambda name, *a: None if name == "qpn.solvers.des.distributed" else real(name, *a))
     for extra in ([], ["--sweep", "lambda=0.5,0.6"]):
         assert main(["solve", MM1, "-m", "des", "--scheduler", "tcp://127.0.0.1:1", "--time", "10"] + extra) == 2
         cap = capsys.readouterr()

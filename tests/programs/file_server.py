@@ -16,7 +16,7 @@ import tempfile
 import threading
 
 try:
-    from frontends.pytrace import request_begin, request_end, span
+    from qpn.frontends.pytrace import request_begin, request_end, span
 except ImportError:                       # runs without qpn installed too
     import contextlib
 

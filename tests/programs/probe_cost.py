@@ -15,7 +15,7 @@ import threading
 import time
 
 try:
-    from frontends.pytrace import mark
+    from qpn.frontends.pytrace import mark
 except ImportError:                       # runs without qpn installed too
     def mark(name, text=None):
         pass

@@ -82,7 +82,7 @@ def test_ctmc_memory_refusal_names_the_bound_and_the_option(capsys):
 
 def test_auto_turns_to_simulation_when_the_ctmc_does_not_fit(monkeypatch):
     from qpn.compile import compile_net
-    from solvers.auto import choose
+    from qpn.solvers.auto import choose
     monkeypatch.setenv(resources.ENV, "1MiB")
     c = compile_net(qpn.load("models/bench/closed_network.qpn").with_params(N=30).flatten())
     method, why = choose(c, {})
@@ -157,7 +157,7 @@ def test_progress_goes_to_stderr_only_and_not_with_quiet(monkeypatch, capsys):
 
 
 def test_sweep_progress_on_tqdm(monkeypatch, capsys):
-    from solvers.sweep import run_sweep
+    from qpn.solvers.sweep import run_sweep
     monkeypatch.setenv("QPN_PROGRESS", "1")
     sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.1, 0.2]}, progress=True)
     assert len(sw.points) == 2
@@ -251,8 +251,8 @@ def test_a_wide_level_is_explored_in_chunks_with_the_same_chain(monkeypatch):
     # chunks of the frontier must give the very chain one pass gives (the same states,
     # edges and rates), and the memory check must see the fan-out actually met
     from qpn.compile import compile_net
-    from solvers.ctmc import explore
-    from solvers.ctmc.spec import build_spec
+    from qpn.solvers.ctmc import explore
+    from qpn.solvers.ctmc.spec import build_spec
     net = qpn.load(os.path.join(MODELS, "fifo_departure.qpn"))
     spec = build_spec(compile_net(net, {}), cutoff=60)
     whole = explore.Explorer(spec).run()
@@ -272,8 +272,8 @@ def test_a_wide_level_never_generates_much_more_than_a_chunk_at_once(monkeypatch
     # the clock (a probe's 2 s budget) and the memory check are read between chunks: a
     # chunk must stay near CHUNK_SUCCESSORS rows even where the fan-out jumps 20x
     from qpn.compile import compile_net
-    from solvers.ctmc import explore
-    from solvers.ctmc.spec import build_spec
+    from qpn.solvers.ctmc import explore
+    from qpn.solvers.ctmc.spec import build_spec
     spec = build_spec(compile_net(qpn.parse(WIDE_LEVELS), {}), cutoff=60)
     sizes = []
     orig = explore.Explorer._level
@@ -295,7 +295,7 @@ def test_power_iteration_of_a_stiff_chain_is_bounded_by_its_work():
     # rates 10^10 apart: the fallback would need millions of sweeps; it stops at POWER_WORK
     import numpy as np
     import scipy.sparse as sp
-    from solvers.ctmc import linalg
+    from qpn.solvers.ctmc import linalg
     n = 50
     rows, cols, vals = [], [], []
     for i in range(n - 1):
@@ -314,8 +314,8 @@ def test_a_probe_stops_inside_an_endless_resolution_of_immediate_firings():
     # between breadth-first levels (found by fuzzing)
     from qpn.compile import compile_net
     from qpn.errors import SolverError
-    from solvers.ctmc import explore
-    from solvers.ctmc.spec import build_spec
+    from qpn.solvers.ctmc import explore
+    from qpn.solvers.ctmc.spec import build_spec
     text = ("net gen\nparam p0 = 2\nparam p1 = 3\ncolors job = {a, b, c}\n"
             "place q0 : job init 3 a capacity 3\nplace q1 init 2\n"
             "place q2 queue lcfs-pr servers p0 service hyperexp(mean = 0.1, scv = 4) init p1\n"
@@ -333,8 +333,8 @@ def test_vanishing_markings_count_against_the_state_limit():
     # resolution resolved up to 200,000 vanishing markings whatever --limit said (22 s)
     from qpn.compile import compile_net
     from qpn.errors import SolverError
-    from solvers.ctmc import explore
-    from solvers.ctmc.spec import build_spec
+    from qpn.solvers.ctmc import explore
+    from qpn.solvers.ctmc.spec import build_spec
     text = ("net gen\nplace q0 init 2147483648\ntransition t0 : 2 q0 -> 2 q0 weight 5\n"
             "transition t1 : q0 ->  delay exp(5)\ntransition t2 {\n  mode m0 : 2 q0 ->  weight 1\n}\n")
     spec = build_spec(compile_net(qpn.parse(text), {}), cutoff=60)

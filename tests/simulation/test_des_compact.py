@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import qpn
-from solvers.des import api, qnkernel
-from solvers.des.compact import LaneWindow
+from qpn.solvers.des import api, qnkernel
+from qpn.solvers.des.compact import LaneWindow
 
 
 class Owner:

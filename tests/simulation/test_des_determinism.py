@@ -20,8 +20,8 @@ import pytest
 import qpn
 from des_support import MODELS, assert_all_cover
 from qpn.compile import compile_net
-from solvers.des.api import simulate
-from solvers.des.solver import _simulate_compiled, options_of
+from qpn.solvers.des.api import simulate
+from qpn.solvers.des.solver import _simulate_compiled, options_of
 
 CASES = [
     # (id, model, swept parameter and values, kernel, horizon)
@@ -129,8 +129,8 @@ def test_number_of_threads_does_not_change_the_bits(model, params, options):
 
 # ------------------------------------------------------------ Ctrl-C: partial
 @pytest.mark.parametrize("kernel,cls,module,method,calls", [
-    ("general", "EventEngine", "solvers.des.events", "advance", 40),
-    ("qn", "QNKernel", "solvers.des.qnkernel", "step", 4000)])
+    ("general", "EventEngine", "qpn.solvers.des.events", "advance", 40),
+    ("qn", "QNKernel", "qpn.solvers.des.qnkernel", "step", 4000)])
 def test_interrupt_returns_the_statistics_so_far_marked_partial(monkeypatch, kernel, cls, module, method, calls):
     # Ctrl-C during a run (simulated: the engine's step, or chunk of steps, raises
     # KeyboardInterrupt after some calls) stops cleanly and returns the statistics so far,
@@ -174,8 +174,8 @@ def test_lanes_that_grow_their_stores_in_one_call_match_each_lane_alone(threads)
     # an almost saturated FCFS queue: its ring (8 tokens at first) grows several times,
     # in different lanes at different steps of the same compiled call; a lane waiting for
     # its store must resume exactly where it stopped, so every lane matches its run alone
-    from solvers.des.events import EventEngine
-    from solvers.des.lanes import build_lanes
+    from qpn.solvers.des.events import EventEngine
+    from qpn.solvers.des.lanes import build_lanes
     c = compile_net(qpn.parse(OPEN_QUEUE))
     keys = [3, 5, 8, 13, 21, 34]
     together = EventEngine(build_lanes([c], len(keys)), keys, seed=7, threads=threads)

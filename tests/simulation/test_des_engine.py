@@ -9,8 +9,8 @@ import pytest
 
 import qpn
 from qpn.compile import compile_net
-from solvers.des.api import simulate
-from solvers.des.solver import _simulate_compiled, options_of, sweep_points
+from qpn.solvers.des.api import simulate
+from qpn.solvers.des.solver import _simulate_compiled, options_of, sweep_points
 
 MODELS = "models/"
 
@@ -77,7 +77,7 @@ def test_percentiles_are_per_point():
 
 
 def test_interrupt_returns_partial_statistics(monkeypatch):
-    from solvers.des import group as S
+    from qpn.solvers.des import group as S
 
     def interrupting(engine, o):
         def check():
@@ -180,9 +180,9 @@ def test_histogram_bin_by_table_is_the_bin_by_logarithm():
     # the event loop bins a residence time by a table over the exponent and 8 mantissa
     # bits, and by log10 next to a bin edge; both must give stats.bin_of's bin, at the
     # edges themselves, a double either side of them, and anywhere in the range and beyond
-    from solvers.des.jit.store import bin_of as loop_bin_of
-    from solvers.des.stats import LOG_MIN, NB_PER_DECADE, NBINS
-    from solvers.des.stats import bin_of as stats_bin_of
+    from qpn.solvers.des.jit.store import bin_of as loop_bin_of
+    from qpn.solvers.des.stats import LOG_MIN, NB_PER_DECADE, NBINS
+    from qpn.solvers.des.stats import bin_of as stats_bin_of
     rng = np.random.default_rng(5)
     edges = 10.0 ** (LOG_MIN + np.arange(NBINS - 1) / NB_PER_DECADE)
     xs = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf),

@@ -16,7 +16,7 @@ import pytest
 
 import qpn
 from des_support import (MODELS, K_CI, SEED, assert_all_cover, assert_covers, des, mean_and_halfwidth)
-from solvers.des.api import simulate
+from qpn.solvers.des.api import simulate
 
 # Replications: the Lindley kernel simulates each replication on its own, so
 # 20 long ones; the two step kernels advance all lanes together and are much

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import qpn
-from solvers import solve
+from qpn.solvers import solve
 
 from conftest import MODELS
 

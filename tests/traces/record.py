@@ -71,7 +71,7 @@ def record_verify_small(tmp: str) -> None:
     """Measure and trace tests/verification/test_verify.py's small suite for its recorded test."""
     import pathlib
     from test_verify import RECORDED, SMALL
-    from frontends.verify import verify
+    from qpn.frontends.verify import verify
     suite = pathlib.Path(tmp) / "verify_small"
     suite.mkdir()
     (suite / "suite.toml").write_text(SMALL)

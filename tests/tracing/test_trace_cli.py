@@ -3,8 +3,8 @@ import os
 import sys
 import textwrap
 
-from frontends.pytrace import trace_command
-from frontends.trace import read_trace
+from qpn.frontends.pytrace import trace_command
+from qpn.frontends.trace import read_trace
 from qpn.cli import main
 
 
@@ -68,7 +68,7 @@ def test_children_are_not_traced_and_sitecustomize_is_chained(tmp_path):
     import subprocess
     r = subprocess.run([sys.executable, "-c", f"""
 import sys
-from frontends.pytrace import trace_command
+from qpn.frontends.pytrace import trace_command
 run = trace_command([sys.executable, {p!r}], {str(out)!r})
 """], env=dict(env, PYTHONPATH=os.pathsep.join([str(site_dir), os.getcwd()] + sys.path)),
         capture_output=True, text=True)

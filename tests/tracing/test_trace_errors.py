@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from frontends.trace import TraceError, read_trace
+from qpn.frontends.trace import TraceError, read_trace
 from qpn.cli import main
 
 HEADER = {"kind": "header", "format": "qpn-trace", "version": 1, "source": "test",

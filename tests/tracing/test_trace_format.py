@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from frontends import trace as tr
-from frontends.trace import TraceError, TraceEvent, TraceHeader, read_trace, write_trace
-from frontends.trace_query import fragments, lock_holds, match_items, thread_cpu
-from frontends.trace_schema import KINDS, check_event
+from qpn.frontends import trace as tr
+from qpn.frontends.trace import TraceError, TraceEvent, TraceHeader, read_trace, write_trace
+from qpn.frontends.trace_query import fragments, lock_holds, match_items, thread_cpu
+from qpn.frontends.trace_schema import KINDS, check_event
 from qpn.cli import main
 from conftest import ROOT_DIR
 
@@ -204,7 +204,7 @@ def test_reader_speed_smoke():
 
 
 def test_request_ids_may_be_integers_or_strings():
-    from frontends.trace_schema import check_event
+    from qpn.frontends.trace_schema import check_event
     for req in (7, "r-7"):
         assert check_event(ev("request", req=req, phase="begin")) is None
         assert check_event(ev("put", obj=1, item=2, req=req)) is None
@@ -216,7 +216,7 @@ def test_first_invalid_agrees_with_check_event():
     import random
     from collections import OrderedDict
 
-    from frontends.trace_schema import first_invalid
+    from qpn.frontends.trace_schema import first_invalid
     rnd = random.Random(7)
     base = GOOD + [ev("wait", on="sleep", target=2, ok=True), ev("notify", obj=3, on="cond", all=False),
                    ev("request", req="r1", phase="end", name="q"), ev("request", req=4, phase="begin"),
@@ -249,7 +249,7 @@ def test_first_invalid_agrees_with_check_event():
 
 
 def test_many_shapes_and_none_values_are_still_checked():
-    from frontends.trace_schema import EventChecker
+    from qpn.frontends.trace_schema import EventChecker
     first_invalid = EventChecker().first_invalid
     events = [ev(f"x_{i}", ts=i, **{f"f{i}": i}) for i in range(300)]      # past the shape limit
     assert first_invalid(events) is None
@@ -260,7 +260,7 @@ def test_many_shapes_and_none_values_are_still_checked():
 
 
 def test_read_grouped_matches_read_trace_across_chunks(tmp_path, monkeypatch):
-    from frontends.analyze import read_grouped
+    from qpn.frontends.analyze import read_grouped
     monkeypatch.setattr(tr, "CHUNK_CHARS", 300)      # a chunk every few lines
     events = [ev("mark", tid=1 + i % 3, ts=i, name="m") for i in range(200)]
     events[150]["ts"] = 3                            # thread 1 out of order

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from frontends.analyze import build
-from frontends.pytrace import trace_command
-from frontends.trace import TraceHeader, read_trace
+from qpn.frontends.analyze import build
+from qpn.frontends.pytrace import trace_command
+from qpn.frontends.trace import TraceHeader, read_trace
 from conftest import ROOT_DIR
 
 ROOT = ROOT_DIR

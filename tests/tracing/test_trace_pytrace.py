@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from frontends.pytrace import trace_command
-from frontends.trace import read_trace
-from frontends.trace_query import end_ts, fragments, match_items
+from qpn.frontends.pytrace import trace_command
+from qpn.frontends.trace import read_trace
+from qpn.frontends.trace_query import end_ts, fragments, match_items
 from conftest import TESTS_DIR
 
 HERE = TESTS_DIR
@@ -220,8 +220,8 @@ def test_probe_cost_matches_the_wrappers(tmp_path_factory):
     two events: with it taken off, the traced loop's CPU per iteration is much
     closer to the same loop on an untraced lock, timed in the same rounds."""
     import statistics
-    from frontends.analyze.objects import ObjectTable
-    from frontends.analyze.steps import thread_steps
+    from qpn.frontends.analyze.objects import ObjectTable
+    from qpn.frontends.analyze.steps import thread_steps
     trace = run(tmp_path_factory, "probe_cost.py", 20, 200)
     probe = trace.header.probe_ns
     assert probe is not None and 0 < probe < 20_000

@@ -8,7 +8,7 @@ import os
 import pytest
 
 import published_models
-from frontends.verify.published import PUBLISHED_DIR, Value, load_all, load_seed
+from qpn.frontends.verify.published import PUBLISHED_DIR, Value, load_all, load_seed
 from qpn.errors import QPNError
 
 SEEDS = {s.seed: s for s in load_all()}

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from frontends.verify import verify
-from frontends.verify.manifest import load_suite
+from qpn.frontends.verify import verify
+from qpn.frontends.verify.manifest import load_suite
 from qpn.errors import QPNError
 from conftest import ROOT_DIR
 
@@ -54,10 +54,10 @@ def test_small_suite_predicts_the_grid_within_its_bound(tmp_path, monkeypatch):
     assert (tmp_path / "verify" / "verify.png").stat().st_size > 1000     # the plot
     assert "param split_worker = " in (tmp_path / "verify" / "model.qpn").read_text()
     # measured once: a second run takes the samples from the cache
-    measure_mod = sys.modules["frontends.verify.measure"]
+    measure_mod = sys.modules["qpn.frontends.verify.measure"]
     monkeypatch.setattr(measure_mod, "run_once", lambda *a, **k: pytest.fail("measured again"))
-    import frontends.pytrace
-    monkeypatch.setattr(frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced again"))
+    import qpn.frontends.pytrace
+    monkeypatch.setattr(qpn.frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced again"))
     again = verify(str(tmp_path))
     assert [r["measured"] for r in again.rows] == [r["measured"] for r in rep.rows]
     # the same traces: the same model and predictions (the simulation is seeded)
@@ -86,10 +86,10 @@ def test_small_suite_on_recorded_runs_predicts_the_grid_within_its_bound(tmp_pat
         head["program"]["cwd"] = os.path.dirname(SPLIT)
         (out / f"trace{i}.jsonl").write_text(json.dumps(head) + "\n" + rest)
         shutil.copy(os.path.join(RECORDED, f"trace{i}.jsonl.key"), out / f"trace{i}.jsonl.key")
-    measure_mod = sys.modules["frontends.verify.measure"]
+    measure_mod = sys.modules["qpn.frontends.verify.measure"]
     monkeypatch.setattr(measure_mod, "run_once", lambda *a, **k: pytest.fail("measured"))
-    import frontends.pytrace
-    monkeypatch.setattr(frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced"))
+    import qpn.frontends.pytrace
+    monkeypatch.setattr(qpn.frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced"))
     rep = verify(str(tmp_path))
     assert [r["point"] for r in rep.rows] == [{"workers": 1}, {"workers": 2}]
     assert rep.mean_eps <= 0.25, rep.table()
@@ -126,10 +126,10 @@ def test_calibration_scales_cpu_demands_by_the_machines_speed(tmp_path, monkeypa
     # the traces ran a Python loop in 40 ns, the measured runs in 50 ns: the measured runs'
     # machine was 1.25x slower, so every CPU demand is 1.25x longer and the predicted rate of
     # this CPU-bound program (rounds behind a barrier) is 0.8 of the uncalibrated one
-    measure_mod = sys.modules["frontends.verify.measure"]
+    measure_mod = sys.modules["qpn.frontends.verify.measure"]
     monkeypatch.setattr(measure_mod, "run_once", lambda *a, **k: pytest.fail("measured"))
-    import frontends.pytrace
-    monkeypatch.setattr(frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced"))
+    import qpn.frontends.pytrace
+    monkeypatch.setattr(qpn.frontends.pytrace, "trace_command", lambda *a, **k: pytest.fail("traced"))
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     _recorded_suite(tmp_path / "a")

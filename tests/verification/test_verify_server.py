@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from frontends.verify.manifest import load_suite
-from frontends.verify.measure import program_key, run_once, setup
-from frontends.verify.server import running_server, traced_server
+from qpn.frontends.verify.manifest import load_suite
+from qpn.frontends.verify.measure import program_key, run_once, setup
+from qpn.frontends.verify.server import running_server, traced_server
 from qpn.errors import QPNError
 
 LOAD = '''import sys, time, urllib.request
@@ -98,7 +98,7 @@ def test_a_server_that_dies_at_start_is_reported(suite_dir):
 
 
 def test_the_server_is_traced_while_the_load_runs(suite_dir, tmp_path):
-    from frontends.trace import read_trace
+    from qpn.frontends.trace import read_trace
     s = load_suite(str(suite_dir))
     out = str(tmp_path / "server.jsonl")
     ran = traced_server(s, {"threads": 1}, out, lambda: "load ran")

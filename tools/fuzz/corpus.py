@@ -35,8 +35,8 @@ def model_seeds() -> dict[str, str]:
 def qpe_seeds() -> dict[str, bytes]:
     """name -> QPME XML: the importer's example, the QPME files the tests read, and
     every shipped model that QPME can express, exported."""
-    from dsl.qpe import EXAMPLE
-    from dsl.qpe_export import qpn_to_qpe
+    from qpn.dsl.qpe import EXAMPLE
+    from qpn.dsl.qpe_export import qpn_to_qpe
     from qpn import compile_net, load
     from qpn.errors import QPNError
     out = {"dsl/qpe.py:EXAMPLE": EXAMPLE}
@@ -53,7 +53,7 @@ def qpe_seeds() -> dict[str, bytes]:
 
 def pnml_seeds() -> dict[str, bytes]:
     """name -> PNML: the importer's example and every shipped plain-token model, exported."""
-    from dsl.pnml import EXAMPLE, qpn_to_pnml
+    from qpn.dsl.pnml import EXAMPLE, qpn_to_pnml
     from qpn import compile_net, load
     from qpn.errors import QPNError
     out = {"dsl/pnml.py:EXAMPLE": EXAMPLE}
@@ -68,7 +68,7 @@ def pnml_seeds() -> dict[str, bytes]:
 
 def lqn_seeds() -> dict[str, bytes]:
     """name -> LQN text: the reader's example and the LQN files shipped and tested."""
-    from dsl.lqn import EXAMPLE
+    from qpn.dsl.lqn import EXAMPLE
     out = {"dsl/lqn.py:EXAMPLE": EXAMPLE}
     for pattern in ("models/lqn/*.lqn", "tests/data/lqn/*.lqn"):
         for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
