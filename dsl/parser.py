@@ -30,7 +30,12 @@ from .xmlsource import FOREIGN_FORMATS, translate_file
 
 def parse(text: str, path: str | os.PathLike | None = None, *,
           _include_stack: tuple[str, ...] = ()) -> Net:
-    """Parse model text; ``path`` names the file for errors and includes."""
+    """Parse model text; ``path`` names the file for errors and includes.
+
+    >>> net = parse("param n = 2\\nplace idle init n")
+    >>> net.name, [p.name for p in net.places]
+    ('model', ['idle'])
+    """
     # A parse allocates ~10 objects per token, none of them in reference cycles;
     # pausing the cyclic collector meanwhile halves the time on large models.
     was_enabled = gc.isenabled()
@@ -76,7 +81,11 @@ def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
 
 
 def default_name(file: str | None) -> str:
-    """Net name from a file name when the model has no 'net' line."""
+    """Net name from a file name when the model has no 'net' line.
+
+    >>> default_name("models/web-server.qpn"), default_name("3tier.qpn"), default_name(None)
+    ('web_server', 'm_3tier', 'model')
+    """
     if file is None:
         return "model"
     stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(file).stem) or "model"
@@ -98,7 +107,11 @@ def _load_include(inc: Include, base_dir: str, stack: tuple[str, ...]) -> Includ
 
 
 def load(path: str | os.PathLike) -> Net:
-    """Read and parse a model file."""
+    """Read and parse a model file (QPME, PNML and LQN files translated first).
+
+    >>> load("models/mm1.qpn").name
+    'mm1'
+    """
     p = Path(path)
     if not p.is_file():
         raise ModelError(f"no such model file: {p}", None,

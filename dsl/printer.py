@@ -218,7 +218,17 @@ def _items(items: Iterable, indent: str) -> list[str]:
 
 
 def print_net(net: Net) -> str:
-    """Canonical model text, ending with a newline."""
+    """Canonical model text, ending with a newline.
+
+    >>> import qpn
+    >>> print(print_net(qpn.parse("place  idle init 2 place busy transition t:idle->busy")), end="")
+    net model
+    <BLANKLINE>
+    place idle init 2
+    place busy
+    <BLANKLINE>
+    transition t : idle -> busy
+    """
     lines = _doc_lines(net.doc, "")
     if lines:
         lines.append("")

@@ -127,7 +127,14 @@ def _expand(inst: Instance, prefix: str, parent_map: Mapping[str, Expr],
 
 
 def flatten(net: Net) -> Net:
-    """Flat net: includes merged, every instance expanded, subnets dropped."""
+    """Flat net: includes merged, every instance expanded, subnets dropped.
+
+    >>> import qpn
+    >>> net = qpn.parse("subnet station(k = 2) {\\n  place q queue ps servers k service exp(1)\\n}\\n"
+    ...                 "instance web = station(k = 4)")
+    >>> [p.name for p in flatten(net).places], [p.name for p in flatten(net).params]
+    (['web.q'], ['web.k'])
+    """
     if net.is_flat and not any(isinstance(i, Include) for i in net.items):
         return net  # (a net with software blocks is not flat: they are expanded here)
     subnets = {s.name: s for s in net.subnets}

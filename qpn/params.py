@@ -30,6 +30,10 @@ def param_values(net: Net, extra: Mapping[str, Any] | None = None) -> dict[str, 
     """Evaluate every parameter of ``net`` in dependency order.
 
     Raises :class:`ModelError` for cycles, undefined names and non-numbers.
+
+    >>> import qpn
+    >>> param_values(qpn.parse("param n = 2\\nparam m = 3 * n\\nplace p init m"), {"n": 5})
+    {'n': 5, 'm': 15}
     """
     return values_of(net.params, extra)
 
@@ -80,7 +84,11 @@ def values_of(params: Iterable[Param], extra: Mapping[str, Any] | None = None) -
 
 
 def coerce_value(name: str, value: Any) -> Expr:
-    """Turn an override (number, expression or text like '20 ms') into an expression."""
+    """Turn an override (number, expression or text like '20 ms') into an expression.
+
+    >>> coerce_value("think", "20 ms"), coerce_value("n", 8)
+    (Num(value=20, unit='ms'), Num(value=8, unit=None))
+    """
     if isinstance(value, bool):
         raise ParameterError(f"parameter '{name}' must be a number, got {value!r}")
     if _as_number(value):
@@ -101,7 +109,13 @@ def coerce_value(name: str, value: Any) -> Expr:
 
 
 def with_params(net: Net, values: Mapping[str, Any]) -> Net:
-    """Override parameters (top-level names or ``instance.param``)."""
+    """Override parameters (top-level names or ``instance.param``).
+
+    >>> import qpn
+    >>> net = with_params(qpn.parse("param n = 2\\nplace p init n"), {"n": 7})
+    >>> net.params[0].value
+    Num(value=7, unit=None)
+    """
     if not values:
         return net
     top = {p.name for p in net.params}

@@ -107,7 +107,12 @@ class Result:
 
     def cell(self, measure: str, element: str, color: str = "") -> Measure:
         """The cell of ``measure`` for ``element`` (and ``color``); a QPNError with the
-        nearest element's name when there is none."""
+        nearest element's name when there is none.
+
+        >>> r = Result("mva", "m"); r.add("throughput", "leave", 0.8)
+        >>> r.cell("throughput", "leave").value, r.cell("throughput", "leave").unit
+        (0.8, '1/s')
+        """
         try:
             return self._index()[(measure, element, color)]
         except KeyError:
@@ -119,20 +124,39 @@ class Result:
                            + (f"; did you mean '{s}'?" if s else "")) from None
 
     def get(self, measure: str, element: str, color: str = "") -> float:
-        """The value of a cell (see :meth:`cell`)."""
+        """The value of a cell (see :meth:`cell`).
+
+        >>> r = Result("mva", "m"); r.add("tokens", "server", 4.0)
+        >>> r.get("tokens", "server")
+        4.0
+        """
         return self.cell(measure, element, color).value
 
     def ci(self, measure: str, element: str, color: str = "") -> float | None:
-        """The confidence half-width of a cell (None from the analytic methods)."""
+        """The confidence half-width of a cell (None from the analytic methods).
+
+        >>> r = Result("des", "m"); r.add("tokens", "server", 4.1, ci=0.2, n=1000)
+        >>> r.ci("tokens", "server")
+        0.2
+        """
         return self.cell(measure, element, color).ci
 
     def add(self, measure: str, element: str, value: float, color: str = "",
             ci: float | None = None, n: int | None = None) -> None:
-        """Append a cell."""
+        """Append a cell.
+
+        >>> r = Result("mva", "m"); r.add("utilization", "cpu", 0.5); len(r.rows)
+        1
+        """
         self.rows.append(Measure(measure, element, color, float(value), ci, n))
 
     def measures(self) -> list[str]:
-        """The measures present, in the order of their first cell."""
+        """The measures present, in the order of their first cell.
+
+        >>> r = Result("mva", "m"); r.add("tokens", "a", 1); r.add("throughput", "t", 2); r.add("tokens", "b", 3)
+        >>> r.measures()
+        ['tokens', 'throughput']
+        """
         seen: dict[str, None] = {}
         for r in self.rows:
             seen.setdefault(r.measure, None)
@@ -229,7 +253,13 @@ class Result:
         return head + "".join(f"<p>{escape(m)}</p>" + measure_table(self, m) for m in self.measures())
 
     def compare(self, other: "Result") -> list[tuple[Measure, Measure, float]]:
-        """Cells present in both results with their relative difference."""
+        """Cells present in both results with their relative difference.
+
+        >>> a = Result("mva", "m"); a.add("tokens", "q", 4.0)
+        >>> b = Result("des", "m"); b.add("tokens", "q", 3.0)
+        >>> [(x.value, y.value, rel) for x, y, rel in a.compare(b)]
+        [(4.0, 3.0, 0.25)]
+        """
         idx = other._index()
         out = []
         for r in self.rows:

@@ -117,33 +117,60 @@ _REGISTRY: dict[str, Discipline] = {}
 
 
 def register(d: Discipline) -> Discipline:
-    """Declare a discipline (its name becomes a keyword of the language)."""
+    """Declare a discipline (its name becomes a keyword of the language); a module of
+    this package calls it when it is imported.
+
+    >>> d = Discipline("lcfs", "last come, first served, non-preemptive",
+    ...                scheduling=Scheduling("first", "last", holds=True), ctmc=None)
+    >>> d.scheduling.memoryless_kind() is None       # each token's order is kept
+    True
+    """
     _REGISTRY[d.name] = d
     return d
 
 
 def get(name: str) -> Discipline:
-    """The discipline named ``name`` (KeyError if none: the parser admits only these)."""
+    """The discipline named ``name`` (KeyError if none: the parser admits only these).
+
+    >>> get("rr").takes_quantum, get("ps").shares_service
+    (True, True)
+    """
     return _REGISTRY[name]
 
 
 def find(name: str) -> Discipline | None:
-    """The discipline named ``name``, or None (a net built in Python may name any)."""
+    """The discipline named ``name``, or None (a net built in Python may name any).
+
+    >>> find("fcfs").qpme, find("lifo") is None
+    ('FCFS', True)
+    """
     return _REGISTRY.get(name)
 
 
 def all_disciplines() -> tuple[Discipline, ...]:
-    """Every discipline, in declaration order."""
+    """Every discipline, in declaration order.
+
+    >>> all_disciplines()[0].name
+    'is'
+    """
     return tuple(_REGISTRY.values())
 
 
 def names() -> tuple[str, ...]:
-    """The disciplines' keywords, in declaration order."""
+    """The disciplines' keywords, in declaration order.
+
+    >>> "srpt" in names()
+    True
+    """
     return tuple(_REGISTRY)
 
 
 def names_where(**flags) -> tuple[str, ...]:
-    """Names of the disciplines whose attributes equal ``flags``."""
+    """Names of the disciplines whose attributes equal ``flags``.
+
+    >>> names_where(takes_priority=True), names_where(product_form="any")
+    (('prio',), ('is', 'ps', 'lcfs-pr'))
+    """
     return tuple(d.name for d in _REGISTRY.values()
                  if all(getattr(d, k) == v for k, v in flags.items()))
 
