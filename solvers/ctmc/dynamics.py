@@ -235,6 +235,9 @@ class Dynamics:
             serving = (fl & FLAG_SERVING) > 0
             before = occ & ~serving & (cls - 1 <= k)
             pos = serving.sum(axis=1) + before.sum(axis=1)
+        elif q.order == "last" and q.holds:
+            # waiting tokens latest first: an arrival goes ahead of every waiting one
+            pos = ((fl & FLAG_SERVING) > 0).sum(axis=1)
         else:
             pos = n
         if (n >= q.L).any():

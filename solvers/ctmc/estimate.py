@@ -338,7 +338,7 @@ def _outside_factor(spec, ctx) -> float:
         s = int(min(q.servers, q.L))
         done = 1 if any(q.fifo) else 0
         f *= _power(q.max_phases + done, s)
-        if q.order in ("priority", "random"):
+        if q.holds or q.order == "priority":
             # serving tokens move to the front (dynamics._canonical): their classes
             # form a prefix of at most s, the rest keeps the order counted above:
             # sum_{j <= s} K^j of them

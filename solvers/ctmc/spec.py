@@ -192,6 +192,10 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
                                   methods=("des", "ctmc with option rr='ps'"))
             notes.append(f"queue {q.name}: round robin approximated as processor sharing")
             disc = "ps"
+        if disciplines.get(disc).scheduling.order in ("ready", "remaining"):
+            raise SolverError(f"queue {q.name}: the CTMC keeps no "
+                              f"{disciplines.get(disc).scheduling.order} order ({disc})",
+                              construct=f"queue {q.name}: {disc}", methods=("des",))
         shared = disciplines.get(disc).shares_service
         phs = []
         for d in q.service:
