@@ -67,7 +67,11 @@ def _number(value: Any, what: str) -> float:
 
 
 def real(test: Callable[[float], bool] = math.isfinite, need: str = "finite") -> Check:
-    """A float for which ``test`` holds ("must be <need>" otherwise)."""
+    """A float for which ``test`` holds ("must be <need>" otherwise).
+
+    >>> real()("2.5")
+    2.5
+    """
     def conv(v):
         x = _number(v, "a number")
         if not test(x):
@@ -77,18 +81,30 @@ def real(test: Callable[[float], bool] = math.isfinite, need: str = "finite") ->
 
 
 def positive() -> Check:
-    """A finite float > 0."""
+    """A finite float > 0.
+
+    >>> positive()(3), positive().what
+    (3.0, 'a number > 0')
+    """
     return real(lambda x: math.isfinite(x) and x > 0, "> 0")
 
 
 def between(low: float, high: float, example: str = "") -> Check:
-    """A float strictly between ``low`` and ``high``."""
+    """A float strictly between ``low`` and ``high``.
+
+    >>> between(0, 1)("0.95")
+    0.95
+    """
     need = f"between {low:g} and {high:g}" + (f", e.g. {example}" if example else "")
     return real(lambda x: low < x < high, need)
 
 
 def whole(low: int | None = None, what: str = "an integer") -> Check:
-    """An int >= ``low``; text and integral floats ('1e6') are accepted."""
+    """An int >= ``low``; text and integral floats ('1e6') are accepted.
+
+    >>> whole(1)("1e3")
+    1000
+    """
     def conv(v):
         if isinstance(v, bool):
             raise OptionValueError(f"expected {what}")
@@ -112,7 +128,11 @@ def whole(low: int | None = None, what: str = "an integer") -> Check:
 
 
 def choice(*values: str) -> Check:
-    """One of ``values`` (case-insensitive text)."""
+    """One of ``values`` (case-insensitive text).
+
+    >>> choice("a", "b")("b")
+    'b'
+    """
     def conv(v):
         s = _text(v)
         if s is None or s.lower() not in values:
@@ -122,7 +142,11 @@ def choice(*values: str) -> Check:
 
 
 def boolean() -> Check:
-    """True or False (also yes/no, on/off, 1/0 as text)."""
+    """True or False (also yes/no, on/off, 1/0 as text).
+
+    >>> boolean()("yes")
+    True
+    """
     def conv(v):
         if isinstance(v, bool):
             return v
@@ -137,7 +161,11 @@ def boolean() -> Check:
 
 def duration(test: Callable[[float], bool] = lambda x: math.isfinite(x) and x > 0,
              need: str = "> 0") -> Check:
-    """Seconds: a number, or text with a unit ('10 min')."""
+    """Seconds: a number, or text with a unit ('10 min').
+
+    >>> duration()("20 ms")
+    0.02
+    """
     def conv(v):
         s = _text(v)
         if s is None:
@@ -164,7 +192,11 @@ def _unit_seconds(text: str) -> float:
 
 
 def either(first: str, other: Check) -> Check:
-    """The word ``first`` or a value of ``other``."""
+    """The word ``first`` or a value of ``other``.
+
+    >>> either("auto", whole(1))("auto"), either("auto", whole(1))("4")
+    ('auto', 4)
+    """
     def conv(v):
         if (_text(v) or "").lower() == first:
             return first
@@ -177,12 +209,20 @@ def either(first: str, other: Check) -> Check:
 
 
 def optional(other: Check) -> Check:
-    """None (the solver decides) or a value of ``other``."""
+    """None (the solver decides) or a value of ``other``.
+
+    >>> optional(whole(1))(None) is None
+    True
+    """
     return Check(lambda v: None if v is None else other(v), other.what)
 
 
 def names(allowed: tuple[str, ...]) -> Check:
-    """A tuple of names out of ``allowed`` (a comma-separated text, or a sequence)."""
+    """A tuple of names out of ``allowed`` (a comma-separated text, or a sequence).
+
+    >>> names(("x", "y"))("x,y")
+    ('x', 'y')
+    """
     def conv(v):
         items = [x.strip() for x in v.split(",")] if isinstance(v, str) else list(v)
         bad = [x for x in items if x not in allowed]
@@ -203,7 +243,11 @@ def mapping() -> Check:
 
 
 def anything(what: str) -> Check:
-    """Any value, unchecked (an address, a client object); ``what`` names it in the help."""
+    """Any value, unchecked (an address, a client object); ``what`` names it in the help.
+
+    >>> anything("a label")("z")
+    'z'
+    """
     return Check(lambda v: v, what)
 
 
@@ -281,7 +325,11 @@ def check_value(f: dataclasses.Field, value: Any) -> Any:
 
 
 def option_names() -> set[str]:
-    """Every option name some registered solver declares."""
+    """Every option name some registered solver declares.
+
+    >>> {"cutoff", "replications", "tol"} <= option_names()
+    True
+    """
     return {f.name for s in all_solvers() for f in s.Options.fields()}
 
 

@@ -51,6 +51,9 @@ def parse_range(text: str, name: str = "?") -> list[int | float]:
     """``start:stop:step`` with the stop included, exact for decimal steps.
 
     Integers stay integers; ``0.1:0.3:0.1`` gives exactly ``[0.1, 0.2, 0.3]``.
+
+    >>> parse_range("0.2:0.8:0.2", "lambda")
+    [0.2, 0.4, 0.6, 0.8]
     """
     where = f"--sweep {name}={text}"
     parts = [p.strip() for p in text.split(":")]
@@ -93,7 +96,11 @@ def parse_range(text: str, name: str = "?") -> list[int | float]:
 
 def parse_values(text: str, name: str = "?") -> list:
     """Comma-separated values and ranges: numbers stay numbers, other text
-    (``10 ms``, ``2 * base``) is kept as an expression for the parameter."""
+    (``10 ms``, ``2 * base``) is kept as an expression for the parameter.
+
+    >>> parse_values("1,2,4", "n")
+    [1, 2, 4]
+    """
     out: list = []
     items = [t.strip() for t in text.split(",")]
     if not text.strip():
@@ -113,7 +120,11 @@ def parse_values(text: str, name: str = "?") -> list:
 
 
 def parse_sweep(item: str) -> tuple[str, list]:
-    """``NAME=VALUES`` from one ``--sweep`` argument."""
+    """``NAME=VALUES`` from one ``--sweep`` argument.
+
+    >>> parse_sweep("lambda=0.2:0.6:0.2")
+    ('lambda', [0.2, 0.4, 0.6])
+    """
     if "=" not in item:
         raise ParameterError(f"--sweep expects NAME=VALUES, got '{item}'",
                              expected="NAME=v1,v2,... or NAME=start:stop:step",
@@ -127,7 +138,11 @@ def parse_sweep(item: str) -> tuple[str, list]:
 
 
 def parse_sweeps(items: Iterable[str] | None) -> dict[str, list]:
-    """Every ``--sweep`` argument; the product of all of them is the sweep."""
+    """Every ``--sweep`` argument; the product of all of them is the sweep.
+
+    >>> parse_sweeps(["n=1,2", "think=1 s,2 s"])
+    {'n': [1, 2], 'think': ['1 s', '2 s']}
+    """
     sweep: dict[str, list] = {}
     for item in items or []:
         name, values = parse_sweep(item)

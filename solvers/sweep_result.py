@@ -59,7 +59,11 @@ class SweepResult:
 
 
 def sweep_points(sweep: dict[str, list] | None) -> list[dict]:
-    """The cartesian product, last parameter fastest (as the simulator orders lanes)."""
+    """The cartesian product, last parameter fastest (as the simulator orders lanes).
+
+    >>> sweep_points({"n": [1, 2], "m": [3]})
+    [{'n': 1, 'm': 3}, {'n': 2, 'm': 3}]
+    """
     if not sweep:
         return [{}]
     names = list(sweep)
@@ -71,6 +75,9 @@ def point_label(params: dict) -> str:
 
     >>> point_label({"rate": 0.5, "threads": 4})
     'rate=0.5, threads=4'
+
+    >>> point_label({"n": 2, "think": 0.5})
+    'n=2, think=0.5'
     """
     return ", ".join(f"{k}={_fmt_param(v)}" for k, v in params.items())
 
