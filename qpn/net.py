@@ -83,27 +83,57 @@ class Net:
 
     @cached_property
     def params(self) -> list[Param]:
-        """The net's parameters, in text order (includes merged, software expanded)."""
+        """The net's parameters, in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> [p.name for p in net.params]
+        ['n']
+        """
         return self._of(Param)
 
     @cached_property
     def colorsets(self) -> list[ColorSet]:
-        """The net's color sets, in text order (includes merged, software expanded)."""
+        """The net's color sets, in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> [c.name for c in net.colorsets]
+        ['job']
+        """
         return self._of(EnumColors, RangeColors, RecordColors)
 
     @cached_property
     def queues(self) -> list[Queue]:
-        """The net's shared queues, in text order (includes merged, software expanded)."""
+        """The net's shared queues, in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> [q.name for q in net.queues]
+        ['cpu']
+        """
         return self._of(Queue)
 
     @cached_property
     def places(self) -> list[Place]:
-        """The net's places (ordinary, queueing and ports), in text order (includes merged, software expanded)."""
+        """The net's places (ordinary, queueing and ports), in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> [p.name for p in net.places]
+        ['idle', 'busy']
+        """
         return self._of(Place)
 
     @cached_property
     def transitions(self) -> list[Transition]:
-        """The net's transitions, in text order (includes merged, software expanded)."""
+        """The net's transitions, in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> [t.name for t in net.transitions]
+        ['go', 'back']
+        """
         return self._of(Transition)
 
     @cached_property
@@ -118,22 +148,46 @@ class Net:
 
     @cached_property
     def place_map(self) -> dict[str, Place]:
-        """Places by name."""
+        """Places by name.
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> net.place_map["busy"].queue
+        'cpu'
+        """
         return {p.name: p for p in self.places}
 
     @cached_property
     def transition_map(self) -> dict[str, Transition]:
-        """Transitions by name."""
+        """Transitions by name.
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> net.transition_map["go"].kind
+        'immediate'
+        """
         return {t.name: t for t in self.transitions}
 
     @cached_property
     def colorset_map(self) -> dict[str, ColorSet]:
-        """Color sets by name."""
+        """Color sets by name.
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> net.colorset_map["job"].values
+        ('a', 'b')
+        """
         return {c.name: c for c in self.colorsets}
 
     @cached_property
     def queue_map(self) -> dict[str, Queue]:
-        """Shared queues and the inline queues of queueing places, by name."""
+        """Shared queues and the inline queues of queueing places, by name.
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> net.queue_map["cpu"].discipline
+        'ps'
+        """
         out = {q.name: q for q in self.queues}
         for p in self.places:
             if isinstance(p, QueueingPlace) and isinstance(p.queue, Queue):
@@ -142,7 +196,13 @@ class Net:
 
     @cached_property
     def is_flat(self) -> bool:
-        """Whether the net has no subnets, instances or software blocks to expand."""
+        """Whether the net has no subnets, instances or software blocks to expand.
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> net.is_flat
+        True
+        """
         return not self.instances and not self.subnets and not self.software
 
     # -- operations -----------------------------------------------------------
@@ -159,12 +219,24 @@ class Net:
         return with_params(self, values)
 
     def param_values(self, **overrides: Any) -> dict[str, Any]:
-        """Numeric values of every parameter (after overrides)."""
+        """Numeric values of every parameter (after overrides).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> net.param_values(), net.param_values(n=5)
+        ({'n': 2}, {'n': 5})
+        """
         net = self.with_params(**overrides) if overrides else self
         return param_values(net)
 
     def replace_items(self, items: Iterable[Item]) -> "Net":
-        """A copy with other declarations (the net's name and source kept)."""
+        """A copy with other declarations (the net's name and source kept).
+
+        >>> import qpn
+        >>> net = qpn.parse("colors job = {a, b}\\nparam n = 2\\nshared queue cpu : ps\\nplace idle : job init n a, b\\nplace busy : job on cpu service exp(1)\\ntransition go : idle(x) -> busy(x)\\ntransition back : busy(x) -> idle(x)")
+        >>> [p.name for p in net.replace_items(net.items[:2]).params]
+        ['n']
+        """
         return replace(self, items=tuple(items))
 
     def text(self) -> str:
