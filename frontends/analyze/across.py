@@ -17,8 +17,11 @@ trace and reads the others for two things:
 * **averages** -- the CPU of one trace carries the machine's speed and the GIL
   hand-overs of that moment.  Traces of the same configuration (the same
   runners and sizes) pool their samples: each CPU step of the first trace's
-  model is fitted from its samples in all of them (matched by runner, operation
-  and the site before it), and its GIL-free share is their CPU-weighted mean.
+  model is fitted from its samples in all of them (matched by runner, operation,
+  site and the site before it; where the same code sits in several places of a
+  body -- reached in two branches -- the places are matched by their number of
+  samples, busiest to busiest, so a rare path's few samples stay its own), and its
+  GIL-free share is their CPU-weighted mean.
 
 >>> fit_split([(2, 4.0), (1, 8.0), (4, 2.0)], n0=2)
 1.0
@@ -52,15 +55,19 @@ class Across:
     splits: dict = field(default_factory=dict)      # pool -> (share, comment)
     lines: list = field(default_factory=list)       # header comments
     info: dict = field(default_factory=dict)
-    #: step_key -> [(CPU samples, GIL-free share)] of the *other*
-    #: traces of the first one's configuration
+    #: step_key -> for each *other* trace of the first one's configuration, its places of
+    #: that code as [(CPU samples, GIL-free share)], busiest first
     pooled: dict = field(default_factory=dict)
     same: int = 1                                   # traces of the first one's configuration
+    #: id(leaf) of the first trace's CPU steps -> its rank among the places of its code
+    rank: dict = field(default_factory=dict)
 
     def samples(self, runner: str, leaf, xs: list, share: float) -> tuple[list, float, int]:
         """A CPU step's samples and GIL-free share over every trace of the configuration;
         the number of traces they come from."""
-        more = self.pooled.get(step_key(runner, leaf))
+        k = self.rank.get(id(leaf))
+        more = [places[k] for places in self.pooled.get(step_key(runner, leaf), ())
+                if k is not None and k < len(places)]
         if not more:
             return xs, share, 1
         allx = list(xs) + [x for ys, _ in more for x in ys]
@@ -90,9 +97,9 @@ def step_key(runner: str, leaf) -> tuple:
 
 
 def cpu_steps(an) -> dict:
-    """step_key -> (CPU samples, GIL-free share) of each CPU step of the modelled runners.
-    A key in several places of one structure (the same code between the same two sites,
-    reached in two branches) pools them: the CPU-weighted share."""
+    """step_key -> the places of that code in the modelled runners, busiest first: for each,
+    (its leaf, CPU samples, GIL-free share).  A key has several places when the same code
+    between the same two sites is reached in several places of a body (two branches)."""
     parts: dict = {}
     for r in an.runners:
         if r.mode == "omitted":
@@ -101,13 +108,8 @@ def cpu_steps(an) -> dict:
             xs = [st.cpu for st in lf.steps if st.cpu is not None]
             if xs:
                 share = an.shares.get(id(lf), 0.0) if an.gil else 0.0
-                parts.setdefault(step_key(r.name, lf), []).append((xs, share))
-    out = {}
-    for key, ps in parts.items():
-        xs = [x for ys, _ in ps for x in ys]
-        tot = sum(xs)
-        out[key] = (xs, sum(sum(ys) * sh for ys, sh in ps) / tot if tot > 0 else ps[0][1])
-    return out
+                parts.setdefault(step_key(r.name, lf), []).append((lf, xs, share))
+    return {key: sorted(ps, key=lambda p: -len(p[1])) for key, ps in parts.items()}
 
 
 def configuration(an) -> tuple:
@@ -168,10 +170,11 @@ def across(analyses: list, names: list[str]) -> Across:
     repeats = [an for an in analyses[1:] if configuration(an) == conf]
     if repeats:
         mine = cpu_steps(analyses[0])
+        res.rank = {id(lf): i for places in mine.values() for i, (lf, _, _) in enumerate(places)}
         for an in repeats:
-            for key, val in cpu_steps(an).items():
+            for key, places in cpu_steps(an).items():
                 if key in mine:
-                    res.pooled.setdefault(key, []).append(val)
+                    res.pooled.setdefault(key, []).append([(xs, sh) for _, xs, sh in places])
         res.same = 1 + len(repeats)
         res.info["averaged_over"] = res.same
         res.lines.append(f"#   CPU steps fitted from the samples of {res.same} traces of this "
