@@ -319,6 +319,12 @@ def _cpu(steps) -> float:
     return float(sum(s.cpu for s in steps if s.cpu is not None and not s.drop))
 
 
+def _work(steps) -> float:
+    """CPU and file I/O time (ns) of the steps kept: what a runner does itself (a
+    disk-bound thread works though it uses little CPU)."""
+    return _cpu(steps) + float(sum(s.dur for s in steps if s.action == "io" and not s.drop))
+
+
 #: a long walk's steady-state loop is found from its first and last steps
 HEAD, TAIL = 5_000, 1_000
 
@@ -398,7 +404,7 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
 
 def _balance(runners, walks, opt, warnings) -> dict:
     """Omit runners without work; drop queues nobody takes from; find sources."""
-    total = sum(_cpu(walks[t]) for r in runners for t in r.group.tids) or 1.0
+    total = sum(_work(walks[t]) for r in runners for t in r.group.tids) or 1.0
     external: dict = {}
     for _ in range(3):
         sides: dict = collections.defaultdict(lambda: ([], []))
@@ -407,7 +413,7 @@ def _balance(runners, walks, opt, warnings) -> dict:
                 continue
             kept = [s for t in r.group.tids for s in walks[t] if not s.drop]
             n = len(kept)
-            cpu = float(sum(c for c in map(_CPU, kept) if c is not None))
+            cpu = _work(kept)
             hands = [s for s in kept if s.action == "put" or s.action == "take"]
             for s in hands:
                 sides[s.key][s.action == "take"].append(s)
@@ -417,7 +423,7 @@ def _balance(runners, walks, opt, warnings) -> dict:
             meets = any(s.action == "await" for s in kept)
             if not n or (not hands and not meets and cpu < opt.prune * total):
                 r.why = ("no work in the steady state" if not n else
-                         f"{100 * cpu / total:.1f}% of the CPU and no hand-overs")
+                         f"{100 * cpu / total:.1f}% of the CPU and I/O time and no hand-overs")
                 r.mode = "omitted"
                 for t in r.group.tids:
                     for s in walks[t]:
