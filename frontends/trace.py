@@ -472,7 +472,16 @@ class _ThreadSpans:
 
 
 def read_trace(source: str | os.PathLike | IO[str], *, strict: bool = True) -> Trace:
-    """Read a whole trace.  ``strict=False``: keep the valid prefix, warn about the rest."""
+    """Read a whole trace.  ``strict=False``: keep the valid prefix, warn about the rest.
+
+    >>> import os, tempfile
+    >>> from qpn.frontends.analyze.synth import batch_trace, write
+    >>> path = os.path.join(tempfile.mkdtemp(), "b.jsonl")
+    >>> write(batch_trace(tasks=10, workers=2), path)
+    73
+    >>> len(read_trace(path).events), sorted(read_trace(path).by_thread())[:1]
+    (73, [100])
+    """
     reader = TraceReader(source, strict=strict)
     events: list[dict] = []
     for chunk in reader.chunks():

@@ -69,7 +69,15 @@ def _name(trace) -> str:
 def build_file(path, output, options: Options | None = None, *, strict: bool = True,
                name: str | None = None, others: tuple = ()) -> BuildResult:
     """Read a trace file (and ``others``, more traces of the program), build the model,
-    write it (and side files) atomically."""
+    write it (and side files) atomically.
+
+    >>> import os, tempfile
+    >>> from qpn.frontends.analyze.synth import batch_trace, write
+    >>> d = tempfile.mkdtemp(); _ = write(batch_trace(tasks=10, workers=2), os.path.join(d, "b.jsonl"))
+    >>> res = build_file(os.path.join(d, "b.jsonl"), os.path.join(d, "b.qpn"))
+    >>> res.info["runners"]["worker"]["size"], os.path.exists(os.path.join(d, "b.qpn"))
+    (2, True)
+    """
     import os
 
     from qpn.fileio import write_atomic

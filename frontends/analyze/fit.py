@@ -162,7 +162,11 @@ def uneven(samples_by: dict, *, min_n: int = 3, ratio: float = 1.2,
 
 
 def moments(samples) -> tuple[int, float, float]:
-    """(n, mean, scv) of a sample."""
+    """(n, mean, scv) of a sample.
+
+    >>> moments([1, 2, 3])
+    (3, 2.0, 0.16666666666666666)
+    """
     a = np.asarray(samples, dtype=float)
     n = len(a)
     if n == 0:

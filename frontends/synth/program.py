@@ -143,7 +143,13 @@ def parse_time(text) -> float:
 
 def synthesize(net, *, time: float = 60.0, seed: int | None = 1, sources: str = "auto",
                max_events: int | None = None, model_path: str | None = None) -> SynthResult:
-    """Run the software layer of ``net`` as a program for ``time`` seconds; its trace."""
+    """Run the software layer of ``net`` as a program for ``time`` seconds; its trace.
+
+    >>> import qpn
+    >>> res = synthesize(qpn.load("models/sw_producer_consumer.qpn"), time=2, seed=1)
+    >>> len(res.trace().by_thread()), res.info["time"]
+    (4, 2.0)
+    """
     if sources not in ("auto", "threads", "acceptor"):
         raise QPNError(f"sources must be auto, threads or acceptor, got {sources!r}")
     decls = [d for b in net.software for d in b.decls]
