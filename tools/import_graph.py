@@ -32,7 +32,9 @@ PACKAGES = {"qpn": "qpn", "dsl": "qpn.dsl", "solvers": "qpn.solvers", "frontends
             "tools": "tools"}
 
 
-def _modules(root: Path, packages) -> dict[str, Path]:
+def module_files(root: Path, packages) -> dict[str, Path]:
+    """Each module's name (as it installs) and file, below ``root``'s ``packages`` (folders,
+    or a mapping folder -> the package it installs as)."""
     if not isinstance(packages, dict):
         packages = {p: p for p in packages}
     out = {}
@@ -82,7 +84,7 @@ def import_graph(root: str | os.PathLike = ".", packages=PACKAGES) -> nx.DiGraph
     every module of the checkout it imports.
     """
     root = Path(root)
-    mods = _modules(root, packages)
+    mods = module_files(root, packages)
     graph = nx.DiGraph()
     for name, path in mods.items():
         graph.add_node(name)

@@ -110,9 +110,7 @@ class Fit:
             if speedup:
                 m = BinOp("/", m, Ref(speedup))
             return m
-        m = mean if mean is not None else scaled(time_num(self.mean * scale))
-        if mean is not None:
-            m = scaled(m)
+        m = scaled(mean if mean is not None else time_num(self.mean * scale))
         if self.family == "det":
             return Det(m)
         if self.family == "exp":

@@ -182,21 +182,22 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
     seq_start: dict[int, int] = {}
     for qi, q in enumerate(c.queues):
         disc = q.discipline
-        if disciplines.get(disc).ctmc is None:
-            raise SolverError(f"queue {q.name}: {disciplines.get(disc).why_no_ctmc()}",
+        decl = disciplines.get(disc)
+        if decl.ctmc is None:
+            raise SolverError(f"queue {q.name}: {decl.why_no_ctmc()}",
                               construct=f"queue {q.name}: {disc}", methods=("des",))
-        if disciplines.get(disc).ctmc == "ps":
+        if decl.ctmc == "ps":
             if rr != "ps":
                 raise SolverError(f"queue {q.name}: round robin with a quantum has no exact Markov "
                                   "model", construct=f"queue {q.name}: {disc}",
                                   methods=("des", "ctmc with option rr='ps'"))
             notes.append(f"queue {q.name}: round robin approximated as processor sharing")
             disc = "ps"
-        if disciplines.get(disc).scheduling.order in ("ready", "remaining"):
-            raise SolverError(f"queue {q.name}: the CTMC keeps no "
-                              f"{disciplines.get(disc).scheduling.order} order ({disc})",
-                              construct=f"queue {q.name}: {disc}", methods=("des",))
-        shared = disciplines.get(disc).shares_service
+            decl = disciplines.get(disc)
+        if decl.scheduling.order in ("ready", "remaining"):
+            raise SolverError(f"queue {q.name}: the CTMC keeps no {decl.scheduling.order} order "
+                              f"({disc})", construct=f"queue {q.name}: {disc}", methods=("des",))
+        shared = decl.shares_service
         phs = []
         for d in q.service:
             ph = phase_type(d, det_order)
@@ -208,7 +209,7 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
                          list(q.places), phs, list(q.priority), fifo)
         single_exp = len(q.classes) == 1 and phs[0].nphases == 1
         if any(fifo):
-            if not disciplines.get(disc).ctmc_fifo_departure:
+            if not decl.ctmc_fifo_departure:
                 raise SolverError(f"queue {q.name}: FIFO departure with {disc} service",
                                   construct=f"queue {q.name}: departure fifo with {disc}",
                                   methods=("des",))

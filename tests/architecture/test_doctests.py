@@ -10,14 +10,14 @@ import pathlib
 import pytest
 
 from conftest import ROOT_DIR
-from tools.import_graph import PACKAGES, _modules
+from tools.import_graph import PACKAGES, module_files
 
 def _has_examples(path) -> bool:
     with open(path, encoding="utf-8") as fh:
         return ">>> " in fh.read()
 
 
-FOUND = _modules(pathlib.Path(ROOT_DIR), {f: p for f, p in PACKAGES.items() if p.startswith("qpn.")})
+FOUND = module_files(pathlib.Path(ROOT_DIR), {f: p for f, p in PACKAGES.items() if p.startswith("qpn.")})
 #: the modules with examples (by the name they install as)
 MODULES = sorted(name for name, path in FOUND.items()
                  if not name.endswith("__main__") and _has_examples(path))
