@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -39,11 +39,13 @@ def _val(x: Value, env: Mapping[str, Any] | None) -> float:
     return evaluate(x, env or {})
 
 
+@dataclass(frozen=True, kw_only=True)
 class Distribution:
-    """Common interface. Subclasses are frozen dataclasses of expressions."""
+    """Common interface. Subclasses are frozen dataclasses of expressions; where the
+    distribution was written (``loc``, keyword-only) takes no part in equality."""
 
-    kind: str = ""
-    loc: Loc | None
+    kind: ClassVar[str] = ""
+    loc: Loc | None = field(default=None, compare=False, repr=False)
 
     # -- binding ------------------------------------------------------------
     def bind(self, env: Mapping[str, Any]) -> "Distribution":
@@ -132,15 +134,10 @@ class Distribution:
     def _check(self) -> None: pass
 
 
-def _loc() -> Any:
-    return field(default=None, compare=False, repr=False)
-
-
 @dataclass(frozen=True)
 class Exp(Distribution):
     """Exponential with the given mean (``exp(rate = r)`` means mean 1/r)."""
     mean_: Value
-    loc: Loc | None = _loc()
     kind = "exp"
 
     def is_exponential(self) -> bool:
@@ -157,7 +154,6 @@ class Exp(Distribution):
 class Det(Distribution):
     """Deterministic (constant) value."""
     value: Value
-    loc: Loc | None = _loc()
     kind = "det"
 
     def _mean(self): return self.value
@@ -176,7 +172,6 @@ class Uniform(Distribution):
     """Uniform between ``lo`` and ``hi``."""
     lo: Value
     hi: Value
-    loc: Loc | None = _loc()
     kind = "uniform"
 
     def _mean(self): return (self.lo + self.hi) / 2
@@ -193,7 +188,6 @@ class Erlang(Distribution):
     """Sum of k exponential phases; mean is the total mean."""
     k: Value
     mean_: Value
-    loc: Loc | None = _loc()
     kind = "erlang"
 
     def _mean(self): return self.mean_
@@ -215,7 +209,6 @@ class HyperExp(Distribution):
     """Mixture of exponentials: with probability p_i, exponential with mean m_i."""
     probs: tuple
     means: tuple
-    loc: Loc | None = _loc()
     kind = "hyperexp"
 
     def _mean(self): return sum(p * m for p, m in zip(self.probs, self.means))
@@ -246,11 +239,27 @@ MAX_HYPEREXP_SCV = MAX_SCV
 
 
 @dataclass(frozen=True)
-class HyperExpFit(Distribution):
-    """Two-phase hyperexponential with balanced means fitted to (mean, scv >= 1)."""
+class MeanScv(Distribution):
+    """A distribution given by its mean and squared coefficient of variation (the
+    shape the fitted families share; each subclass says how it samples).
+
+    >>> Gamma(2.0, 0.5).mean(), Lognormal(2.0, 0.5).scv()
+    (2.0, 0.5)
+    """
     mean_: Value
     scv_: Value
-    loc: Loc | None = _loc()
+
+    def _mean(self): return self.mean_
+    def _scv(self): return self.scv_
+
+    def _check(self):
+        self._positive("mean", self.mean_)
+        self._positive("scv", self.scv_)
+
+
+@dataclass(frozen=True)
+class HyperExpFit(MeanScv):
+    """Two-phase hyperexponential with balanced means fitted to (mean, scv >= 1)."""
     kind = "hyperexp"
 
     def branches(self) -> HyperExp:
@@ -260,8 +269,6 @@ class HyperExpFit(Distribution):
         p2 = 1 - p1
         return HyperExp((p1, p2), (m / (2 * p1), m / (2 * p2)))
 
-    def _mean(self): return self.mean_
-    def _scv(self): return self.scv_
     def _sample(self, rng, size): return self.branches()._sample(rng, size)
 
     def _check(self):
@@ -276,42 +283,22 @@ class HyperExpFit(Distribution):
 
 
 @dataclass(frozen=True)
-class Gamma(Distribution):
+class Gamma(MeanScv):
     """Gamma with the given mean and squared coefficient of variation."""
-    mean_: Value
-    scv_: Value
-    loc: Loc | None = _loc()
     kind = "gamma"
-
-    def _mean(self): return self.mean_
-    def _scv(self): return self.scv_
 
     def _sample(self, rng, size):
         return rng.gamma(1.0 / self.scv_, self.mean_ * self.scv_, size)
 
-    def _check(self):
-        self._positive("mean", self.mean_)
-        self._positive("scv", self.scv_)
-
 
 @dataclass(frozen=True)
-class Lognormal(Distribution):
+class Lognormal(MeanScv):
     """Lognormal with the given mean and squared coefficient of variation."""
-    mean_: Value
-    scv_: Value
-    loc: Loc | None = _loc()
     kind = "lognormal"
-
-    def _mean(self): return self.mean_
-    def _scv(self): return self.scv_
 
     def _sample(self, rng, size):
         s2 = math.log1p(self.scv_)
         return rng.lognormal(math.log(self.mean_) - s2 / 2, math.sqrt(s2), size)
-
-    def _check(self):
-        self._positive("mean", self.mean_)
-        self._positive("scv", self.scv_)
 
 
 def _phi(x: float) -> float:
@@ -327,7 +314,6 @@ class Normal(Distribution):
     """Normal(mu, sigma) truncated at 0 (a time cannot be negative)."""
     mu: Value
     sigma: Value
-    loc: Loc | None = _loc()
     kind = "normal"
 
     def _moments(self) -> tuple[float, float]:
@@ -368,7 +354,6 @@ class Empirical(Distribution):
     unit: str | None = None
     source: str | None = None
     column: int | None = None
-    loc: Loc | None = _loc()
     kind = "empirical"
 
     def values(self) -> np.ndarray:

@@ -43,39 +43,64 @@ def _doc():
     return field(default="", compare=False, repr=False)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Declaration:
+    """What every declaration of the language carries besides its own fields: its doc
+    comment (``## ...`` lines above it) and where it was written.  Neither takes part
+    in equality or repr (two models that differ only in comments are the same net),
+    and both are keyword-only so that each declaration's own fields stay positional.
+
+    >>> Param("n", Num(4), doc="threads") == Param("n", Num(4))
+    True
+    """
+    doc: str = _doc()
+    loc: Loc | None = _meta()
+
+
 # ------------------------------------------------------------------ colors
 @dataclass(frozen=True)
-class EnumColors:
+class EnumColors(Declaration):
     """``colors job = {a, b}``: a finite set of named colors.
 
     ``colors fast = job {a}`` is a subset of ``job`` (``parent``): its colors are
     those of ``job``, so a token keeps its color when it moves between places typed
     by the set and by the subset.
+
+    >>> import qpn
+    >>> qpn.parse("colors job = {a, b}\\ncolors fast = job {a}").colorsets
+    [EnumColors(name='job', values=('a', 'b'), parent=None),
+     EnumColors(name='fast', values=('a',), parent='job')]
     """
     name: str
     values: tuple[str, ...]
     parent: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class RangeColors:
-    """``colors slot = 1 .. n``: integers lo..hi (inclusive, parametric)."""
+class RangeColors(Declaration):
+    """``colors slot = 1 .. n``: integers lo..hi (inclusive, parametric).
+
+    >>> import qpn
+    >>> qpn.parse("param n = 3\\ncolors slot = 1 .. n").colorsets[0]
+    RangeColors(name='slot', lo=Num(value=1, unit=None), hi=Ref(name='n'))
+    """
     name: str
     lo: Expr
     hi: Expr
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class RecordColors:
-    """``colors req = (kind: job, slot: slot)``: product of color sets."""
+class RecordColors(Declaration):
+    """``colors req = (kind: job, slot: slot)``: product of color sets.
+
+    >>> import qpn
+    >>> net = qpn.parse("colors job = {get, put}\\ncolors slot = 1 .. 2\\n"
+    ...                 "colors req = (kind: job, slot: slot)")
+    >>> net.colorset_map["req"].fields
+    (('kind', 'job'), ('slot', 'slot'))
+    """
     name: str
     fields: tuple[tuple[str, str], ...]  # (field name, color set name)
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 ColorSet = Union[EnumColors, RangeColors, RecordColors]
@@ -83,28 +108,44 @@ ColorSet = Union[EnumColors, RangeColors, RecordColors]
 
 # ---------------------------------------------------------------- elements
 @dataclass(frozen=True)
-class Param:
-    """``param threads = 4``; any parameter can be overridden when solving."""
+class Param(Declaration):
+    """``param threads = 4``; any parameter can be overridden when solving.
+
+    >>> Param("threads", Num(4))
+    Param(name='threads', value=Num(value=4, unit=None))
+    >>> import qpn
+    >>> qpn.parse("param think = 2 s").params[0].value
+    Num(value=2, unit='s')
+    """
     name: str
     value: Expr
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
 class Term:
-    """``count color`` in a marking or arc inscription; color None = uncolored token."""
+    """``count color`` in a marking or arc inscription; color None = uncolored token.
+
+    >>> import qpn
+    >>> qpn.parse("colors job = {a, b}\\nplace idle : job init 2 a, b").places[0].init
+    (Term(count=Num(value=2, unit=None), color=Ref(name='a')),
+     Term(count=Num(value=1, unit=None), color=Ref(name='b')))
+    """
     count: Expr
     color: Expr | None = None
 
 
 @dataclass(frozen=True)
-class Queue:
+class Queue(Declaration):
     """Queue of a queueing place: discipline and servers (shared when declared alone).
 
     ``servers`` is an expression; ``Num(inf)`` means infinitely many.
     ``quantum`` and ``switch`` (context-switch cost) apply to RR only;
     ``preemptive`` to PRIO only.
+
+    >>> import qpn
+    >>> qpn.parse("shared queue cpu : ps servers 2\\nplace a on cpu service exp(1)").queues[0]
+    Queue(name='cpu', discipline='ps', servers=Num(value=2, unit=None), quantum=None,
+          switch=None, preemptive=True)
     """
     name: str
     discipline: str
@@ -112,32 +153,47 @@ class Queue:
     quantum: Expr | None = None
     switch: Expr | None = None
     preemptive: bool = True
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
 class Service:
-    """Service-time distribution of one color (None = every color)."""
+    """Service-time distribution of one color (None = every color).
+
+    >>> import qpn
+    >>> net = qpn.parse("colors req = {get, post}\\n"
+    ...                 "place cpu : req queue ps service get: exp(5 ms), post: exp(10 ms)")
+    >>> net.places[0].service[1]
+    Service(color=Ref(name='post'), dist=Exp(mean_=Num(value=10, unit='ms')))
+    """
     color: Expr | None
     dist: Distribution
 
 
 @dataclass(frozen=True)
-class Place:
-    """An ordinary place: ``place buffer : job capacity 10 init 2 a``."""
+class Place(Declaration):
+    """An ordinary place: ``place buffer : job capacity 10 init 2 a``.
+
+    >>> import qpn
+    >>> qpn.parse("colors job = {a, b}\\nplace buffer : job capacity 10 init 2 a").places[0]
+    Place(name='buffer', colors='job', capacity=Num(value=10, unit=None),
+          init=(Term(count=Num(value=2, unit=None), color=Ref(name='a')),))
+    """
     name: str
     colors: str | None = None      # color set name; None = plain tokens
     capacity: Expr | None = None
     init: tuple[Term, ...] = ()
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
 class QueueingPlace(Place):
     """A queue plus a depository. ``queue`` is an inline :class:`Queue` or the
-    name of a shared queue."""
+    name of a shared queue.
+
+    >>> import qpn
+    >>> cpu = qpn.parse("place cpu queue ps servers 2 service exp(10 ms) init 3").places[0]
+    >>> cpu.queue.discipline, cpu.queue.servers, cpu.service[0].dist
+    ('ps', Num(value=2, unit=None), Exp(mean_=Num(value=10, unit='ms')))
+    """
     queue: Queue | str = None  # type: ignore[assignment]
     service: tuple[Service, ...] = ()
     priority: tuple[tuple[Expr | None, Expr], ...] = ()  # (color or None, level)
@@ -145,28 +201,53 @@ class QueueingPlace(Place):
 
     @property
     def queue_name(self) -> str:
-        """The name of the place's queue (inline or shared)."""
+        """The name of the place's queue (inline or shared).
+
+        >>> import qpn
+        >>> net = qpn.parse("shared queue cpu : ps\\nplace a on cpu service exp(1)\\n"
+        ...                 "place b queue fcfs service exp(1)")
+        >>> [p.queue_name for p in net.places]
+        ['cpu', 'b']
+        """
         return self.queue if isinstance(self.queue, str) else self.queue.name
 
 
 @dataclass(frozen=True)
 class Port(Place):
     """Interface place of a subnet: ``input`` receives tokens from outside,
-    ``output`` gives tokens to the outside."""
+    ``output`` gives tokens to the outside.
+
+    >>> import qpn
+    >>> qpn.load("models/subnets.qpn").subnets[0].items[0]
+    Port(name='requests', colors='req', capacity=None, init=(), direction='input')
+    """
     direction: str = "input"
 
 
 @dataclass(frozen=True)
 class Arc:
-    """Tokens of one place in a mode: ``cpu(2 x, a)``; inhibitor threshold for ``unless``."""
+    """Tokens of one place in a mode: ``cpu(2 x, a)``; inhibitor threshold for ``unless``.
+
+    >>> import qpn
+    >>> net = qpn.parse("place a init 2\\nplace b\\ntransition t : 2 a -> b unless 3 b")
+    >>> net.transitions[0].modes[0].inhibitors
+    (Arc(place='b', terms=(Term(count=Num(value=3, unit=None), color=None),)),)
+    """
     place: str
     terms: tuple[Term, ...]
     loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Mode:
-    """One way a transition can fire."""
+class Mode(Declaration):
+    """One way a transition can fire.
+
+    >>> import qpn
+    >>> net = qpn.parse("place a init 1\\nplace b\\nplace c\\ntransition t {\\n"
+    ...                 "mode fast : a -> b weight 0.9\\nmode slow : a -> c weight 0.1\\n}")
+    >>> [(m.name, m.outputs[0].place, m.weight) for m in net.transitions[0].modes]
+    [('fast', 'b', Num(value=0.9, unit=None)), ('slow', 'c', Num(value=0.1, unit=None))]
+    """
     name: str | None
     inputs: tuple[Arc, ...] = ()
     outputs: tuple[Arc, ...] = ()
@@ -174,63 +255,89 @@ class Mode:
     guard: Expr | None = None
     weight: Expr | None = None          # immediate
     delay: Distribution | None = None   # timed
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Transition:
+class Transition(Declaration):
     """``kind`` is 'immediate' or 'timed'. ``servers`` (timed): Num(1) single,
-    k, or Num(inf) infinite-server semantics; ``priority`` (immediate)."""
+    k, or Num(inf) infinite-server semantics; ``priority`` (immediate).
+
+    >>> import qpn
+    >>> net = qpn.parse("place a init 1\\nplace b\\ntransition t servers 2 : a -> b delay exp(1)")
+    >>> t = net.transitions[0]
+    >>> t.kind, t.servers, t.modes[0].delay
+    ('timed', Num(value=2, unit=None), Exp(mean_=Num(value=1, unit=None)))
+    """
     name: str
     kind: str
     modes: tuple[Mode, ...]
     priority: Expr | None = None
     servers: Expr | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
 class SubnetParam:
-    """A parameter of a subnet, with its default (None: the instance must give it)."""
+    """A parameter of a subnet, with its default (None: the instance must give it).
+
+    >>> import qpn
+    >>> qpn.load("models/subnets.qpn").subnets[0].params
+    (SubnetParam(name='threads', default=Num(value=2, unit=None)),
+     SubnetParam(name='demand', default=Num(value=10, unit='ms')))
+    """
     name: str
     default: Expr | None = None
     loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Subnet:
-    """A net template: parameters, ports and a body, instantiated by name."""
+class Subnet(Declaration):
+    """A net template: parameters, ports and a body, instantiated by name.
+
+    >>> import qpn
+    >>> sub = qpn.load("models/subnets.qpn").subnets[0]
+    >>> sub.name, [p.name for p in sub.params], [type(i).__name__ for i in sub.items][-2:]
+    ('Server', ['threads', 'demand'], ['Transition', 'Transition'])
+    """
     name: str
     params: tuple[SubnetParam, ...]
     items: tuple[Any, ...]
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
     @cached_property
     def ports(self) -> dict[str, Port]:
-        """The subnet's ports by name."""
+        """The subnet's ports by name.
+
+        >>> import qpn
+        >>> ports = qpn.load("models/subnets.qpn").subnets[0].ports
+        >>> [(name, p.direction) for name, p in ports.items()]
+        [('requests', 'input'), ('replies', 'output')]
+        """
         return {i.name: i for i in self.items if isinstance(i, Port)}
 
 
 @dataclass(frozen=True)
-class Instance:
-    """``instance web = Server(threads = 8)``."""
+class Instance(Declaration):
+    """``instance web = Server(threads = 8)``.
+
+    >>> import qpn
+    >>> qpn.load("models/subnets.qpn").instances[1]
+    Instance(name='back', subnet='Server', args=(('demand', Num(value=20, unit='ms')),))
+    """
     name: str
     subnet: str
     args: tuple[tuple[str, Expr], ...] = ()
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Include:
-    """``include "lib.qpn"``: declarations of another file, by reference."""
+class Include(Declaration):
+    """``include "lib.qpn"``: declarations of another file, by reference.
+
+    >>> import qpn
+    >>> inc = qpn.load("models/include_demo.qpn").items[0]
+    >>> inc, inc.net.name, [c.name for c in inc.net.colorsets]
+    (Include(path='lib/resources.qpn'), 'resources', ['req'])
+    """
     path: str
     net: "Net | None" = field(default=None, compare=False, repr=False)
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 Item = Union[Param, EnumColors, RangeColors, RecordColors, Queue, Place, QueueingPlace,

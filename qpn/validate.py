@@ -551,20 +551,14 @@ def _check_mode(t: Transition, m: Mode, scope: _Scope) -> None:
         for term in a.terms:
             if term.color is not None and not isinstance(term.color, (Ref, TupleExpr)):
                 _check_color_expr(term.color, cs, variables, scope, a.loc, f"an input of '{t.name}'")
-    for a in m.outputs:
-        info = _place_for_arc(a, scope, "output", t.name)
-        cs = _colorset(scope, info.colors, a.loc)
-        _check_terms(a, cs, scope, variables)
-        if cs is not None:
-            for term in a.terms:
-                _check_color_expr(term.color, cs, variables, scope, a.loc, f"an output of '{t.name}'")
-    for a in m.inhibitors:
-        info = _place_for_arc(a, scope, "inhibitor", t.name)
-        cs = _colorset(scope, info.colors, a.loc)
-        _check_terms(a, cs, scope, variables)
-        if cs is not None:
-            for term in a.terms:
-                _check_color_expr(term.color, cs, variables, scope, a.loc, f"an inhibitor of '{t.name}'")
+    for kind, arcs in (("output", m.outputs), ("inhibitor", m.inhibitors)):
+        for a in arcs:
+            info = _place_for_arc(a, scope, kind, t.name)
+            cs = _colorset(scope, info.colors, a.loc)
+            _check_terms(a, cs, scope, variables)
+            if cs is not None:
+                for term in a.terms:
+                    _check_color_expr(term.color, cs, variables, scope, a.loc, f"an {kind} of '{t.name}'")
     if m.guard is not None:
         _check_color_expr(m.guard, None, variables, scope, m.loc, f"the guard of '{t.name}'")
     _check_numeric(m.weight, scope.numeric, f"the weight of '{t.name}'")

@@ -12,386 +12,302 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Union
 
 from ..distributions import Distribution
 from ..errors import Loc
 from ..expr import Expr, Num
-
-
-def _meta():
-    return field(default=None, compare=False, repr=False)
-
-
-def _doc():
-    return field(default="", compare=False, repr=False)
-
+from ..model import Declaration
 
 ONE = Num(1)
 
 
 # ------------------------------------------------------------------ resources
 @dataclass(frozen=True)
-class Cpu:
+class Cpu(Declaration):
     """``cpu host cores 4 rr quantum 10 ms``: a processor (a shared queue)."""
     name: str
     cores: Expr = ONE
     discipline: str = "ps"           # ps | fcfs | rr
     quantum: Expr | None = None
     switch: Expr | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Disk:
+class Disk(Declaration):
     """``disk ssd servers 2 fcfs service exp(2 ms)`` or ``service by load 1: ..., 2: ...``."""
     name: str
     servers: Expr = ONE
     discipline: str = "fcfs"
     service: Distribution | None = None
     load: tuple[tuple[int, Distribution], ...] = ()   # (concurrent requests, service time)
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Mutex:
+class Mutex(Declaration):
     """``mutex m``."""
     name: str
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class RwLock:
+class RwLock(Declaration):
     """Readers share, a writer excludes everyone; ``prefer writers`` blocks new readers
     while a writer waits."""
     name: str
     prefer_writers: bool = False
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Semaphore:
+class Semaphore(Declaration):
     """``semaphore s permits K``."""
     name: str
     permits: Expr = ONE
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Barrier:
+class Barrier(Declaration):
     """A cyclic barrier: ``parties`` threads arrive, then all are released."""
     name: str
     parties: Expr = ONE
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Condition:
+class Condition(Declaration):
     """A condition variable, optionally tied to a mutex (``condition ready on m``)."""
     name: str
     mutex: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class BlockingQueue:
+class BlockingQueue(Declaration):
     """``blocking queue q [capacity K] [fifo|lifo]``."""
     name: str
     capacity: Expr | None = None
     order: str = "fifo"              # fifo | lifo
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Limit:
+class Limit(Declaration):
     """An OS resource limit (file descriptors, sockets): ``limit fds 1024``."""
     name: str
     count: Expr = ONE
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Timer:
+class Timer(Declaration):
     """Measures a request's response time across threads (``timer start``/``stop``)."""
     name: str
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Sink:
+class Sink(Declaration):
     """Where finished requests leave (``put done``)."""
     name: str
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 # ------------------------------------------------------------------ runners
 # ``body`` is a tuple of steps, or the name of a ``behavior`` (``runs NAME``).
 @dataclass(frozen=True)
-class Pool:
+class Pool(Declaration):
     """``pool workers size 8 { ... }``: threads that run their body forever."""
     name: str
     size: Expr
     body: "tuple | str"
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Population:
+class Population(Declaration):
     """``population users size 20 think exp(5 s) { ... }``: closed clients."""
     name: str
     size: Expr
     think: Distribution
     body: "tuple | str"
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Source:
+class Source(Declaration):
     """``source clients every exp(25 ms) { ... }``: open arrivals; each runs the body once."""
     name: str
     every: Distribution
     body: "tuple | str"
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Behavior:
+class Behavior(Declaration):
     """``behavior handle { ... }``: code shared by runners and ``call``."""
     name: str
     body: tuple
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 # -------------------------------------------------------------------- steps
 @dataclass(frozen=True)
-class Compute:
+class Compute(Declaration):
     """``cpu exp(4 ms) [on host] [as parse]``."""
     dist: Distribution
     on: str | None = None
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Io:
+class Io(Declaration):
     """``io [exp(2 ms)] [on ssd] [as read]`` (no time: the disk's own service)."""
     dist: Distribution | None = None
     on: str | None = None
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Sleep:
+class Sleep(Declaration):
     """``sleep D [as NAME]``."""
     dist: Distribution
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Lock:
+class Lock(Declaration):
     """``lock m`` / ``read lock m`` / ``write lock m`` (mode: mutex, read, write)."""
     target: str
     mode: str = "mutex"
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Unlock:
+class Unlock(Declaration):
     """``unlock m``, ``read unlock m`` or ``write unlock m`` (``mode``)."""
     target: str
     mode: str = "mutex"
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Acquire:
+class Acquire(Declaration):
     """``acquire [2] sem``."""
     target: str
     count: Expr = ONE
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(Declaration):
     """``release [n] s``."""
     target: str
     count: Expr = ONE
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Await:
+class Await(Declaration):
     """``await b``: wait at a cyclic barrier."""
     target: str
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Wait:
+class Wait(Declaration):
     """``wait c``: wait on a condition (releasing and re-taking its mutex)."""
     target: str
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Notify:
+class Notify(Declaration):
     """``notify c`` (one waiter) or ``notify all c``."""
     target: str
     all: bool = False
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Put:
+class Put(Declaration):
     """``put q [as L] [timeout DIST] [else { ... }]``."""
     target: str
     label: str | None = None
     timeout: Distribution | None = None
     otherwise: tuple | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Take:
+class Take(Declaration):
     """``take q [as L] [timeout DIST] [else { ... }]``."""
     target: str
     label: str | None = None
     timeout: Distribution | None = None
     otherwise: tuple | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Allocate:
+class Allocate(Declaration):
     """``allocate [n] fds [as L] else { ... }``: take units of a limit or fail."""
     target: str
     count: Expr = ONE
     label: str | None = None
     otherwise: tuple = ()
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Free:
+class Free(Declaration):
     """``free [n] fds``."""
     target: str
     count: Expr = ONE
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class TimerStep:
+class TimerStep(Declaration):
     """``timer start t`` / ``timer stop t``."""
     target: str
     action: str                      # start | stop
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Alternative:
+class Alternative(Declaration):
     """``0.3: { ... }`` inside ``branch``."""
     prob: Expr
     body: tuple
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Branch:
+class Branch(Declaration):
     """``branch { p: {...} q: {...} }``."""
     alternatives: tuple[Alternative, ...]
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Loop:
+class Loop(Declaration):
     """``loop 5 times { ... }`` (exactly) or ``loop about 5 times { ... }`` (geometric)."""
     count: Expr
     body: tuple
     geometric: bool = False
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Block:
+class Block(Declaration):
     """One child block of ``fork``."""
     body: tuple
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Fork:
+class Fork(Declaration):
     """``fork [n] [as L] { ... } [and { ... }]``: start threads, wait for all of them."""
     blocks: tuple[Block, ...]
     count: Expr = ONE
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Call:
+class Call(Declaration):
     """``call parse_request [as L]``: run a behavior here (a subroutine)."""
     target: str
     label: str | None = None
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Return:
+class Return(Declaration):
     """``return``: end the current behavior (a pool thread starts over)."""
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 @dataclass(frozen=True)
-class Software:
+class Software(Declaration):
     """A ``software { ... }`` block."""
     decls: tuple
-    doc: str = _doc()
-    loc: Loc | None = _meta()
 
 
 RESOURCES = (Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Condition, BlockingQueue, Limit,

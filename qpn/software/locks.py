@@ -117,9 +117,7 @@ def acquire(st: sw.Acquire, nxt, env):
 @step(sw.Release)
 def release(st: sw.Release, nxt, env):
     """``release [n] s``: return n permits."""
-    n = st.target
-    ins = [] if n in env.unbalanced else [arc(f"{n}.held", st.count)]
-    return Act([Alt(ins=ins, outs=[arc(f"{n}.free", st.count)], next=nxt)], st.loc)
+    return _give_back(st, nxt, env, "held")
 
 
 @step(sw.Allocate)
@@ -138,6 +136,12 @@ def allocate(st: sw.Allocate, nxt, env):
 @step(sw.Free)
 def free(st: sw.Free, nxt, env):
     """``free [n] fds``: return n units."""
+    return _give_back(st, nxt, env, "used")
+
+
+def _give_back(st, nxt, env, taken: str):
+    """Return ``st.count`` units to the counter ``free`` of ``st.target``, from its
+    counter ``taken`` (held permits, used units) unless the model never balances it."""
     n = st.target
-    ins = [] if n in env.unbalanced else [arc(f"{n}.used", st.count)]
+    ins = [] if n in env.unbalanced else [arc(f"{n}.{taken}", st.count)]
     return Act([Alt(ins=ins, outs=[arc(f"{n}.free", st.count)], next=nxt)], st.loc)

@@ -104,18 +104,17 @@ class LaneStream:
 
     def exponential(self, mask: np.ndarray) -> np.ndarray:
         """Full-length array: a standard exponential for masked lanes, 0 elsewhere."""
-        out = np.zeros(self.L)
-        lanes = np.flatnonzero(mask)
-        if len(lanes):
-            out[lanes] = self._exp.take(lanes)
-        return out
+        return self._masked(self._exp, mask)
 
     def uniform(self, mask: np.ndarray) -> np.ndarray:
         """Full-length array: a uniform in [0, 1) for masked lanes, 0 elsewhere."""
+        return self._masked(self._uni, mask)
+
+    def _masked(self, stream, mask: np.ndarray) -> np.ndarray:
         out = np.zeros(self.L)
         lanes = np.flatnonzero(mask)
         if len(lanes):
-            out[lanes] = self._uni.take(lanes)
+            out[lanes] = stream.take(lanes)
         return out
 
     def uniform_at(self, lanes: np.ndarray) -> np.ndarray:
