@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from qpn.errors import ModelError
 from qpn.expr import BinOp, Num
-from qpn.model import (Arc, Include, Instance, Mode, Place, Subnet, Term, Transition)
+from qpn.model import (Arc, Include, Instance, Place, Subnet, Term, Transition)
 
 _UNKNOWN = object()
 

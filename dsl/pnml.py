@@ -29,7 +29,7 @@ from qpn import disciplines
 from qpn.errors import ModelError
 
 from .qpe import RESERVED, _Names
-from .xmlsource import XElement, element_error, model_name, parse_xml, text_of
+from .xmlsource import XElement, XmlReader, model_name
 
 PTNET = "ptnet"
 TOOL = "qpn"
@@ -62,14 +62,7 @@ def _text(e: XElement, label: str) -> XElement | None:
     return None
 
 
-class _Reader:
-    def __init__(self, root: XElement, file: str, source: str | None):
-        self.root, self.file, self.source = root, file, source
-        self.notes: list[str] = []
-
-    def err(self, e: XElement, msg: str, **kw) -> ModelError:
-        return element_error(e, msg, self.file, self.source, **kw)
-
+class _Reader(XmlReader):
     def one_line(self, e: XElement, what: str) -> tuple[str, XElement]:
         """A tool-specific value (a distribution, a number) as one line of the language."""
         t = e.text.strip()
@@ -252,18 +245,9 @@ def _write(model: dict, name: str, lines: list) -> str:
 
 
 def pnml_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
-    """The qpn model text of a PNML P/T net, and notes on what the translation assumed.
-
-    Parameters
-    ----------
-    data : the bytes of a ``.pnml`` file
-    file : its path (for error messages and the model's name)
-
-    Returns
-    -------
-    (text, notes)
-    """
-    reader = _Reader(parse_xml(data, file), file, text_of(data))
+    """The qpn model text for the bytes of a PNML P/T net, and notes on what the
+    translation assumed (called as :data:`~qpn.dsl.xmlsource.FOREIGN_FORMATS` says)."""
+    reader = _Reader(data, file)
     model = reader.read()
     lines: list = []
     text = _write(model, model_name(file, "pnml_", RESERVED), lines)

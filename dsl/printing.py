@@ -23,6 +23,33 @@ def _e(x) -> str:
     return fmt(as_expr(x))
 
 
+#: distribution type -> (keyword, the fields written as its arguments, in order); the
+#: types whose text is not ``keyword(field, ...)`` are written by :func:`fmt_dist` itself
+_ARGS: dict[type, tuple[str, tuple[str, ...]]] = {
+    Exp: ("exp", ("mean_",)),
+    Det: ("det", ("value",)),
+    Uniform: ("uniform", ("lo", "hi")),
+    Erlang: ("erlang", ("k", "mean_")),
+    Gamma: ("gamma", ("mean_", "scv_")),
+    Lognormal: ("lognormal", ("mean_", "scv_")),
+    Normal: ("normal", ("mu", "sigma")),
+}
+
+
+def _empirical(d: Empirical) -> str:
+    """``empirical``/``replay`` of a file or a list, with its options."""
+    name = "replay" if d.replay else "empirical"
+    if d.source is not None:
+        args = [f'"{d.source}"']
+    else:
+        args = ["[" + ", ".join(_e(s) for s in d.samples) + "]"]
+    if d.unit:
+        args.append(f"unit = {d.unit}")
+    if d.column is not None:
+        args.append(f"column = {d.column}")
+    return f"{name}({', '.join(args)})"
+
+
 def fmt_dist(d: Distribution) -> str:
     """A distribution as the language writes it.
 
@@ -30,35 +57,16 @@ def fmt_dist(d: Distribution) -> str:
     >>> fmt_dist(Erlang(4, Num(2, "ms")))
     'erlang(4, 2 ms)'
     """
-    if isinstance(d, Exp):
-        return f"exp({_e(d.mean_)})"
-    if isinstance(d, Det):
-        return f"det({_e(d.value)})"
-    if isinstance(d, Uniform):
-        return f"uniform({_e(d.lo)}, {_e(d.hi)})"
-    if isinstance(d, Erlang):
-        return f"erlang({_e(d.k)}, {_e(d.mean_)})"
+    spec = next((_ARGS[c] for c in type(d).__mro__ if c in _ARGS), None)   # as isinstance would
+    if spec is not None:
+        keyword, fields = spec
+        return f"{keyword}({', '.join(_e(getattr(d, f)) for f in fields)})"
     if isinstance(d, HyperExp):
         return "hyperexp(" + ", ".join(f"{_e(p)}: {_e(m)}" for p, m in zip(d.probs, d.means)) + ")"
     if isinstance(d, HyperExpFit):
         return f"hyperexp(mean = {_e(d.mean_)}, scv = {_e(d.scv_)})"
-    if isinstance(d, Gamma):
-        return f"gamma({_e(d.mean_)}, {_e(d.scv_)})"
-    if isinstance(d, Lognormal):
-        return f"lognormal({_e(d.mean_)}, {_e(d.scv_)})"
-    if isinstance(d, Normal):
-        return f"normal({_e(d.mu)}, {_e(d.sigma)})"
     if isinstance(d, Empirical):
-        name = "replay" if d.replay else "empirical"
-        if d.source is not None:
-            args = [f'"{d.source}"']
-        else:
-            args = ["[" + ", ".join(_e(s) for s in d.samples) + "]"]
-        if d.unit:
-            args.append(f"unit = {d.unit}")
-        if d.column is not None:
-            args.append(f"column = {d.column}")
-        return f"{name}({', '.join(args)})"
+        return _empirical(d)
     raise TypeError(f"cannot print distribution {d!r}")
 
 

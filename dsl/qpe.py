@@ -40,7 +40,7 @@ from collections import defaultdict
 
 from qpn import disciplines
 
-from .xmlsource import XElement, element_error, model_name, parse_xml, text_of
+from .xmlsource import XElement, XmlReader, model_name
 
 XSI_TYPE = "xsi:type"
 STRATEGIES = {d.qpme: d.name for d in disciplines.all_disciplines() if d.qpme}
@@ -50,7 +50,23 @@ queue random rr servers service shared subnet switch timed transition unless wei
 s ms us ns exp det uniform erlang hyperexp gamma lognormal normal empirical replay rate mean scv
 min max sqrt log abs ceil floor color""".split())   # keywords outside software blocks, units, functions
 
-EXAMPLE = b"""<?xml version="1.0" encoding="UTF-8"?>
+
+def _example_transition(k: int, name: str, source: str, target: str) -> bytes:
+    """The k-th transition of :data:`EXAMPLE`: one mode moving a token from color-ref
+    ``source`` to ``target`` (the example's two transitions differ only in these)."""
+    return f"""\
+    <transition id="t{k}" name="{name}" priority="0" weight="1" xsi:type="immediate-transition"
+                xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+      <modes><mode id="m{k}" name="mode 1" firing-weight="1" real-color="#000000"/></modes>
+      <connections>
+        <connection id="x{2 * k - 1}" source-id="{source}" target-id="m{k}" count="1"/>
+        <connection id="x{2 * k}" source-id="m{k}" target-id="{target}" count="1"/>
+      </connections>
+    </transition>
+""".encode()
+
+
+EXAMPLE = (b"""<?xml version="1.0" encoding="UTF-8"?>
 <net qpme-version="2.1.0">
   <colors><color id="c1" name="job" real-color="#000000"/></colors>
   <queues><queue id="q1" name="server" number-of-servers="1" strategy="FCFS"/></queues>
@@ -68,25 +84,11 @@ EXAMPLE = b"""<?xml version="1.0" encoding="UTF-8"?>
     </place>
   </places>
   <transitions>
-    <transition id="t1" name="go" priority="0" weight="1" xsi:type="immediate-transition"
-                xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-      <modes><mode id="m1" name="mode 1" firing-weight="1" real-color="#000000"/></modes>
-      <connections>
-        <connection id="x1" source-id="r2" target-id="m1" count="1"/>
-        <connection id="x2" source-id="m1" target-id="r1" count="1"/>
-      </connections>
-    </transition>
-    <transition id="t2" name="back" priority="0" weight="1" xsi:type="immediate-transition"
-                xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-      <modes><mode id="m2" name="mode 1" firing-weight="1" real-color="#000000"/></modes>
-      <connections>
-        <connection id="x3" source-id="r1" target-id="m2" count="1"/>
-        <connection id="x4" source-id="m2" target-id="r2" count="1"/>
-      </connections>
-    </transition>
+"""
+    + _example_transition(1, "go", "r2", "r1") + _example_transition(2, "back", "r1", "r2") + b"""\
   </transitions>
 </net>
-"""
+""")
 
 
 def num(x: float) -> str:
@@ -120,15 +122,8 @@ class _Names:
         return out
 
 
-class _Reader:
-    def __init__(self, root: XElement, file: str, source: str | None):
-        self.root, self.file, self.source = root, file, source
-        self.notes: list[str] = []
-
+class _Reader(XmlReader):
     # ---------------------------------------------------------- helpers
-    def err(self, e: XElement, msg: str, hint: str | None = None, expected: str | None = None):
-        return element_error(e, msg, self.file, self.source, hint=hint, expected=expected)
-
     def attr(self, e: XElement, name: str, default: str | None = None) -> str:
         v = e.get(name, default)
         if v is None:
@@ -445,21 +440,11 @@ def _qspec(q: XElement, reader: _Reader) -> str:
 
 
 def qpe_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
-    """The qpn model text for a QPME file, and notes on what the translation assumed.
-
-    Parameters
-    ----------
-    data : the bytes of a ``.qpe`` file
-    file : its path (for error messages and the model's name)
-
-    Returns
-    -------
-    (text, notes): the model in the qpn language, and notes for the user.
-    """
-    root = parse_xml(data, file)
-    reader = _Reader(root, file, text_of(data))
+    """The qpn model text for the bytes of a QPME ``.qpe`` file, and notes on what the
+    translation assumed (called as :data:`~qpn.dsl.xmlsource.FOREIGN_FORMATS` says)."""
+    reader = _Reader(data, file)
     model = reader.read()
     model["queues"], model["reader"] = reader.queues, reader
-    text = _write(model, model_name(file, "qpme_", RESERVED), file, root.get("qpme-version", "?"),
-                  reader.notes)
+    version = reader.root.get("qpme-version", "?")
+    text = _write(model, model_name(file, "qpme_", RESERVED), file, version, reader.notes)
     return text, reader.notes

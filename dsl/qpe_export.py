@@ -40,20 +40,28 @@ def _n(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
 
 
+def _gamma(alpha: float, mean: float) -> tuple[tuple[str, float], ...]:
+    """QPME's Gamma(alpha, lambda) has mean alpha/lambda and scv 1/alpha."""
+    return ("alpha", alpha), ("lambda", alpha / mean)
+
+
+#: distribution kind -> (QPME's distribution-function, its parameters (SimQPN's names) and values)
+_QPME_DIST = {
+    "exp": ("Exponential", lambda d: (("lambda", 1 / d.mean_),)),
+    "det": ("Deterministic", lambda d: (("p1", d.value),)),
+    "uniform": ("Uniform", lambda d: (("min", d.lo), ("max", d.hi))),
+    "normal": ("Normal", lambda d: (("mean", d.mu), ("stdDev", d.sigma))),
+    "gamma": ("Gamma", lambda d: _gamma(1 / d.scv_, d.mean_)),
+    "erlang": ("Gamma", lambda d: _gamma(d.k, d.mean_)),
+}
+
+
 def _dist_attrs(d, where, loc) -> str:
-    """QPME's attributes for a service distribution (SimQPN's parameter names)."""
+    """QPME's attributes for a service distribution."""
     k = d.kind
-    if k == "exp":
-        return f'distribution-function="Exponential" lambda="{_n(1 / d.mean_)}"'
-    if k == "det":
-        return f'distribution-function="Deterministic" p1="{_n(d.value)}"'
-    if k == "uniform":
-        return f'distribution-function="Uniform" min="{_n(d.lo)}" max="{_n(d.hi)}"'
-    if k == "normal":
-        return f'distribution-function="Normal" mean="{_n(d.mu)}" stdDev="{_n(d.sigma)}"'
-    if k in ("gamma", "erlang"):   # Gamma(alpha, lambda): mean alpha/lambda, scv 1/alpha
-        alpha = 1 / d.scv_ if k == "gamma" else d.k
-        return f'distribution-function="Gamma" alpha="{_n(alpha)}" lambda="{_n(alpha / d.mean_)}"'
+    if k in _QPME_DIST:
+        function, params = _QPME_DIST[k]
+        return f'distribution-function="{function}"' + "".join(f' {a}="{_n(v)}"' for a, v in params(d))
     raise ModelError(f"{where}: QPME has no {k}(...) distribution", loc,
                      hint="QPME knows exponential, deterministic, uniform, normal and gamma (erlang) times")
 

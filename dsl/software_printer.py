@@ -38,6 +38,23 @@ def _is_one(e) -> bool:
 
 
 # ----------------------------------------------------------------- resources
+#: declaration type -> (keyword, its options in order: (word before the value or "",
+#: field, how the value is written)): ``keyword name word value ...`` and nothing optional;
+#: the declarations with optional parts are written by :func:`fmt_decl_head` itself
+_PLAIN_DECLS = {
+    sw.Mutex: ("mutex", ()),
+    sw.Semaphore: ("semaphore", (("permits", "permits", fmt),)),
+    sw.Barrier: ("barrier", (("parties", "parties", fmt),)),
+    sw.Limit: ("limit", (("", "count", fmt),)),
+    sw.Timer: ("timer", ()),
+    sw.Sink: ("sink", ()),
+    sw.Pool: ("pool", (("size", "size", fmt),)),
+    sw.Population: ("population", (("size", "size", fmt), ("think", "think", fmt_dist))),
+    sw.Source: ("source", (("every", "every", fmt_dist),)),
+    sw.Behavior: ("behavior", ()),
+}
+
+
 def fmt_decl_head(d) -> str:
     """The first line of a software declaration (``cpu host cores 2 ps``, ``pool w size n``)."""
     t = type(d)
@@ -62,14 +79,8 @@ def fmt_decl_head(d) -> str:
         if d.load:
             s += " service by load " + ", ".join(f"{k}: {fmt_dist(x)}" for k, x in d.load)
         return s
-    if t is sw.Mutex:
-        return f"mutex {d.name}"
     if t is sw.RwLock:
         return f"rwlock {d.name}" + (" prefer writers" if d.prefer_writers else "")
-    if t is sw.Semaphore:
-        return f"semaphore {d.name} permits {fmt(d.permits)}"
-    if t is sw.Barrier:
-        return f"barrier {d.name} parties {fmt(d.parties)}"
     if t is sw.Condition:
         return f"condition {d.name}" + (f" on {d.mutex}" if d.mutex else "")
     if t is sw.BlockingQueue:
@@ -77,20 +88,12 @@ def fmt_decl_head(d) -> str:
         if d.capacity is not None:
             s += f" capacity {fmt(d.capacity)}"
         return s + (" lifo" if d.order == "lifo" else "")
-    if t is sw.Limit:
-        return f"limit {d.name} {fmt(d.count)}"
-    if t is sw.Timer:
-        return f"timer {d.name}"
-    if t is sw.Sink:
-        return f"sink {d.name}"
-    if t is sw.Pool:
-        return f"pool {d.name} size {fmt(d.size)}"
-    if t is sw.Population:
-        return f"population {d.name} size {fmt(d.size)} think {fmt_dist(d.think)}"
-    if t is sw.Source:
-        return f"source {d.name} every {fmt_dist(d.every)}"
-    if t is sw.Behavior:
-        return f"behavior {d.name}"
+    if t in _PLAIN_DECLS:
+        keyword, fields = _PLAIN_DECLS[t]
+        words = [keyword, d.name]
+        for word, attr, show in fields:
+            words += ([word] if word else []) + [show(getattr(d, attr))]
+        return " ".join(words)
     raise TypeError(f"cannot print {d!r}")
 
 

@@ -139,8 +139,24 @@ def text_of(data: bytes) -> str | None:
         return None
 
 
+class XmlReader:
+    """What the readers of XML model formats (QPME, PNML) share: the file's tree, its
+    name and text for located errors, and the notes on what the translation assumed."""
+
+    def __init__(self, data: bytes, file: str):
+        self.root = parse_xml(data, file)
+        self.file, self.source = file, text_of(data)
+        self.notes: list[str] = []
+
+    def err(self, e: XElement, msg: str, **kw) -> ModelError:
+        """A located error at ``e`` (``hint``, ``expected``: as for :class:`ModelError`)."""
+        return element_error(e, msg, self.file, self.source, **kw)
+
+
 #: model formats read besides .qpn: file suffix -> (module, function turning its bytes into qpn text);
-#: ``load``, ``qpn convert`` and ``qpn fmt`` all ask this table
+#: ``load``, ``qpn convert`` and ``qpn fmt`` all ask this table.  Each function is called as
+#: ``translate(data, file)``: the file's bytes and its path (for error messages and the net's
+#: name), and returns ``(text, notes)``: the model in the qpn language and notes for the user
 FOREIGN_FORMATS = {".qpe": ("qpn.dsl.qpe", "qpe_to_qpn"), ".pnml": ("qpn.dsl.pnml", "pnml_to_qpn"),
                    ".lqn": ("qpn.dsl.lqn_translate", "lqn_to_qpn")}
 
