@@ -101,7 +101,21 @@ def site() -> int | None:
     reported at the user's ``put`` line); if no user frame exists (a pool
     worker's loop), the innermost library frame is used.
     """
-    f = sys._getframe(1)
+    return _site_from(sys._getframe(1), True)
+
+
+def user_site() -> int | None:
+    """Like :func:`site`, but None when no user-code frame is on the stack."""
+    return _site_from(sys._getframe(1), False)
+
+
+def _site_from(f, library_fallback: bool) -> int | None:
+    """The frame walk of :func:`site` and :func:`user_site` in one place (they run at
+    every event: one call more, no second copy to keep in step).
+
+    From frame ``f`` outwards: the site of the first user-code frame; without one,
+    that of the innermost library frame when ``library_fallback``, else None.
+    """
     lib = None
     while f is not None:
         fn = f.f_code.co_filename
@@ -109,30 +123,13 @@ def site() -> int | None:
         if k is None:
             k = classify(fn)
         if k == 0:
-            break
+            return site_id(fn, f.f_lineno)
         if k == 1 and lib is None:
             lib = f
         f = f.f_back
-    else:
-        if lib is None:
-            return None
-        f = lib
-        fn = f.f_code.co_filename
-    return site_id(fn, f.f_lineno)
-
-
-def user_site() -> int | None:
-    """Like :func:`site`, but None when no user-code frame is on the stack."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        k = _kind.get(fn)
-        if k is None:
-            k = classify(fn)
-        if k == 0:
-            return site_id(fn, f.f_lineno)
-        f = f.f_back
-    return None
+    if lib is None or not library_fallback:
+        return None
+    return site_id(lib.f_code.co_filename, lib.f_lineno)
 
 
 def site_id(filename: str, lineno: int) -> int:

@@ -48,6 +48,25 @@ def _traced_wait(obj, kind: str, wait, timeout: float | None) -> bool:
           ns(timeout), None, None, cd))
     return ok
 
+
+def _acquire_contended(obj: object, acquire, blocking: bool,
+                       timeout: float | None) -> int | None:
+    """The slow path of every traced acquire, after its non-blocking try failed: the
+    refusal when not ``blocking``, else the timed blocking ``acquire(True, timeout)``
+    with its event.  Kept out of line so the uncontended fast path stays one try and
+    one event with no call.  Returns when the lock was taken (ns), else None."""
+    c0 = cpu()
+    t0 = mono()
+    if not blocking:
+        emit(("acquire", gettid(), t0, c0, site(), id(obj), 0, True, False))
+        return None
+    ok = acquire(True, timeout)
+    d, cd = spent(t0, c0)
+    emit(("acquire", gettid(), t0, c0, site(), id(obj), d, True,
+          None if ok else False, ns(timeout), None, cd))
+    return t0 + d if ok else None
+
+
 class TracedLock:
     """``threading.Lock`` with acquire (wait, contended) and release (hold) events."""
 
@@ -65,18 +84,11 @@ class TracedLock:
             t = self._t = mono()
             emit(("acquire", gettid(), t, cpu(), site(), id(self), 0, False))
             return True
-        c0 = cpu()
-        t0 = mono()
-        if not blocking:
-            emit(("acquire", gettid(), t0, c0, site(), id(self), 0, True, False))
+        t = _acquire_contended(self, self._l.acquire, blocking, timeout)
+        if t is None:
             return False
-        ok = self._l.acquire(True, timeout)
-        d, cd = spent(t0, c0)
-        if ok:
-            self._t = t0 + d
-        emit(("acquire", gettid(), t0, c0, site(), id(self), d, True,
-              None if ok else False, ns(timeout), None, cd))
-        return ok
+        self._t = t
+        return True
 
     __enter__ = acquire
 
@@ -138,19 +150,12 @@ class TracedRLock:
             self._depth = 1
             emit(("acquire", gettid(), t, cpu(), site(), id(self), 0, False))
             return True
-        c0 = cpu()
-        t0 = mono()
-        if not blocking:
-            emit(("acquire", gettid(), t0, c0, site(), id(self), 0, True, False))
+        t = _acquire_contended(self, l.acquire, blocking, timeout)
+        if t is None:
             return False
-        ok = l.acquire(True, timeout)
-        d, cd = spent(t0, c0)
-        if ok:
-            self._t = t0 + d
-            self._depth = 1
-        emit(("acquire", gettid(), t0, c0, site(), id(self), d, True,
-              None if ok else False, ns(timeout), None, cd))
-        return ok
+        self._t = t
+        self._depth = 1
+        return True
 
     __enter__ = acquire
 
@@ -261,16 +266,7 @@ class _SemaphoreMixin:
         if super().acquire(False):
             emit(("acquire", gettid(), mono(), cpu(), site(), id(self), 0, False))
             return True
-        c0 = cpu()
-        t0 = mono()
-        if not blocking:
-            emit(("acquire", gettid(), t0, c0, site(), id(self), 0, True, False))
-            return False
-        ok = super().acquire(True, timeout)
-        d, cd = spent(t0, c0)
-        emit(("acquire", gettid(), t0, c0, site(), id(self), d, True,
-              None if ok else False, ns(timeout), None, cd))
-        return ok
+        return _acquire_contended(self, super().acquire, blocking, timeout) is not None
 
     __enter__ = acquire
 

@@ -270,11 +270,7 @@ class Interp:
         size = 1 if q.handed else len(q.items)
         timeout = None
         if ok is None:
-            if st.timeout is not None:
-                timeout = self.rnd.draw(st.timeout)
-                self._arm(th, q, timeout, False)
-            ok = yield
-            th.wid += 1
+            ok, timeout = yield from self._wait_at(th, st, q, False)
             size = len(q.items)
         sim.done(e)
         e["size"] = size
@@ -297,11 +293,7 @@ class Interp:
         item = q.take(th, wait)
         timeout = None
         if item is WAIT:
-            if st.timeout is not None:
-                timeout = self.rnd.draw(st.timeout)
-                self._arm(th, q, timeout, None)
-            item = yield
-            th.wid += 1
+            item, timeout = yield from self._wait_at(th, st, q, None)
         sim.done(e)
         if item is not None:
             e["item"] = item
@@ -314,6 +306,19 @@ class Interp:
             e["timeout"] = ns(timeout)
         if st.otherwise:
             yield from self.steps(th, st.otherwise, sc)
+
+    def _wait_at(self, th, st, q, fail):
+        """The wait of a ``put`` or ``take`` that found no room or item, in one place for
+        both (a generator: ``yield from`` it): arm the step's timeout if it has one (it
+        wakes the thread with ``fail``), block until woken, and return (what the thread
+        was woken with, the timeout drawn or None)."""
+        timeout = None
+        if st.timeout is not None:
+            timeout = self.rnd.draw(st.timeout)
+            self._arm(th, q, timeout, fail)
+        woken = yield
+        th.wid += 1
+        return woken, timeout
 
     def allocate(self, th, st, sc):
         """Step ``allocate``: take units of a limit, or run the else-block when too few are
