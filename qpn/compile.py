@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from . import disciplines
 from .colors import color_label, color_values
 from .distributions import Distribution
 from .errors import Loc, ModelError
@@ -290,7 +291,7 @@ class _Compiler:
             switch = _num(self.ev(q.switch), f"the switch cost of queue '{q.name}'", q.loc, nonneg=True,
                           maximum=1e100)
         disc = q.discipline
-        if disc == "is":
+        if getattr(disciplines.find(disc), "infinite_servers", False):
             servers = math.inf
         return CompiledQueue(q.name, disc, servers, quantum, switch, q.preemptive)
 

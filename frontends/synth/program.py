@@ -295,7 +295,7 @@ def _header(net, world, events, env, time, seed, modes, model_path) -> TraceHead
     runtime = {"implementation": "synth", "gil": False}
     if cores and not any(math.isinf(c) for c in cores):
         runtime["cpus"] = int(sum(cores))
-    rr = [s.quantum for s in world.cpus.values() if s.disc == "rr"]
+    rr = [s.quantum for s in world.cpus.values() if s.serves == "ready"]
     if rr and not math.isinf(rr[0]):
         runtime["switch_interval_ns"] = ns(rr[0])
     model = model_path or getattr(net, "path", None) or net.name

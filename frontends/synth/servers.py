@@ -30,7 +30,32 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from qpn import disciplines
+
 EPS = 1e-12
+
+
+#: how the synthesizer's server plays a discipline, by its scheduling (serves, order):
+#: a shared capacity (PS), the round-robin ready queue, or one token a server taken in
+#: arrival order or at random
+_PLAYS = {("shared", "arrival"): "shared", ("first", "ready"): "ready",
+          ("first", "arrival"): "arrival", ("first", "random"): "random"}
+
+
+def _serves(discipline: str) -> str:
+    """How a server of ``discipline`` serves (a key of :data:`_PLAYS`'s values).
+
+    >>> _serves("ps"), _serves("rr"), _serves("fcfs")
+    ('shared', 'ready', 'arrival')
+    """
+    d = disciplines.find(discipline)
+    plays = d and _PLAYS.get((d.scheduling.serves, d.scheduling.order))
+    if not plays:
+        known = [d.name for d in disciplines.all_disciplines()
+                 if (d.scheduling.serves, d.scheduling.order) in _PLAYS]
+        raise ValueError(f"the synthesizer serves cpus and disks by {', '.join(known)}, "
+                         f"not {discipline!r}")
+    return plays
 
 
 class Server:
@@ -38,9 +63,8 @@ class Server:
 
     def __init__(self, sim, name: str, *, servers: float = 1, discipline: str = "ps",
                  quantum: float | None = None, switch: float = 0.0, randoms=None):
-        if discipline not in ("ps", "fcfs", "random", "rr"):
-            raise ValueError(f"unknown discipline {discipline!r}")
         self.sim, self.name, self.c, self.disc = sim, name, servers, discipline
+        self.serves = _serves(discipline)
         self.quantum = quantum if quantum else math.inf
         self.switch = switch or 0.0
         self.randoms = randoms
@@ -57,9 +81,9 @@ class Server:
 
     def submit(self, th, work) -> None:
         """Start (or queue) ``work`` for ``th``; the thread is resumed when it is done."""
-        if self.disc == "ps":
+        if self.serves == "shared":
             self._ps_arrive(th, work)
-        elif self.disc == "rr":
+        elif self.serves == "ready":
             w = work(self.busy + 1) if callable(work) else work
             if self.busy < self.c:
                 self._account()
@@ -76,7 +100,7 @@ class Server:
     # -- utilization -------------------------------------------------------
     def _account(self) -> None:
         now = self.sim.now
-        n = len(self.jobs) if self.disc == "ps" else self.busy
+        n = len(self.jobs) if self.serves == "shared" else self.busy
         self.busy_time += min(n, self.c) * (now - self._t_busy)
         self._t_busy = now
 
@@ -134,7 +158,7 @@ class Server:
         self.served += 1
         self.sim.resume(th)
         if self.waiting:
-            if self.disc == "random" and len(self.waiting) > 1:
+            if self.serves == "random" and len(self.waiting) > 1:
                 i = min(int(self.randoms.uniform() * len(self.waiting)), len(self.waiting) - 1)
                 th2, work = self.waiting[i]
                 del self.waiting[i]

@@ -118,7 +118,20 @@ class Route:
 @dataclass
 class QNModel:
     """The queueing network :func:`product_form` reads out of a compiled net: stations,
-    chains, their classes and routes, and the visit ratios MVA needs."""
+    chains, their classes and routes, and the visit ratios MVA needs.
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> qn = product_form(qpn.compile_net(net))
+    >>> [s.name for s in qn.stations], [(ch.name, ch.closed, ch.population) for ch in qn.chains]
+    (['think', 'cpu'], [('think', True, 2)])
+    >>> [(k.label, k.visits, k.service) for k in qn.classes]
+    [('think', 1.0, 1.0), ('cpu', 1.0, 1.0)]
+    """
     stations: list[Station]
     classes: list[QNClass]
     chains: list[Chain]
@@ -128,7 +141,13 @@ class QNModel:
     timed_slots: dict[int, list[int]] = field(default_factory=dict)  # station slot -> its modes
 
     def demands(self) -> np.ndarray:
-        """Service demand per (chain, station): sum of visits x mean service."""
+        """Service demand per (chain, station): sum of visits x mean service.
+
+        >>> import qpn
+        >>> qn = product_form(qpn.compile_net(qpn.load("models/mm1.qpn")))
+        >>> qn.demands().tolist()          # open chain: arrivals per second x service time
+        [[0.8]]
+        """
         d = np.zeros((len(self.chains), len(self.stations)))
         for k in self.classes:
             d[k.chain, k.station] += k.visits * k.service
@@ -147,6 +166,13 @@ class QNModel:
 
 def _dedupe(xs: list[str]) -> list[str]:
     return list(dict.fromkeys(xs))
+
+
+def _in_arrival_order(discipline: str) -> bool:
+    """Whether one server of ``discipline`` finishes tokens in their arrival order (a
+    FIFO depository behind it then releases them as they finish)."""
+    s = disciplines.get(discipline).scheduling
+    return s.serves == "first" and s.order == "arrival"
 
 
 def _place_name(c, s: int) -> str:
@@ -317,7 +343,20 @@ def _traffic(P, idx: np.ndarray, arrivals: np.ndarray | None, ref: int = 0) -> n
 
 
 def product_form(compiled) -> "QNModel | list[str]":
-    """A :class:`QNModel` of ``compiled``, or the reasons it is not product form."""
+    """A :class:`QNModel` of ``compiled``, or the reasons it is not product form.
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> qn = product_form(qpn.compile_net(net))
+    >>> type(qn).__name__, qn.closed, qn.demands().tolist()
+    ('QNModel', [0], [[1.0, 1.0]])
+    >>> [r.split(":")[0] for r in product_form(qpn.compile_net(qpn.load("models/mutex.qpn")))]
+    ['place lock', 'transition acquire', 'transition release']
+    """
     c = compiled
     reasons, consumers, steps = _mode_structure(c)
     r2, prob, timed, smean, sservers = _slot_kinds(c, consumers)
@@ -328,7 +367,7 @@ def product_form(compiled) -> "QNModel | list[str]":
     for p in c.places:
         if p.queueing and p.departure == "fifo":
             q = c.queues[p.queue]
-            if not (q.discipline == "fcfs" and q.servers == 1):
+            if not (_in_arrival_order(q.discipline) and q.servers == 1):
                 reasons.append(f"place {p.name}: departure fifo on a {q.discipline} queue with "
                                f"servers {q.servers} (finished tokens wait for earlier ones)")
     if reasons:
@@ -434,17 +473,19 @@ def _build(c, chains, routes, V, MV, chain_of, timed, smean, sservers):
         same_exp = all(d.is_exponential() for d in dists) and \
             np.allclose(means, means[0], rtol=REL, atol=0)
         disc, srv = q.discipline, q.servers
+        d = disciplines.get(disc)
         if math.isinf(srv):
             pass  # no queueing at all: an IS station whatever the discipline says
-        elif disciplines.get(disc).product_form == "exponential":
+        elif d.product_form == "exponential":
             if not all(d.is_exponential() for d in dists):
                 bad = next(d for d in dists if not d.is_exponential())
                 reasons.append(f"{el}: {disc.upper()} with non-exponential service ({bad.kind})")
             elif not same_exp:
                 reasons.append(f"{el}: {disc.upper()} with class-dependent service times")
-        elif disc == "lcfs-pr" and srv > 1 and not same_exp:
-            reasons.append(f"{el}: LCFS-PR with {srv} servers needs exponential service with the "
-                           f"same mean for every class")
+        elif d.product_form == "any" and not d.shares_service and srv > 1 and not same_exp:
+            # BCMP's type-4 station (LCFS-PR) keeps product form for any service with one server
+            reasons.append(f"{el}: {disc.upper()} with {srv} servers needs exponential service "
+                           f"with the same mean for every class")
         si = len(stations)
         stations.append(Station(q.name, el, "is" if math.isinf(srv) else disc, srv, qi))
         for j in act:
