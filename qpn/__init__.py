@@ -35,7 +35,15 @@ __version__ = "0.1.0"
 
 
 def parse(text: str, path: str | None = None) -> Net:
-    """Parse model text (the qpn language) into a validated :class:`Net`."""
+    """Parse model text (the qpn language) into a validated :class:`Net`.
+
+    ``path`` names the net and the locations of its error messages.
+
+    >>> net = parse("place idle init 3\\nplace busy\\ntransition t : idle -> busy delay exp(1)",
+    ...             "tiny.qpn")
+    >>> net.name, [p.name for p in net.places], net.transitions[0].kind
+    ('tiny', ['idle', 'busy'], 'timed')
+    """
     from qpn.dsl.parser import parse as _parse
     return _parse(text, path)
 

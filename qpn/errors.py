@@ -20,6 +20,10 @@ class Loc:
 
     A plain slotted class: models hold one per element, so it must be cheap.
     Locations never take part in model equality.
+
+    >>> loc = Loc("web.qpn", 2, 7, source="place idle\\nplace cpus")
+    >>> str(loc), loc
+    ('web.qpn:2:7', Loc('web.qpn', 2, 7))
     """
 
     __slots__ = ("file", "line", "col", "end_line", "end_col", "source")
@@ -36,11 +40,21 @@ class Loc:
         return f"{self.file}:{self.line}:{self.col}"
 
     def with_end(self, end_line: int) -> "Loc":
-        """The same location spanning to ``end_line``."""
+        """The same location spanning to ``end_line``.
+
+        >>> Loc("web.qpn", 2, 7).with_end(4).end_line
+        4
+        """
         return Loc(self.file, self.line, self.col, end_line, self.end_col, self.source)
 
     def line_text(self) -> str | None:
-        """The text of the located line (None without the source)."""
+        """The text of the located line (None without the source).
+
+        >>> Loc("web.qpn", 2, 7, source="place idle\\nplace cpus").line_text()
+        'place cpus'
+        >>> Loc("web.qpn", 2, 7).line_text() is None
+        True
+        """
         if self.source is None or self.line <= 0:
             return None
         start = 0
@@ -67,11 +81,27 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
 
 
 class QPNError(Exception):
-    """Base class of all errors qpn reports to users (no traceback in the CLI)."""
+    """Base class of all errors qpn reports to users (no traceback in the CLI).
+
+    >>> import qpn
+    >>> try:
+    ...     qpn.load("no_such_model.qpn")
+    ... except qpn.QPNError as e:
+    ...     print(type(e).__name__, str(e).splitlines()[0])
+    ModelError error: no such model file: no_such_model.qpn
+    """
 
 
 class ModelError(QPNError):
-    """A mistake in a model: where, what, what was expected, and a hint."""
+    """A mistake in a model: where, what, what was expected, and a hint.
+
+    >>> import qpn
+    >>> try:
+    ...     qpn.parse("place idle\\ntransition t : idle -> cpus", path="web.qpn")
+    ... except qpn.ModelError as e:
+    ...     print(e.loc, e.message)
+    web.qpn:2:24 undefined place 'cpus'
+    """
 
     def __init__(self, message: str, loc: Loc | None = None, *,
                  expected: str | None = None, hint: str | None = None,
@@ -85,7 +115,16 @@ class ModelError(QPNError):
 
     def render(self) -> str:
         """The message as printed: ``file:line:col: error: ...``, the line with carets
-        under the located span, what was expected, and the hints."""
+        under the located span, what was expected, and the hints.
+
+        >>> e = ModelError("undefined place 'cpus'", did_you_mean="cpu",
+        ...                loc=Loc("m.qpn", 1, 13, 1, 17, source="t : idle -> cpus"))
+        >>> print(e.render())
+        m.qpn:1:13: error: undefined place 'cpus'
+         1 | t : idle -> cpus
+           |             ^^^^
+        hint: did you mean 'cpu'?
+        """
         head = f"{self.loc}: error: {self.message}" if self.loc else f"error: {self.message}"
         out = [head]
         text = self.loc.line_text() if self.loc else None
@@ -108,11 +147,32 @@ class ModelError(QPNError):
 
 
 class ParameterError(ModelError):
-    """A bad parameter value or override (e.g. ``--set threads=four``)."""
+    """A bad parameter value or override (e.g. ``--set threads=four``).
+
+    >>> import qpn
+    >>> net = qpn.parse("param threads = 4\\nplace idle init threads")
+    >>> try:
+    ...     net.with_params(threads="four")
+    ... except qpn.ParameterError as e:
+    ...     print(e.message)
+    parameter 'threads' must be a number or an expression of parameters; 'four' is neither
+    """
 
 
 class SolverError(QPNError):
-    """A solver cannot handle a model; names the construct and who can."""
+    """A solver cannot handle a model; names the construct and who can.
+
+    >>> import qpn
+    >>> net = qpn.parse("place a init 1\\nplace b\\ntransition t : a -> b delay uniform(1, 2)\\n"
+    ...                 "transition u : b -> a delay exp(1)")
+    >>> try:
+    ...     qpn.solve(net, "mva")
+    ... except qpn.SolverError as e:
+    ...     print(e.methods)
+    ('ctmc', 'des')
+    >>> str(SolverError("no guards here", construct="guard", methods=["des"]))
+    'no guards here (methods that can: des)'
+    """
 
     def __init__(self, message: str, *, construct: str | None = None,
                  methods: Iterable[str] = ()):

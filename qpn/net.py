@@ -61,7 +61,13 @@ class Net:
 
     @cached_property
     def software(self) -> tuple:
-        """The ``software { ... }`` blocks (own and included)."""
+        """The ``software { ... }`` blocks (own and included).
+
+        >>> import qpn
+        >>> net = qpn.load("models/sw_server.qpn")
+        >>> len(net.software), net.is_flat
+        (1, False)
+        """
         core: list = []
         software: list = []
         self._collect(core, software)
@@ -70,7 +76,13 @@ class Net:
     @cached_property
     def all_items(self) -> tuple[Item, ...]:
         """Every declaration: included files merged, software blocks expanded
-        into places and transitions (:mod:`qpn.software`)."""
+        into places and transitions (:mod:`qpn.software`).
+
+        >>> import qpn
+        >>> net = qpn.load("models/include_demo.qpn")
+        >>> type(net.items[0]).__name__, [type(i).__name__ for i in net.all_items[:2]]
+        ('Include', ['EnumColors', 'Subnet'])
+        """
         core: list = []
         software: list = []
         self._collect(core, software)
@@ -138,12 +150,22 @@ class Net:
 
     @cached_property
     def subnets(self) -> list[Subnet]:
-        """The net's subnet templates, in text order (includes merged, software expanded)."""
+        """The net's subnet templates, in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> [s.name for s in qpn.load("models/include_demo.qpn").subnets]
+        ['Disk']
+        """
         return self._of(Subnet)
 
     @cached_property
     def instances(self) -> list[Instance]:
-        """The net's subnet instances, in text order (includes merged, software expanded)."""
+        """The net's subnet instances, in text order (includes merged, software expanded).
+
+        >>> import qpn
+        >>> [(i.name, i.subnet) for i in qpn.load("models/include_demo.qpn").instances]
+        [('ssd', 'Disk'), ('hdd', 'Disk')]
+        """
         return self._of(Instance)
 
     @cached_property
@@ -207,7 +229,13 @@ class Net:
 
     # -- operations -----------------------------------------------------------
     def flatten(self) -> "Net":
-        """The flat net solvers compile (element names become paths)."""
+        """The flat net solvers compile (element names become paths).
+
+        >>> import qpn
+        >>> flat = qpn.load("models/subnets.qpn").flatten()
+        >>> [p.name for p in flat.places][:4], flat.is_flat
+        (['front.requests', 'front.replies', 'front.idle', 'front.cpu'], True)
+        """
         return flatten(self)
 
     def with_params(self, **values: Any) -> "Net":
@@ -215,6 +243,12 @@ class Net:
 
         Values are numbers, expressions, or text such as ``"20 ms"``.  Names
         may be top-level parameters or ``instance.param`` arguments.
+
+        >>> import qpn
+        >>> net = qpn.load("models/subnets.qpn")
+        >>> new = net.with_params(users=20, think="500 ms", **{"front.threads": 8})
+        >>> new.param_values(), new.instances[0].args[0]
+        ({'users': 20, 'think': 0.5}, ('threads', Num(value=8, unit=None)))
         """
         return with_params(self, values)
 
@@ -240,7 +274,13 @@ class Net:
         return replace(self, items=tuple(items))
 
     def text(self) -> str:
-        """Canonical DSL text of this net."""
+        """Canonical DSL text of this net.
+
+        >>> import qpn
+        >>> net = qpn.parse("param n=2\\nplace p init n")
+        >>> net.text().splitlines()[2:], qpn.parse(net.text()) == net     # it parses back
+        (['param n = 2', '', 'place p init n'], True)
+        """
         return print_net(self)
 
     def __str__(self) -> str:

@@ -92,7 +92,13 @@ class Result:
 
     def mark_degenerate(self, kind: str, reason: str, *, keep_rows: bool = False) -> None:
         """Flag a net without a steady state; its rows go unless ``keep_rows`` (the numbers of
-        a deadlocked or empty net would be zeros and NaN that look like an answer)."""
+        a deadlocked or empty net would be zeros and NaN that look like an answer).
+
+        >>> r = Result("ctmc", "m"); r.add("tokens", "p", 0.0)
+        >>> r.mark_degenerate("deadlock", "no transition can fire")
+        >>> r.status, r.reason, r.rows
+        ('deadlock', 'no transition can fire', [])
+        """
         self.degenerate, self.reason = kind, reason
         if not keep_rows:
             self.rows = []
@@ -164,7 +170,19 @@ class Result:
 
     # -- output ------------------------------------------------------------
     def table(self, measures: Iterable[str] | None = None, digits: int = 6) -> str:
-        """Aligned text table (one line per cell)."""
+        """Aligned text table (one line per cell).
+
+        >>> r = Result("mva", "mm1")
+        >>> r.add("utilization", "server", 0.8); r.add("tokens", "server", 4.0)
+        >>> print(r.table())
+        mm1: mva
+        measure      element  color  unit  value
+        -----------  -------  -----  ----  -----
+        utilization  server                  0.8
+        tokens       server                    4
+        >>> r.table(["tokens"]).splitlines()[-1]           # only the measures asked for
+        'tokens   server                    4'
+        """
         want = set(measures) if measures else None
         rows = [r for r in self.rows if want is None or r.measure in want]
         with_ci = any(r.ci is not None for r in rows)
@@ -203,7 +221,14 @@ class Result:
         return "\n".join(out) + "\n"
 
     def to_dict(self) -> dict:
-        """Everything as plain data (what ``--json`` writes), cells with their units."""
+        """Everything as plain data (what ``--json`` writes), cells with their units.
+
+        >>> r = Result("mva", "mm1"); r.add("throughput", "leave", 0.8)
+        >>> d = r.to_dict()
+        >>> d["status"], d["measures"]
+        ('ok', [{'measure': 'throughput', 'element': 'leave', 'color': '', 'value': 0.8,
+                 'ci': None, 'n': None, 'unit': '1/s'}])
+        """
         return {"method": self.method, "model": self.model, "params": self.params,
                 "status": self.status, "reason": self.reason,
                 "level": self.level, "partial": self.partial, "imprecise": self.imprecise,
@@ -213,7 +238,13 @@ class Result:
                 "measures": [dict(asdict(r), unit=r.unit) for r in self.rows]}
 
     def to_json(self, path: str | None = None) -> str:
-        """Strict JSON of :meth:`to_dict` (NaN as null); written atomically to ``path`` if given."""
+        """Strict JSON of :meth:`to_dict` (NaN as null); written atomically to ``path`` if given.
+
+        >>> import json
+        >>> r = Result("mva", "m"); r.add("tokens", "q", 4.0); r.add("response", "idle", math.nan)
+        >>> [(c["element"], c["value"]) for c in json.loads(r.to_json())["measures"]]
+        [('q', 4.0), ('idle', None)]
+        """
         text = strict_json(self.to_dict())
         if path is not None:
             from qpn.fileio import write_atomic
@@ -222,7 +253,12 @@ class Result:
 
     def to_csv(self, path: str | None = None) -> str:
         """One CSV line per cell (value, half-width, unit, observations when simulated);
-        written atomically to ``path`` if given."""
+        written atomically to ``path`` if given.
+
+        >>> r = Result("des", "m"); r.add("tokens", "q", 4.1, ci=0.2, n=1000)
+        >>> r.to_csv().splitlines()
+        ['measure,element,color,value,ci_halfwidth,unit,observations', 'tokens,q,,4.1,0.2,,1000']
+        """
         buf = io.StringIO()
         w = csv.writer(buf)
         with_n = any(r.n is not None for r in self.rows)        # simulations only
@@ -237,7 +273,12 @@ class Result:
         return text
 
     def to_frame(self):
-        """The cells as a pandas DataFrame (measure, element, color, value, ci, n, unit)."""
+        """The cells as a pandas DataFrame (measure, element, color, value, ci, n, unit).
+
+        >>> r = Result("mva", "m"); r.add("tokens", "server", 4.0)
+        >>> r.to_frame()[["element", "value"]].values.tolist()   # doctest: +SKIP
+        [['server', 4.0]]
+        """
         try:
             import pandas as pd
         except ImportError:

@@ -33,28 +33,75 @@ class SweepResult:
 
     The same shape as the simulator's own sweep result (``points[i].params``,
     ``points[i].result``, ``info``), for every method.
+
+    >>> import qpn
+    >>> from qpn.solvers.sweep import run_sweep
+    >>> sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.5, 0.8]})
+    >>> [(p.params["lambda"], round(p.result.get("tokens", "server"), 6)) for p in sw.points]
+    [(0.5, 1.0), (0.8, 4.0)]
     """
     points: list[PointResult] = field(default_factory=list)
     info: dict = field(default_factory=dict)
 
     def table(self, measure: str, digits: int = 6) -> str:
-        """One measure laid out per point (:func:`sweep_table`)."""
+        """One measure laid out per point (:func:`sweep_table`).
+
+        >>> import qpn
+        >>> from qpn.solvers.sweep import run_sweep
+        >>> sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.5, 0.8]})
+        >>> print(sw.table("response"))
+        response [s]:
+        lambda  server
+        ------  ------
+           0.5       2
+           0.8       5
+        """
         return sweep_table(self, measure, digits)
 
     def measures(self) -> list[str]:
-        """The measures present at any point, in order."""
+        """The measures present at any point, in order.
+
+        >>> import qpn
+        >>> from qpn.solvers.sweep import run_sweep
+        >>> sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.5, 0.8]})
+        >>> sw.measures()[:3]
+        ['tokens', 'queue_tokens', 'arrivals']
+        """
         return sweep_measures(self)
 
     def to_dict(self) -> dict:
-        """Every point as plain data (what ``--json`` writes for a sweep)."""
+        """Every point as plain data (what ``--json`` writes for a sweep).
+
+        >>> import qpn
+        >>> from qpn.solvers.sweep import run_sweep
+        >>> sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.5, 0.8]})
+        >>> d = sw.to_dict()
+        >>> d["method"], d["sweep"], [p["params"] for p in d["points"]]
+        ('mva', {'lambda': [0.5, 0.8]}, [{'lambda': 0.5}, {'lambda': 0.8}])
+        """
         return sweep_to_dict(self)
 
     def to_json(self, path: str | None = None) -> str:
-        """Strict JSON of :meth:`to_dict`; written atomically to ``path`` if given."""
+        """Strict JSON of :meth:`to_dict`; written atomically to ``path`` if given.
+
+        >>> import json
+        >>> import qpn
+        >>> from qpn.solvers.sweep import run_sweep
+        >>> sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.5, 0.8]})
+        >>> json.loads(sw.to_json())["points"][1]["result"]["params"]
+        {'lambda': 0.8, 'demand': 1.0}
+        """
         return sweep_to_json(self, path)
 
     def to_csv(self, path: str | None = None) -> str:
-        """Long-format CSV, one column per swept parameter; written to ``path`` if given."""
+        """Long-format CSV, one column per swept parameter; written to ``path`` if given.
+
+        >>> import qpn
+        >>> from qpn.solvers.sweep import run_sweep
+        >>> sw = run_sweep(qpn.load("models/mm1.qpn"), "mva", {"lambda": [0.5, 0.8]})
+        >>> sw.to_csv().splitlines()[:2]
+        ['lambda,measure,element,color,value,ci_halfwidth,unit', '0.5,tokens,server,,1.0,,']
+        """
         return sweep_to_csv(self, path)
 
 

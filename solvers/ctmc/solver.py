@@ -30,7 +30,18 @@ DEFAULT_LIMIT = 2_000_000
 
 @dataclass
 class CTMC:
-    """A generated chain: the spec, the state space and its generator."""
+    """A generated chain: the spec, the state space and its generator.
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> ctmc = build(qpn.compile_net(net))          # two jobs: 0, 1 or 2 at the cpu
+    >>> ctmc.n, ctmc.Q.shape
+    (3, (3, 3))
+    """
     spec: CTMCSpec
     space: StateSpace
     Q: object
@@ -82,7 +93,13 @@ class CTMCOptions(SolverOptions):
 
 
 def build(compiled, options: dict | CTMCOptions | None = None) -> CTMC:
-    """Generate the CTMC of a compiled net (refusing if it is estimated too large)."""
+    """Generate the CTMC of a compiled net (refusing if it is estimated too large).
+
+    >>> import qpn
+    >>> ctmc = build(qpn.compile_net(qpn.load("models/mutex.qpn")), {"limit": 1000})
+    >>> ctmc.n                                       # 0..5 threads at the lock
+    6
+    """
     o = CTMCOptions.of(options)
     cutoff = o.first_cutoff
     key = _probe_key(o, cutoff)
@@ -218,7 +235,20 @@ def _predicates(ctmc: CTMC, pi: np.ndarray, preds: dict) -> list[tuple]:
 def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
     """The measure rows (tokens, throughputs, utilizations, residence times) of the
     steady state ``pi`` of ``ctmc``: mean tokens per slot, firing rates per mode and busy
-    servers per queue class, derived as every solver derives them."""
+    servers per queue class, derived as every solver derives them.
+
+    >>> import qpn
+    >>> from qpn.solvers.ctmc.linalg import steady_state
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> ctmc = build(qpn.compile_net(net))
+    >>> pi, info = steady_state(ctmc.Q)
+    >>> [(m, e, round(float(v), 4)) for m, e, color, v in measures(ctmc, pi) if m == "tokens"]
+    [('tokens', 'think', 0.8), ('tokens', 'cpu', 1.2)]
+    """
     c = ctmc.spec.compiled
     S = ctmc.space.states
     slot_tokens = pi @ S[:, :c.nslots].astype(float)
@@ -230,7 +260,16 @@ def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
 
 
 class CTMCSolver:
-    """``ctmc``: the exact steady state of the net's Markov chain (phase-type delays)."""
+    """``ctmc``: the exact steady state of the net's Markov chain (phase-type delays).
+
+    >>> import qpn
+    >>> c = qpn.compile_net(qpn.load("models/mutex.qpn"))
+    >>> solver = CTMCSolver()
+    >>> solver.problems(c, {}), solver.name
+    ([], 'ctmc')
+    >>> round(solver.solve(c, {}).get("throughput", "acquire"), 4)
+    3.5757
+    """
     name = "ctmc"
     Options = CTMCOptions
 
@@ -238,7 +277,15 @@ class CTMCSolver:
         """Constructs with no exact Markov chain: a discipline declared without one (its
         ``ctmc`` is None), round robin with a quantum (unless ``rr='ps'``), infinitely many servers with an ordering discipline, a
         non-exponential delay with several servers, FIFO departure after LCFS-PR, PRIO or
-        RANDOM service."""
+        RANDOM service.
+
+        >>> import qpn
+        >>> c = qpn.compile_net(qpn.load("models/rr_cpu.qpn"))
+        >>> CTMCSolver().problems(c, {})
+        ['queue cpu: round robin with a quantum (no exact Markov model)']
+        >>> CTMCSolver().problems(c, {"rr": "ps"})      # as processor sharing it has one
+        []
+        """
         o = CTMCOptions.of(options)
         out = []
         for q in compiled.queues:
@@ -262,7 +309,14 @@ class CTMCSolver:
     def solve(self, compiled, options: dict) -> Result:
         """Generate the chain and solve its steady state; an open net's population cut-off
         doubles until the probability at it is below ``truncation``.  A net without steady
-        state (deadlock, growth, stalled solvers) is marked so on the result."""
+        state (deadlock, growth, stalled solvers) is marked so on the result.
+
+        >>> import qpn
+        >>> c = qpn.compile_net(qpn.load("models/mm1.qpn"))      # open: rho 0.8
+        >>> res = CTMCSolver().solve(c, {})
+        >>> round(res.get("response", "server"), 6), res.info["truncated_mass"] < 1e-10
+        (5.0, True)
+        """
         o = CTMCOptions.of(options)
         t0 = time.perf_counter()
         adaptive = o.cutoff is None
@@ -422,7 +476,20 @@ def _growing(compiled, rows: list, masses: list[float]) -> str | None:
 
 
 def solve_transient(compiled, times, options: dict | None = None) -> list[Result]:
-    """Measures at each time (instantaneous means and rates) from the initial marking."""
+    """Measures at each time (instantaneous means and rates) from the initial marking.
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place a init 1
+    ... place b
+    ... transition f : a -> b delay exp(0.5)
+    ... transition g : b -> a delay exp(1)''')
+    >>> out = solve_transient(qpn.compile_net(net), [0, 1, 10])
+    >>> [round(r.get("tokens", "b"), 4) for r in out]      # 2/3 (1 - exp(-3 t))
+    [0.0, 0.6335, 0.6667]
+    >>> out[1].method, out[1].info["time"]
+    ('ctmc-transient', 1.0)
+    """
     o = CTMCOptions.of(options)
     ctmc = build(compiled, o)
     p0 = np.zeros(ctmc.n)

@@ -22,7 +22,18 @@ from .solver import _simulate_compiled, options_of
 
 
 def simulate(net, *, sweep: dict | None = None, options: dict | None = None, params: dict | None = None):
-    """Simulate ``net``; with ``sweep`` a SweepResult, else a Result."""
+    """Simulate ``net``; with ``sweep`` a SweepResult, else a Result.
+
+    >>> import qpn
+    >>> net = qpn.load("models/mm1.qpn")
+    >>> opts = {"time": 20000, "replications": 4, "seed": 1, "quiet": True}
+    >>> res = simulate(net, params={"lambda": 0.5}, options=opts)     # M/M/1 at rho 0.5
+    >>> abs(res.get("tokens", "server") - 1.0) < 0.1, abs(res.get("response", "server") - 2.0) < 0.2
+    (True, True)
+    >>> sw = simulate(net, sweep={"lambda": [0.25, 0.5]}, options=opts)
+    >>> type(sw).__name__, [p.params for p in sw.points]
+    ('SweepResult', [{'lambda': 0.25}, {'lambda': 0.5}])
+    """
     o = options_of(options)
     if o.scheduler:
         return simulate_distributed(net, sweep=sweep, options=o, params=params)
@@ -32,18 +43,40 @@ def simulate(net, *, sweep: dict | None = None, options: dict | None = None, par
 
 
 class DESSolver:
-    """``des``: discrete-event simulation with confidence intervals (every construct)."""
+    """``des``: discrete-event simulation with confidence intervals (every construct).
+
+    >>> import qpn
+    >>> c = qpn.compile_net(qpn.load("models/mm1.qpn"), {"lambda": 0.5})
+    >>> des = DESSolver()
+    >>> res = des.solve(c, {"time": 20000, "replications": 4, "seed": 1, "quiet": True})
+    >>> des.name, res.level, abs(res.get("utilization", "server") - 0.5) < 0.05
+    ('des', 0.95, True)
+    """
     name = "des"
     Options = DESOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
-        """None: the simulator runs every construct of the language."""
+        """None: the simulator runs every construct of the language.
+
+        >>> import qpn
+        >>> DESSolver().problems(qpn.compile_net(qpn.load("models/rr_cpu.qpn")), {})
+        []
+        """
         return []
 
     def solve(self, compiled, options: dict) -> Result:
         """Simulate independent replications (in threads, processes or on a Dask
-        scheduler) until the relative half-width of every chosen measure's confidence
-        interval reaches ``precision``, or a cap stops them (said on the result)."""
+        scheduler) until every chosen measure's confidence interval is as narrow as the
+        options ``rtol`` (relative half-width) or ``atol`` ask, or a cap stops them (said
+        on the result).
+
+        >>> import qpn
+        >>> c = qpn.compile_net(qpn.load("models/mm1.qpn"), {"lambda": 0.5})
+        >>> res = DESSolver().solve(c, {"time": 20000, "replications": 4, "seed": 1, "quiet": True})
+        >>> cell = res.cell("tokens", "server")                  # exact: 1
+        >>> abs(cell.value - 1.0) < 0.1, 0 < cell.ci < 0.1, cell.n > 0
+        (True, True, True)
+        """
         o = options_of(options)
         if o.scheduler:
             return simulate_distributed(compiled.net, sweep=None, options=o, params=dict(compiled.params))

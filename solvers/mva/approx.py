@@ -91,7 +91,12 @@ def _start(D, N, delay):
 
 def schweitzer(demands: ArrayLike, population: ArrayLike, servers: ArrayLike | None = None,
                *, tol: float = 1e-10, max_iter: int = 100_000) -> MVAResult:
-    """Schweitzer–Bard approximate MVA (Seidmann for multi-server stations)."""
+    """Schweitzer–Bard approximate MVA (Seidmann for multi-server stations).
+
+    >>> r = schweitzer([[1.0, 1.0]], [2], servers=[math.inf, 1])    # exact MVA: X = 0.8
+    >>> round(float(r.throughput[0]), 4), r.algorithm, r.converged
+    (0.7639, 'schweitzer', True)
+    """
     D, N, s = _check(demands, population, servers)
     D2, delay, fold = seidmann(D, s)
     C, M2 = D2.shape
@@ -101,7 +106,12 @@ def schweitzer(demands: ArrayLike, population: ArrayLike, servers: ArrayLike | N
 
 def linearizer(demands: ArrayLike, population: ArrayLike, servers: ArrayLike | None = None,
                *, tol: float = 1e-10, max_iter: int = 100_000, rounds: int = 50) -> MVAResult:
-    """Linearizer approximate MVA (Seidmann for multi-server stations)."""
+    """Linearizer approximate MVA (Seidmann for multi-server stations).
+
+    >>> r = linearizer([[1.0, 1.0]], [2], servers=[math.inf, 1])    # exact MVA: X = 0.8
+    >>> round(float(r.throughput[0]), 4), r.queue_length.round(4).tolist(), r.converged
+    (0.8, [[0.8, 1.2]], True)
+    """
     D, N, s = _check(demands, population, servers)
     D2, delay, fold = seidmann(D, s)
     C, M2 = D2.shape

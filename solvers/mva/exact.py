@@ -42,7 +42,12 @@ MAX_VECTORS = 5_000_000
 
 @dataclass
 class MVAResult:
-    """Per-chain throughput (per unit visit ratio) and per (chain, station) means."""
+    """Per-chain throughput (per unit visit ratio) and per (chain, station) means.
+
+    >>> r = exact_mva([[1.0, 1.0]], [2], servers=[math.inf, 1])   # 2 jobs: 1 s think, 1 s cpu
+    >>> r.algorithm, r.throughput.round(4).tolist(), r.residence.round(4).tolist()
+    ('exact', [0.8], [[1.0, 1.5]])
+    """
     throughput: np.ndarray     # [C]
     queue_length: np.ndarray   # [C, M] mean customers of chain c at station i
     algorithm: str
@@ -59,7 +64,11 @@ class MVAResult:
 
 
 def population_vectors(population: ArrayLike) -> int:
-    """How many population vectors exact MVA visits: ``prod(N_c + 1)``."""
+    """How many population vectors exact MVA visits: ``prod(N_c + 1)``.
+
+    >>> population_vectors([2, 3])          # 3 x 4 vectors for two chains
+    12
+    """
     return math.prod(int(n) + 1 for n in np.asarray(population).ravel())  # no int64 overflow
 
 
@@ -154,6 +163,13 @@ def exact_mva(demands: ArrayLike, population: ArrayLike,
     ``demands[c, i]``: visit ratio x mean service time of chain ``c`` at
     station ``i``; ``population[c]``; ``servers[i]``: 1, ``k`` or ``math.inf``
     (a delay station).
+
+    >>> r = exact_mva([[1.0, 1.0]], [2], servers=[math.inf, 1])
+    >>> round(float(r.throughput[0]), 6), r.queue_length.round(6).tolist()
+    (0.8, [[0.8, 1.2]])
+    >>> r = exact_mva([[0.5, 1.0], [1.0, 0.2]], [2, 1], servers=[1, 2])   # two chains
+    >>> r.throughput.round(4).tolist(), r.iterations
+    ([0.902, 0.4902], 6)
     """
     D, N, s = _check(demands, population, servers)
     # a station with at least as many servers as there are customers never queues: it is

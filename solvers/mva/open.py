@@ -43,7 +43,11 @@ from .exact import MVAResult
 
 
 def erlang_c(servers: int, load: float) -> float:
-    """Probability that an arrival waits in an M/M/``servers`` queue with offered ``load``."""
+    """Probability that an arrival waits in an M/M/``servers`` queue with offered ``load``.
+
+    >>> round(erlang_c(1, 0.5), 6), round(erlang_c(2, 1.0), 6)    # M/M/1: rho; M/M/2: 1/3
+    (0.5, 0.333333)
+    """
     from scipy.special import gammaln, pdtr, xlogy  # lazy: a large import, rarely needed
 
     # Erlang B = Poisson pmf / cdf at k (the truncated Poisson's last term)
@@ -63,6 +67,13 @@ def open_network(loads: ArrayLike, servers: ArrayLike,
 
     ``loads[c, i]``: arrivals per second of chain ``c`` at station ``i`` times
     the mean service time (offered load in busy servers).
+
+    >>> Q, U = open_network([[0.5, 0.25]], [1, 1], names=["cpu", "disk"])
+    >>> Q.round(4).tolist(), U.tolist()                 # rho / (1 - rho) at each
+    ([[1.0, 0.3333]], [0.5, 0.25])
+    >>> Q, U = open_network([[0.3, 0.2], [0.2, 0.3]], [1, 2])    # two chains share the load
+    >>> Q.round(4).tolist()
+    [[0.6, 0.2133], [0.4, 0.32]]
     """
     a = np.atleast_2d(np.asarray(loads, dtype=float))
     s = np.asarray(servers, dtype=float).reshape(a.shape[1])
@@ -98,6 +109,11 @@ def mixed_network(demands: ArrayLike, population: ArrayLike, loads: ArrayLike,
     ``closed_solver(demands, population, servers)`` is any closed MVA
     (exact or approximate).  Returns its result for the closed chains and the
     mean customers per (open chain, station).
+
+    >>> from qpn.solvers.mva import exact_mva
+    >>> res, Qo = mixed_network([[1.0, 1.0]], [2], [[0.0, 0.5]], [math.inf, 1], exact_mva)
+    >>> round(float(res.throughput[0]), 4), Qo.round(4).tolist()   # closed X = 6/13
+    (0.4615, [[0.0, 2.5385]])
     """
     D = np.atleast_2d(np.asarray(demands, dtype=float))
     a = np.atleast_2d(np.asarray(loads, dtype=float)).reshape(-1, D.shape[1])

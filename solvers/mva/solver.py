@@ -91,7 +91,21 @@ def _exact_networks(qn: QNModel) -> int:
 def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10,
             exact_limit: int = AUTO_LIMIT) -> Analysis:
     """Solve a product-form network description with the chosen algorithm (``auto``: exact
-    up to ``exact_limit`` population vectors, else Linearizer)."""
+    up to ``exact_limit`` population vectors, else Linearizer).
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> qn = product_form(qpn.compile_net(net))
+    >>> an = analyze(qn)
+    >>> an.algorithm, an.throughput.round(4).tolist(), an.queue_length.round(4).tolist()
+    ('exact', [0.8], [[0.8, 1.2]])
+    >>> round(float(analyze(qn, "schweitzer").throughput[0]), 4)
+    0.7639
+    """
     D = qn.demands()
     servers = np.array([st.servers for st in qn.stations], dtype=float)
     names = [st.element for st in qn.stations]
@@ -152,6 +166,21 @@ def net_quantities(compiled, qn: QNModel, throughput, queue_length, visits=None,
     (``visits``/``service`` per class and ``mode_visits`` then override the
     numeric ones of ``qn``).  A chain's customers at a station are split over
     its classes there in proportion to their demands (BCMP's multinomial).
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> c = qpn.compile_net(net)
+    >>> qn = product_form(c)
+    >>> an = analyze(qn)
+    >>> slot_tokens, rates, busy = net_quantities(c, qn, an.throughput, an.queue_length)
+    >>> round(float(slot_tokens.sum()), 6)              # the population
+    2.0
+    >>> rates.round(4).tolist(), [b.round(4).tolist() for b in busy]
+    ([0.8, 0.8], [[0.8], [0.8]])
     """
     X = np.asarray(throughput)
     Q = np.asarray(queue_length)
@@ -197,13 +226,33 @@ def chain_info(qn: QNModel) -> list[dict]:
 
 
 class MVASolver:
-    """``mva``: product-form nets (BCMP) by exact or approximate mean value analysis."""
+    """``mva``: product-form nets (BCMP) by exact or approximate mean value analysis.
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... place think queue is service exp(1 s) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> c = qpn.compile_net(net)
+    >>> res = MVASolver().solve(c, {})
+    >>> round(res.get("throughput", "back"), 6), round(res.get("tokens", "cpu"), 6)
+    (0.8, 1.2)
+    """
     name = "mva"
     Options = MVAOptions
 
     def problems(self, compiled, options: dict) -> list[str]:
         """Why the net is not a product-form network (:func:`product_form`'s reasons), and
-        exact MVA's population vectors above the limit."""
+        exact MVA's population vectors above the limit.
+
+        >>> import qpn
+        >>> MVASolver().problems(qpn.compile_net(qpn.load("models/mm1.qpn")), {})
+        []
+        >>> reasons = MVASolver().problems(qpn.compile_net(qpn.load("models/mutex.qpn")), {})
+        >>> reasons[0].split(":")[0]
+        'place lock'
+        """
         algo = MVAOptions.of(options).mva
         qn = product_form(compiled)
         if isinstance(qn, list):
@@ -219,7 +268,18 @@ class MVASolver:
 
     def solve(self, compiled, options: dict) -> Result:
         """Mean value analysis of the product-form network: exact, Schweitzer or
-        Linearizer for the closed chains (option ``mva``), open chains in closed form."""
+        Linearizer for the closed chains (option ``mva``), open chains in closed form.
+
+        >>> import qpn
+        >>> net = qpn.parse('''
+        ... place think queue is service exp(1 s) init 2
+        ... place cpu queue fcfs service exp(1 s)
+        ... transition go : think -> cpu
+        ... transition back : cpu -> think''')
+        >>> res = MVASolver().solve(qpn.compile_net(net), {"mva": "linearizer"})
+        >>> res.info["algorithm"], round(res.get("utilization", "cpu"), 4), res.explanation[-1]
+        ('linearizer', 0.8, 'linearizer MVA as requested (3 population vectors)')
+        """
         o = MVAOptions.of(options)
         algo, tol = o.mva, o.tol
         qn = product_form(compiled)

@@ -328,6 +328,19 @@ def symbolic_mva(compiled, max_population: int = 12) -> tuple[np.ndarray, np.nda
     Raises :class:`SolverError` if the net is not product form, has a
     multi-server station shared by open and closed chains, or closed chains
     with more than ``max_population`` customers in total.
+
+    >>> import qpn, sympy
+    >>> c = qpn.compile_net(qpn.parse('''
+    ... param z = 1 s
+    ... place think queue is service exp(z) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think'''))
+    >>> tokens, rates, busy = symbolic_mva(c)
+    >>> sympy.factor(rates[1])                     # throughput of back, in the parameter z
+    2*(z + 1)/(z**2 + 2*z + 2)
+    >>> rates[1].subs(parameter_values(c)), sympy.simplify(tokens.sum())   # z = 1; the population
+    (0.800000000000000, 2)
     """
     c = compiled
     qn = product_form(c)

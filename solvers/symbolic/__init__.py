@@ -27,7 +27,22 @@ class SymbolicOptions(SolverOptions):
 
 class SymbolicSolver:
     """``symbolic``: closed forms in the model's parameters (symbolic MVA, or a small CTMC
-    solved over rational functions)."""
+    solved over rational functions).
+
+    >>> import qpn
+    >>> net = qpn.parse('''
+    ... param z = 1 s
+    ... place think queue is service exp(z) init 2
+    ... place cpu queue fcfs service exp(1 s)
+    ... transition go : think -> cpu
+    ... transition back : cpu -> think''')
+    >>> c = qpn.compile_net(net)
+    >>> solver = SymbolicSolver()
+    >>> solver.problems(c, {}), solver.name
+    ([], 'symbolic')
+    >>> solver.solve(c, {}).expr("throughput", "back")
+    (2*z + 2)/(z**2 + 2*z + 2)
+    """
     name = "symbolic"
     Options = SymbolicOptions
     reads = ("ctmc",)      # the CTMC route builds the chain with the ctmc options
@@ -44,13 +59,27 @@ class SymbolicSolver:
         return ("ctmc", problems)
 
     def problems(self, compiled, options: dict) -> list[str]:
-        """Why neither symbolic MVA nor the symbolic CTMC applies."""
+        """Why neither symbolic MVA nor the symbolic CTMC applies.
+
+        >>> import qpn
+        >>> SymbolicSolver().problems(qpn.compile_net(qpn.load("models/barrier.qpn")), {})
+        ['queue computing: non-exponential service (symbolic CTMC needs exponential rates)']
+        """
         how, problems = self._route(compiled, options)
         return problems
 
     def solve(self, compiled, options: dict) -> SymbolicResult:
         """Closed-form measures as functions of the net's parameters (sympy expressions),
-        evaluated at the parameters' values too."""
+        evaluated at the parameters' values too.
+
+        >>> import qpn
+        >>> c = qpn.compile_net(qpn.load("models/mutex.qpn"), {"threads": 2})   # not product form
+        >>> res = SymbolicSolver().solve(c, {})
+        >>> res.info["route"], res.explanation[0]
+        ('ctmc', 'CTMC with 3 states solved over rational functions of the parameters')
+        >>> res.expr("utilization", "critical"), round(res.get("utilization", "critical"), 6)
+        ((2*hold**2 + 2*hold*think)/(2*hold**2 + 2*hold*think + think**2), 0.324324)
+        """
         import sympy as sp
         from ..mva.symbolic import parameter_symbols, parameter_values
         from .ctmc import symbolic_ctmc, symbolic_rows
