@@ -46,7 +46,7 @@ def _doc():
 @dataclass(frozen=True, kw_only=True)
 class Declaration:
     """What every declaration of the language carries besides its own fields: its doc
-    comment (``## ...`` lines above it) and where it was written.  Neither takes part
+    comments (the ``# ...`` lines written above it) and where it was written.  Neither takes part
     in equality or repr (two models that differ only in comments are the same net),
     and both are keyword-only so that each declaration's own fields stay positional.
 

@@ -33,11 +33,7 @@ class CTMC:
     """A generated chain: the spec, the state space and its generator.
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> ctmc = build(qpn.compile_net(net))          # two jobs: 0, 1 or 2 at the cpu
     >>> ctmc.n, ctmc.Q.shape
     (3, (3, 3))
@@ -239,11 +235,7 @@ def measures(ctmc: CTMC, pi: np.ndarray) -> list[tuple]:
 
     >>> import qpn
     >>> from qpn.solvers.ctmc.linalg import steady_state
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> ctmc = build(qpn.compile_net(net))
     >>> pi, info = steady_state(ctmc.Q)
     >>> [(m, e, round(float(v), 4)) for m, e, color, v in measures(ctmc, pi) if m == "tokens"]

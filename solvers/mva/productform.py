@@ -30,16 +30,12 @@ second), otherwise closed with the population ``sum(m0)`` over their slots
 start somewhere they never return to) get visit ratio 0.
 
 >>> import qpn
->>> net = qpn.parse('''
-... place think queue is service exp(1 s) init 3
-... place cpu queue ps service exp(10 ms)
-... transition go : think -> cpu
-... transition back : cpu -> think''')
->>> qn = product_form(qpn.compile_net(net))
+>>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
+>>> qn = product_form(qpn.compile_net(net, {"users": 3}))
 >>> [(s.name, s.discipline) for s in qn.stations], qn.chains[0].population
-([('think', 'is'), ('cpu', 'ps')], 3)
+([('think', 'is'), ('cpu', 'fcfs')], 3)
 >>> qn.demands().round(3).tolist()
-[[1.0, 0.01]]
+[[1.0, 1.0]]
 """
 from __future__ import annotations
 
@@ -121,11 +117,7 @@ class QNModel:
     chains, their classes and routes, and the visit ratios MVA needs.
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> qn = product_form(qpn.compile_net(net))
     >>> [s.name for s in qn.stations], [(ch.name, ch.closed, ch.population) for ch in qn.chains]
     (['think', 'cpu'], [('think', True, 2)])
@@ -346,11 +338,7 @@ def product_form(compiled) -> "QNModel | list[str]":
     """A :class:`QNModel` of ``compiled``, or the reasons it is not product form.
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> qn = product_form(qpn.compile_net(net))
     >>> type(qn).__name__, qn.closed, qn.demands().tolist()
     ('QNModel', [0], [[1.0, 1.0]])

@@ -94,11 +94,7 @@ def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10,
     up to ``exact_limit`` population vectors, else Linearizer).
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> qn = product_form(qpn.compile_net(net))
     >>> an = analyze(qn)
     >>> an.algorithm, an.throughput.round(4).tolist(), an.queue_length.round(4).tolist()
@@ -168,11 +164,7 @@ def net_quantities(compiled, qn: QNModel, throughput, queue_length, visits=None,
     its classes there in proportion to their demands (BCMP's multinomial).
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> c = qpn.compile_net(net)
     >>> qn = product_form(c)
     >>> an = analyze(qn)
@@ -229,11 +221,7 @@ class MVASolver:
     """``mva``: product-form nets (BCMP) by exact or approximate mean value analysis.
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... place think queue is service exp(1 s) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> c = qpn.compile_net(net)
     >>> res = MVASolver().solve(c, {})
     >>> round(res.get("throughput", "back"), 6), round(res.get("tokens", "cpu"), 6)
@@ -271,11 +259,7 @@ class MVASolver:
         Linearizer for the closed chains (option ``mva``), open chains in closed form.
 
         >>> import qpn
-        >>> net = qpn.parse('''
-        ... place think queue is service exp(1 s) init 2
-        ... place cpu queue fcfs service exp(1 s)
-        ... transition go : think -> cpu
-        ... transition back : cpu -> think''')
+        >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
         >>> res = MVASolver().solve(qpn.compile_net(net), {"mva": "linearizer"})
         >>> res.info["algorithm"], round(res.get("utilization", "cpu"), 4), res.explanation[-1]
         ('linearizer', 0.8, 'linearizer MVA as requested (3 population vectors)')

@@ -330,12 +330,7 @@ def symbolic_mva(compiled, max_population: int = 12) -> tuple[np.ndarray, np.nda
     with more than ``max_population`` customers in total.
 
     >>> import qpn, sympy
-    >>> c = qpn.compile_net(qpn.parse('''
-    ... param z = 1 s
-    ... place think queue is service exp(z) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think'''))
+    >>> c = qpn.compile_net(qpn.load("models/interactive.qpn"))    # 2 users, think z = 1 s
     >>> tokens, rates, busy = symbolic_mva(c)
     >>> sympy.factor(rates[1])                     # throughput of back, in the parameter z
     2*(z + 1)/(z**2 + 2*z + 2)

@@ -30,12 +30,7 @@ class SymbolicSolver:
     solved over rational functions).
 
     >>> import qpn
-    >>> net = qpn.parse('''
-    ... param z = 1 s
-    ... place think queue is service exp(z) init 2
-    ... place cpu queue fcfs service exp(1 s)
-    ... transition go : think -> cpu
-    ... transition back : cpu -> think''')
+    >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
     >>> c = qpn.compile_net(net)
     >>> solver = SymbolicSolver()
     >>> solver.problems(c, {}), solver.name

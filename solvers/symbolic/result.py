@@ -43,12 +43,7 @@ class SymbolicResult(Result):
         """The measure's expression after ``sympy.simplify``.
 
         >>> import qpn
-        >>> net = qpn.parse('''
-        ... param z = 1 s
-        ... place think queue is service exp(z) init 2
-        ... place cpu queue fcfs service exp(1 s)
-        ... transition go : think -> cpu
-        ... transition back : cpu -> think''')
+        >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
         >>> res = qpn.solve(net, method="symbolic")
         >>> res.expr("throughput", "back")
         (2*z + 2)/(z**2 + 2*z + 2)
