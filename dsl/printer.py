@@ -6,20 +6,17 @@ them, so formatting a file never loses what its author wrote.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from qpn import disciplines
 from qpn.expr import Expr, Num, Ref, TupleExpr, fmt
-from qpn.model import (EnumColors, Include, Instance, Mode, Param, Place, Port, Queue,
+from qpn.model import (EnumColors, Include, Instance, Mode, NetLike, Param, Place, Port, Queue,
                        QueueingPlace, RangeColors, RecordColors, Subnet, Term, Transition)
 
 from qpn.software.ast import Software
 
 from .printing import INDENT, WIDTH, fmt_dist, wrap_option  # noqa: F401  (fmt_dist: this module's API)
 from .software_printer import fmt_software
-
-if TYPE_CHECKING:
-    from qpn.net import Net
 
 
 def _is_nat(e) -> bool:
@@ -217,7 +214,7 @@ def _items(items: Iterable, indent: str) -> list[str]:
     return out
 
 
-def print_net(net: Net) -> str:
+def print_net(net: NetLike) -> str:
     """Canonical model text, ending with a newline.
 
     >>> import qpn

@@ -18,15 +18,12 @@ Each instance parameter becomes a global parameter named by its path
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
 from .distributions import Distribution, Empirical
 from .expr import Expr, Ref, substitute
-from .model import (Arc, Include, Instance, Param, Place, Port, Queue, QueueingPlace,
+from .model import (Arc, Include, Instance, N, Param, Place, Port, Queue, QueueingPlace,
                     Service, Subnet, Term, Transition)
-
-if TYPE_CHECKING:
-    from .net import Net
 
 
 def _ren(e: Expr | None, m: Mapping[str, Expr]) -> Expr | None:
@@ -126,7 +123,7 @@ def _expand(inst: Instance, prefix: str, parent_map: Mapping[str, Expr],
             _expand(it, f"{path}.", m, subnets, out)
 
 
-def flatten(net: Net) -> Net:
+def flatten(net: N) -> N:
     """Flat net: includes merged, every instance expanded, subnets dropped.
 
     >>> import qpn

@@ -21,15 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Mapping, Protocol, TypeVar, Union
 
 from . import disciplines
 from .distributions import Distribution
 from .errors import Loc
 from .expr import Expr, Num
-
-if TYPE_CHECKING:
-    from .net import Net
 
 DISCIPLINES = disciplines.names()     # declared in qpn.disciplines
 DEPARTURES = ("normal", "fifo")
@@ -337,11 +334,43 @@ class Include(Declaration):
     (Include(path='lib/resources.qpn'), 'resources', ['req'])
     """
     path: str
-    net: "Net | None" = field(default=None, compare=False, repr=False)
+    net: "NetLike | None" = field(default=None, compare=False, repr=False)
 
 
 Item = Union[Param, EnumColors, RangeColors, RecordColors, Queue, Place, QueueingPlace,
              Port, Transition, Subnet, Instance, Include]  # and qpn.software.ast.Software
+
+
+class NetLike(Protocol):
+    """What an included file's item and the functions over a net (flattening, parameters,
+    printing) read of a net.  :class:`qpn.net.Net` is its implementation; naming this
+    protocol instead lets those modules, which ``Net`` itself uses, type a net without
+    importing it (no import cycle, not even through annotations).
+
+    >>> import qpn
+    >>> net: NetLike = qpn.parse("param n = 1\\nplace p init n")   # a structural type
+    >>> [type(i).__name__ for i in net.all_items], net.is_flat
+    (['Param', 'Place'], True)
+    """
+    name: str
+    items: tuple
+    doc: str
+    trailer: str
+
+    @property
+    def all_items(self) -> tuple: ...
+    @property
+    def params(self) -> list[Param]: ...
+    @property
+    def subnets(self) -> list[Subnet]: ...
+    @property
+    def instances(self) -> list[Instance]: ...
+    @property
+    def is_flat(self) -> bool: ...
+
+
+#: a function that takes some net and returns another returns one of the same class
+N = TypeVar("N", bound=NetLike)
 
 
 def place_kind(p: Place) -> str:

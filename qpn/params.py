@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from .errors import ModelError, ParameterError, suggest
 from .expr import Expr, Num, evaluate, fmt, free_names, is_constant
-from .model import Include, Instance, Param
-
-if TYPE_CHECKING:
-    from .net import Net
+from .model import Include, Instance, N, NetLike, Param
 
 #: the largest whole-number parameter (int64)
 MAX_INT = 2 ** 63 - 1
@@ -26,7 +23,7 @@ def _as_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def param_values(net: Net, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def param_values(net: NetLike, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Evaluate every parameter of ``net`` in dependency order.
 
     Raises :class:`ModelError` for cycles, undefined names and non-numbers.
@@ -108,7 +105,7 @@ def coerce_value(name: str, value: Any) -> Expr:
     raise ParameterError(f"parameter '{name}' must be a number, got {value!r}")
 
 
-def with_params(net: Net, values: Mapping[str, Any]) -> Net:
+def with_params(net: N, values: Mapping[str, Any]) -> N:
     """Override parameters (top-level names or ``instance.param``).
 
     >>> import qpn
@@ -148,7 +145,7 @@ def with_params(net: Net, values: Mapping[str, Any]) -> Net:
     return new
 
 
-def _replace_items(net: Net, pending: dict[str, Expr]) -> Net:
+def _replace_items(net: N, pending: dict[str, Expr]) -> N:
     items = []
     for it in net.items:
         if isinstance(it, Param) and it.name in pending:

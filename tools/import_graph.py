@@ -70,13 +70,16 @@ def _imported(node, module: str, is_package: bool) -> list[str]:
     return [f"{base}.{a.name}" for a in node.names] + [base]
 
 
-def import_graph(root: str | os.PathLike = ".", packages=PACKAGES) -> nx.DiGraph:
+def import_graph(root: str | os.PathLike = ".", packages=PACKAGES,
+                 type_checking: bool = False) -> nx.DiGraph:
     """The import graph of the modules under ``root``'s ``packages``.
 
     Parameters
     ----------
     root : the checkout's directory
     packages : the folders to read, or a mapping folder -> the package it installs as
+    type_checking : also count the imports under ``if TYPE_CHECKING:`` (names only
+        annotations use: a cycle through them is one a reader still has to follow)
 
     Returns
     -------
@@ -89,7 +92,7 @@ def import_graph(root: str | os.PathLike = ".", packages=PACKAGES) -> nx.DiGraph
     for name, path in mods.items():
         graph.add_node(name)
         tree = ast.parse(path.read_text(), str(path))
-        skip = _type_checking_nodes(tree)
+        skip = set() if type_checking else _type_checking_nodes(tree)
         for node in ast.walk(tree):
             if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
