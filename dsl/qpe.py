@@ -27,9 +27,10 @@ in the order tokens reached the depository, which qpn cannot express yet; with o
 color that is ``NORMAL``), distributions qpn has no equivalent for, per-color
 capacities of places holding several colors.
 
->>> text, notes = qpe_to_qpn(EXAMPLE, "mm1.qpe")
+>>> path = "models/qpme/closed_server.qpe"      # users and a FCFS server, as QPME saves them
+>>> text, notes = qpe_to_qpn(open(path, "rb").read(), path)
 >>> [line for line in text.splitlines() if line.startswith(("net", "colors", "place"))]
-['net mm1', 'colors color = {job}', 'place server : color', 'place users : color']
+['net closed_server', 'colors color = {job}', 'place server : color', 'place users : color']
 """
 from __future__ import annotations
 
@@ -49,46 +50,6 @@ instance is mode net nonpreemptive not on or output param place preemptive prio 
 queue random rr servers service shared subnet switch timed transition unless weight when
 s ms us ns exp det uniform erlang hyperexp gamma lognormal normal empirical replay rate mean scv
 min max sqrt log abs ceil floor color""".split())   # keywords outside software blocks, units, functions
-
-
-def _example_transition(k: int, name: str, source: str, target: str) -> bytes:
-    """The k-th transition of :data:`EXAMPLE`: one mode moving a token from color-ref
-    ``source`` to ``target`` (the example's two transitions differ only in these)."""
-    return f"""\
-    <transition id="t{k}" name="{name}" priority="0" weight="1" xsi:type="immediate-transition"
-                xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-      <modes><mode id="m{k}" name="mode 1" firing-weight="1" real-color="#000000"/></modes>
-      <connections>
-        <connection id="x{2 * k - 1}" source-id="{source}" target-id="m{k}" count="1"/>
-        <connection id="x{2 * k}" source-id="m{k}" target-id="{target}" count="1"/>
-      </connections>
-    </transition>
-""".encode()
-
-
-EXAMPLE = (b"""<?xml version="1.0" encoding="UTF-8"?>
-<net qpme-version="2.1.0">
-  <colors><color id="c1" name="job" real-color="#000000"/></colors>
-  <queues><queue id="q1" name="server" number-of-servers="1" strategy="FCFS"/></queues>
-  <places>
-    <place id="p1" name="server" departure-discipline="NORMAL" queue-ref="q1"
-           xsi:type="queueing-place" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-      <color-refs><color-ref id="r1" color-id="c1" initial-population="0" maximum-capacity="0"
-        distribution-function="Exponential" lambda="2" priority="0" ranking="0"
-        xsi:type="queueing-color-reference"/></color-refs>
-    </place>
-    <place id="p2" name="users" departure-discipline="NORMAL" queue-ref="q1"
-           xsi:type="ordinary-place" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-      <color-refs><color-ref id="r2" color-id="c1" initial-population="3" maximum-capacity="0"
-        xsi:type="ordinary-color-reference"/></color-refs>
-    </place>
-  </places>
-  <transitions>
-"""
-    + _example_transition(1, "go", "r2", "r1") + _example_transition(2, "back", "r1", "r2") + b"""\
-  </transitions>
-</net>
-""")
 
 
 def num(x: float) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 import qpn
 from qpn import solvers
-from qpn.dsl.qpe import EXAMPLE, qpe_to_qpn
+from qpn.dsl.qpe import qpe_to_qpn
 from qpn.dsl.qpe_export import qpn_to_qpe
 from qpn.cli import main
 from qpn.errors import ModelError
@@ -16,6 +16,9 @@ from qpn.errors import ModelError
 from conftest import MODELS, TESTS_DIR
 
 DATA = os.path.join(TESTS_DIR, "data", "qpe")
+#: the bundled QPME file: users and a FCFS server, as QPME's editor saves them
+with open(os.path.join(MODELS, "qpme", "closed_server.qpe"), "rb") as _fh:
+    EXAMPLE = _fh.read()
 
 
 def imported(xml: str | bytes, name: str = "model.qpe"):
