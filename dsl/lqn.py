@@ -32,7 +32,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
-from qpn.errors import Loc, ModelError, QPNError, suggest
+from qpn.errors import Loc, ModelError, QPNError, either, suggest
 
 from .lqn_model import (MAX_PHASES, TASK_SCHED, LqnActivities, LqnCall, LqnConnection,  # noqa: F401
                         LqnEntry, LqnModel, LqnProcessor, LqnTask, reachable)
@@ -84,8 +84,7 @@ def _term_text(name: str) -> str:
 
 
 def _expected(names) -> str:
-    items = sorted({_term_text(n) for n in names})
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+    return either(sorted({_term_text(n) for n in names}))
 
 
 def _syntax_error(exc: UnexpectedInput, file: str, text: str) -> ModelError:

@@ -13,24 +13,19 @@ from typing import Any
 from lark import Token
 
 from qpn import disciplines
+from qpn.errors import either
 from qpn.expr import Num
 from qpn.software import ast as sw
 
-#: how a software cpu may schedule threads and a disk serve requests (policies of the
-#: software layer; what each discipline means is in qpn.disciplines)
-CPU_DISCIPLINES = ("ps", "fcfs", "rr")
 #: the first words of steps, kept by the grammar so that steps are located at them
 STEP_WORDS = frozenset("""CPU IO SLEEP LOCK UNLOCK READ WRITE ACQUIRE RELEASE AWAIT WAIT NOTIFY PUT
 TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK CALL RETURN""".split())
+#: how a software cpu may schedule threads and a disk serve requests (policies of the
+#: software layer; what each discipline means is in qpn.disciplines)
+CPU_DISCIPLINES = ("ps", "fcfs", "rr")
 DISK_DISCIPLINES = ("fcfs", "ps", "random")
-
-
-_SLICED = tuple(d for d in CPU_DISCIPLINES if disciplines.get(d).takes_quantum)
-
-
-def _either(names: tuple[str, ...]) -> str:
-    """``a, b or c``: the choices in a message."""
-    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+#: the cpu disciplines that slice time (take 'quantum' and 'switch')
+SLICED_CPU_DISCIPLINES = tuple(d for d in CPU_DISCIPLINES if disciplines.get(d).takes_quantum)
 
 
 class _Blk:
@@ -92,15 +87,15 @@ class SoftwareBuilder:
         name, kw = str(c[0]), self._opts(c[1:])
         disc, disc_loc = kw.get("discipline", ("ps", None))
         if disc not in CPU_DISCIPLINES:
-            raise self.err(f"a cpu schedules threads by {_either(CPU_DISCIPLINES)}, not {disc}",
-                           disc_loc, expected=_either(CPU_DISCIPLINES) + " quantum <time>")
+            raise self.err(f"a cpu schedules threads by {either(CPU_DISCIPLINES)}, not {disc}",
+                           disc_loc, expected=either(CPU_DISCIPLINES) + " quantum <time>")
         sliced = disciplines.get(disc).takes_quantum
         if sliced and "quantum" not in kw:
             raise self.err(f"an {disc} cpu needs a time slice: '{disc} quantum 10 ms'", disc_loc,
                            expected=f"'quantum <time>' after '{disc}'")
         for key in ("quantum", "switch"):
             if key in kw and not sliced:
-                raise self.err(f"'{key}' applies to {_either(_SLICED)} cpus only",
+                raise self.err(f"'{key}' applies to {either(SLICED_CPU_DISCIPLINES)} cpus only",
                                kw[key][1],
                                hint="time-sliced cpus are 'cpu host cores 2 rr quantum 10 ms'")
         return sw.Cpu(name, cores=kw.get("cores", (Num(1),))[0], discipline=disc,
@@ -133,7 +128,7 @@ class SoftwareBuilder:
         name, kw = str(c[0]), self._opts(c[1:])
         disc, disc_loc = kw.get("discipline", ("fcfs", None))
         if disc not in DISK_DISCIPLINES:
-            raise self.err(f"a disk serves requests by {_either(DISK_DISCIPLINES)}, not {disc}", disc_loc)
+            raise self.err(f"a disk serves requests by {either(DISK_DISCIPLINES)}, not {disc}", disc_loc)
         if "service" in kw and "load" in kw:
             raise self.err("a disk has one service time: 'service DIST' or 'service by load ...'",
                            kw["load"][1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from qpn import disciplines
-from qpn.errors import Loc, ModelError, suggest
+from qpn.errors import Loc, ModelError, either, suggest
 
 # How terminals read in "expected ..." lines.
 _FRIENDLY = {
@@ -54,9 +54,7 @@ def describe_expected(parser, expected) -> str:
     items = sorted({_terminal_text(parser, n) for n in expected})
     if len(items) > 12:
         items = items[:12] + ["..."]
-    if len(items) == 1:
-        return items[0]
-    return ", ".join(items[:-1]) + " or " + items[-1]
+    return either(items)
 
 
 _HINTS = {

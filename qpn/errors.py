@@ -66,6 +66,16 @@ class Loc:
         return self.source[start:] if end < 0 else self.source[start:end]
 
 
+def either(choices: Iterable[str]) -> str:
+    """Choices in words, for a message: ``a``, ``a or b``, ``a, b or c``.
+
+    >>> either(["ps"]), either(["ps", "fcfs", "rr"])
+    ('ps', 'ps, fcfs or rr')
+    """
+    items = list(choices)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
     """Closest candidate to ``name`` for a did-you-mean hint, or None.
 

@@ -43,7 +43,7 @@ _PLAYS = {("shared", "arrival"): "shared", ("first", "ready"): "ready",
 
 
 def _serves(discipline: str) -> str:
-    """How a server of ``discipline`` serves (a key of :data:`_PLAYS`'s values).
+    """How a server of ``discipline`` serves: one of :data:`_PLAYS`'s values.
 
     >>> _serves("ps"), _serves("rr"), _serves("fcfs")
     ('shared', 'ready', 'arrival')
@@ -63,7 +63,7 @@ class Server:
 
     def __init__(self, sim, name: str, *, servers: float = 1, discipline: str = "ps",
                  quantum: float | None = None, switch: float = 0.0, randoms=None):
-        self.sim, self.name, self.c, self.disc = sim, name, servers, discipline
+        self.sim, self.name, self.c = sim, name, servers
         self.serves = _serves(discipline)
         self.quantum = quantum if quantum else math.inf
         self.switch = switch or 0.0
