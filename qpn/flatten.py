@@ -22,7 +22,7 @@ from typing import Mapping
 
 from .distributions import Distribution, Empirical
 from .expr import Expr, Ref, substitute
-from .model import (Arc, Include, Instance, N, Param, Place, Port, Queue, QueueingPlace,
+from .model import (Arc, Include, Instance, NetT, Param, Place, Port, Queue, QueueingPlace,
                     Service, Subnet, Term, Transition)
 
 
@@ -123,7 +123,7 @@ def _expand(inst: Instance, prefix: str, parent_map: Mapping[str, Expr],
             _expand(it, f"{path}.", m, subnets, out)
 
 
-def flatten(net: N) -> N:
+def flatten(net: NetT) -> NetT:
     """Flat net: includes merged, every instance expanded, subnets dropped.
 
     >>> import qpn

@@ -370,7 +370,7 @@ class NetLike(Protocol):
 
 
 #: a function that takes some net and returns another returns one of the same class
-N = TypeVar("N", bound=NetLike)
+NetT = TypeVar("NetT", bound=NetLike)
 
 
 def place_kind(p: Place) -> str:

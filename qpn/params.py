@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from .errors import ModelError, ParameterError, suggest
 from .expr import Expr, Num, evaluate, fmt, free_names, is_constant
-from .model import Include, Instance, N, NetLike, Param
+from .model import Include, Instance, NetLike, NetT, Param
 
 #: the largest whole-number parameter (int64)
 MAX_INT = 2 ** 63 - 1
@@ -105,7 +105,7 @@ def coerce_value(name: str, value: Any) -> Expr:
     raise ParameterError(f"parameter '{name}' must be a number, got {value!r}")
 
 
-def with_params(net: N, values: Mapping[str, Any]) -> N:
+def with_params(net: NetT, values: Mapping[str, Any]) -> NetT:
     """Override parameters (top-level names or ``instance.param``).
 
     >>> import qpn
@@ -145,7 +145,7 @@ def with_params(net: N, values: Mapping[str, Any]) -> N:
     return new
 
 
-def _replace_items(net: N, pending: dict[str, Expr]) -> N:
+def _replace_items(net: NetT, pending: dict[str, Expr]) -> NetT:
     items = []
     for it in net.items:
         if isinstance(it, Param) and it.name in pending:

@@ -94,7 +94,7 @@ def _package_of(path: str) -> str | None:
     return None
 
 
-def _frame_walk(library_fallback: bool):
+def _frame_walk(library_fallback: bool, name: str, doc: str):
     """The frame walk of :func:`site` and :func:`user_site`, written once.  It runs at
     every event, so each is made from this text as a function of its own (a shared
     helper would add a call to every event: +1.7% on a traced lock operation).
@@ -118,20 +118,19 @@ def _frame_walk(library_fallback: bool):
         if lib is None or not library_fallback:
             return None
         return site_id(lib.f_code.co_filename, lib.f_lineno)
+    walk.__name__ = walk.__qualname__ = name
+    walk.__doc__ = doc
     return walk
 
 
-site = _frame_walk(True)
-site.__name__ = site.__qualname__ = "site"
-site.__doc__ = """Site id of the innermost user-code frame calling into a wrapper.
+site = _frame_walk(True, "site", """Site id of the innermost user-code frame calling into a wrapper.
 
 Library frames are skipped (a lock taken inside ``queue.Queue.put`` is
 reported at the user's ``put`` line); if no user frame exists (a pool
-worker's loop), the innermost library frame is used."""
+worker's loop), the innermost library frame is used.""")
 
-user_site = _frame_walk(False)
-user_site.__name__ = user_site.__qualname__ = "user_site"
-user_site.__doc__ = """Like :func:`site`, but None when no user-code frame is on the stack."""
+user_site = _frame_walk(False, "user_site",
+                        """Like :func:`site`, but None when no user-code frame is on the stack.""")
 
 
 def site_id(filename: str, lineno: int) -> int:

@@ -33,14 +33,14 @@ def model_seeds() -> dict[str, str]:
 
 
 def qpe_seeds() -> dict[str, bytes]:
-    """name -> QPME XML: the importer's example, the QPME files the tests read, and
+    """name -> QPME XML: the bundled QPME files, the QPME files the tests read, and
     every shipped model that QPME can express, exported."""
-    from qpn.dsl.qpe import EXAMPLE
     from qpn.dsl.qpe_export import qpn_to_qpe
     from qpn import compile_net, load
     from qpn.errors import QPNError
-    out = {"dsl/qpe.py:EXAMPLE": EXAMPLE}
-    for path in sorted(glob.glob(os.path.join(ROOT, "tests/data/qpe/*.qpe"))):
+    out = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "models/qpme/*.qpe"))
+                       + glob.glob(os.path.join(ROOT, "tests/data/qpe/*.qpe"))):
         out[os.path.relpath(path, ROOT)] = _read(path)
     for path in sorted(glob.glob(os.path.join(ROOT, "models/*.qpn"))):
         try:
