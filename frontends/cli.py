@@ -252,10 +252,15 @@ def _(p):
 
 
 @command("verify", "measure a program over a grid, build its model from traces of a few "
-                   "configurations, predict the grid and report the error (suites/NAME/suite.toml)")
+                   "configurations, predict the grid and report the error (suites/NAME/suite.toml); "
+                   "a directory of suites runs them all and sums up")
 def cmd_verify(args) -> int:
     from .verify import verify
-    rep = verify(args.suite, remeasure=args.remeasure, out_dir=args.output, retrace=args.retrace)
+    from .verify.summary import suite_dirs
+    dirs = suite_dirs(args.suite)
+    if len(dirs) > 1 or args.summary:
+        return _verify_several(args)
+    rep = verify(dirs[0], remeasure=args.remeasure, out_dir=args.output, retrace=args.retrace)
     for w in rep.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"{rep.suite}: predicted against measured (eps = |measured - predicted| / measured)")
@@ -269,9 +274,33 @@ def cmd_verify(args) -> int:
     return 0
 
 
+def _verify_several(args) -> int:
+    """``qpn verify suites``: every suite, then one summary (and verify-summary.json)."""
+    import json
+
+    from qpn.fileio import check_output, write_atomic
+    from .verify.summary import summary_record, summary_table, verify_all
+    if args.output:
+        raise QPNError("verify: -o is for one suite; several suites write into each SUITE/verify "
+                       "(--summary FILE names the summary's file)")
+    path = args.summary or os.path.join(args.suite[0] if len(args.suite) == 1 else ".",
+                                        "verify-summary.json")
+    check_output(path)
+    rows = verify_all(args.suite, log=sys.stdout, remeasure=args.remeasure, retrace=args.retrace)
+    if args.bound is not None:
+        for r in rows:
+            r.bound = args.bound
+    print(summary_table(rows))
+    write_atomic(path, json.dumps(summary_record(rows), indent=1, allow_nan=False, default=str))
+    print(f"summary: {path}")
+    return 1 if any(r.over_bound for r in rows) else 0
+
+
 @cmd_verify.setup
 def _(p):
-    p.add_argument("suite", help="suite directory holding suite.toml (e.g. suites/split_rounds)")
+    p.add_argument("suite", nargs="+",
+                   help="suite directory holding suite.toml (e.g. suites/split_rounds), or a "
+                        "directory of suites (suites: every suites/*/suite.toml)")
     p.add_argument("--remeasure", action="store_true",
                    help="measure (and trace) again instead of using the cached samples")
     p.add_argument("--retrace", action="store_true",
@@ -279,10 +308,13 @@ def _(p):
                         "the last run of the same program and arguments)")
     p.add_argument("-o", "--output", default=None,
                    help="directory for the traces, model, verify.json and verify.png "
-                        "(default SUITE/verify)")
+                        "(default SUITE/verify; one suite only)")
     p.add_argument("--bound", type=float, default=None,
                    help="exit 1 when the mean eps is above this (default: the suite's "
                         "predict.bound)")
+    p.add_argument("--summary", default=None, metavar="FILE",
+                   help="several suites: write the summary here (default "
+                        "SUITES/verify-summary.json)")
 
 
 _.takes_file = False

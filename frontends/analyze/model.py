@@ -465,8 +465,11 @@ class Writer:
             ctx.prune(_io_sum(lf) + _cpu_sum(lf))
             return []
         if not self._keeps_io(lf, ctx):
-            ctx.prune(_io_sum(lf) + _cpu_sum(lf))
-            return []
+            # the I/O is too small to keep, the code before it may not be (reading a
+            # log back and checking each record: the checking is the work)
+            keep = self._keeps_cpu(lf, ctx)
+            ctx.prune(_io_sum(lf) + (0 if keep else _cpu_sum(lf)))
+            return self.cpu(lf, ctx) if keep else []
         out = self.cpu(lf, ctx) if self._keeps_cpu(lf, ctx) else []
         op, site = lf.token[1], lf.token[2]
         thr = self.opt.io_threshold

@@ -33,7 +33,7 @@ from .condqueue import cond_queues
 from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
-from .instances import fold_per_instance, per_instance_sites
+from .instances import fold_per_instance, per_instance_sites, per_thread_sites
 from .joins import batch_joiners, find_joins
 from .naming import Sources, ident, split_site
 from .objects import ObjectTable
@@ -168,7 +168,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'sockets')
     phase = work_phase(walks)
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
-    walks, notes = fold_per_instance(walks, per_instance_sites(objects, phase))
+    inst = per_instance_sites(objects, phase)
+    walks, notes = fold_per_instance(walks, inst, per_thread_sites(objects, walks, skip=inst))
     notes = _handed_notes(handed) + notes
     sigs = {}                          # tid -> how often it did each token in the work phase
     for tid, w in walks.items():

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from qpn.errors import QPNError
 
 KINDS = ("wall", "rate", "stdout")
+#: what a suite's ``group`` may say: programs run to completion, or servers under a load
+GROUPS = ("cpu", "server")
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Suite:
     port: str | None = None            # [server] port: ready when 127.0.0.1:port accepts
     setup: list | None = None          # run once before measuring (installs the server)
     calibrate: bool = True             # scale CPU demands by the machine's speed (calibrate.py)
+    group: str = "cpu"                 # cpu | server: which mean eps bound the suite counts in
 
     def points(self) -> list[dict]:
         """Every combination of the grid's values."""
@@ -152,7 +155,15 @@ def load_suite(directory: str) -> Suite:
                  list(_need(prog, "args", "program", list, path)), dict(doc.get("params", {})),
                  grid, configs, kind, expr, repeats, over, values, pattern,
                  dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
-                 server, port, setup, _calibrate(pred, path))
+                 server, port, setup, _calibrate(pred, path), _group(doc, path))
+
+
+def _group(doc: dict, path: str) -> str:
+    group = doc.get("group", "cpu")
+    if group not in GROUPS:
+        raise QPNError(f"{path}: group must be one of {', '.join(GROUPS)} (a program run to "
+                       f"completion, or a server under a load), got {group!r}")
+    return group
 
 
 def _calibrate(pred: dict, path: str) -> bool:
@@ -162,4 +173,4 @@ def _calibrate(pred: dict, path: str) -> bool:
     return value
 
 
-__all__ = ["Suite", "load_suite", "KINDS"]
+__all__ = ["Suite", "load_suite", "KINDS", "GROUPS"]

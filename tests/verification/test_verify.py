@@ -173,3 +173,46 @@ def test_manifest_errors_name_the_file_and_entry(tmp_path, text, msg):
 def test_missing_suite_says_what_is_expected(tmp_path):
     with pytest.raises(QPNError, match="no suite.toml"):
         load_suite(str(tmp_path))
+
+
+def test_a_directory_of_suites_runs_each_and_sums_up(tmp_path, monkeypatch, capsys):
+    """`qpn verify SUITES`: every SUITES/*/suite.toml, a failing suite recorded with its
+    error (the others go on), group means over the suites that ran, exit 1 when a suite
+    failed or missed its bound, and verify-summary.json beside the suites."""
+    from qpn.frontends import verify as verify_pkg
+    from qpn.frontends.verify.summary import suite_dirs
+    from qpn.cli import main
+    for name, group in (("a", "cpu"), ("b", "server"), ("c", "cpu")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "suite.toml").write_text(SMALL.replace('name = "split_small"',
+                                                    f'name = "{name}"\ngroup = "{group}"'))
+    (tmp_path / "notes").mkdir()                       # not a suite: skipped
+    assert [os.path.basename(d) for d in suite_dirs([str(tmp_path)])] == ["a", "b", "c"]
+    eps = {"a": (0.10, 0.20), "b": (0.30, 0.20)}
+
+    def fake(directory, **_):
+        name = os.path.basename(directory)
+        if name not in eps:
+            raise QPNError(f"{directory}: the traced run exited with 1")
+        rows = [{"point": {"workers": w}, "measured": 100.0, "spread": 0.05 * w, "load": (0.5, 0.7),
+                 "predicted": 100.0 * (1 + e), "eps": e} for w, e in zip((1, 2), eps[name])]
+        return verify_pkg.Report(name, rows=rows, model=str(tmp_path / name / "model.qpn"), bound=0.25)
+    monkeypatch.setattr(verify_pkg, "verify", fake)
+    assert main(["verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "cpu: mean eps 15.0% over 1 suite(s) (2 configurations)" in out
+    assert "server: mean eps 25.0% over 1 suite(s)" in out
+    assert "error:" in out and "exited with 1" in out
+    rec = json.loads((tmp_path / "verify-summary.json").read_text())
+    assert rec["groups"]["cpu"]["mean_eps"] == pytest.approx(0.15)
+    assert [s["error"] is None for s in rec["suites"]] == [True, True, False]
+    with pytest.raises(QPNError, match="neither a suite"):
+        suite_dirs([str(tmp_path / "notes")])
+
+
+def test_manifest_group_is_cpu_or_server(tmp_path):
+    (tmp_path / "suite.toml").write_text(SMALL.replace('name = "split_small"',
+                                                       'name = "x"\ngroup = "batch"'))
+    with pytest.raises(QPNError, match="group must be one of cpu, server"):
+        load_suite(str(tmp_path))
