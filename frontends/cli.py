@@ -259,7 +259,7 @@ def cmd_verify(args) -> int:
     from .verify.summary import suite_dirs
     dirs = suite_dirs(args.suite)
     if len(dirs) > 1 or args.summary:
-        return _verify_several(args)
+        return _verify_several(args, dirs)
     rep = verify(dirs[0], remeasure=args.remeasure, out_dir=args.output, retrace=args.retrace)
     for w in rep.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -274,11 +274,10 @@ def cmd_verify(args) -> int:
     return 0
 
 
-def _verify_several(args) -> int:
+def _verify_several(args, dirs: list[str]) -> int:
     """``qpn verify suites``: every suite, then one summary (and verify-summary.json)."""
-    import json
-
-    from qpn.fileio import check_output, write_atomic
+    from qpn.fileio import write_atomic
+    from qpn.solvers.result import strict_json
     from .verify.summary import summary_record, summary_table, verify_all
     if args.output:
         raise QPNError("verify: -o is for one suite; several suites write into each SUITE/verify "
@@ -286,12 +285,12 @@ def _verify_several(args) -> int:
     path = args.summary or os.path.join(args.suite[0] if len(args.suite) == 1 else ".",
                                         "verify-summary.json")
     check_output(path)
-    rows = verify_all(args.suite, log=sys.stdout, remeasure=args.remeasure, retrace=args.retrace)
+    rows = verify_all(dirs, log=sys.stdout, remeasure=args.remeasure, retrace=args.retrace)
     if args.bound is not None:
         for r in rows:
             r.bound = args.bound
     print(summary_table(rows))
-    write_atomic(path, json.dumps(summary_record(rows), indent=1, allow_nan=False, default=str))
+    write_atomic(path, strict_json(summary_record(rows)))
     print(f"summary: {path}")
     return 1 if any(r.over_bound for r in rows) else 0
 

@@ -9,6 +9,7 @@ import sys
 
 from qpn.cli import command, load_model, parse_sets
 from qpn.errors import ModelError, ParameterError, QPNError, SolverError, suggest
+from qpn.texttable import aligned
 
 from . import METHODS
 from .result import UNITS
@@ -102,10 +103,7 @@ def _compare_table(a, b) -> str:
     head = ["measure", "element", "color", a.method, b.method, "rel. diff"]
     body = [[x.measure, x.element, x.color, f"{x.value:.6g}", f"{y.value:.6g}", f"{d:.2e}"]
             for x, y, d in rows]
-    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(head)]
-    line = lambda cells: "  ".join(c.rjust(w) if i >= 3 else c.ljust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
-    out = [line(head), "  ".join("-" * w for w in widths)] + [line(r) for r in body]
+    out = aligned(head, body, left=3)
     worst = max((d for _, _, d in rows), default=0.0)
     out.append(f"largest relative difference: {worst:.3e} over {len(rows)} measures")
     return "\n".join(out) + "\n"

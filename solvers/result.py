@@ -25,6 +25,8 @@ from html import escape
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from qpn.texttable import aligned
+
 UNITS = {"tokens": "", "queue_tokens": "", "arrivals": "1/s", "departures": "1/s",
          "residence": "s", "response": "s", "utilization": "", "throughput": "1/s",
          "probability": "", "residence_var": "s^2", "residence_p50": "s", "residence_p90": "s",
@@ -197,7 +199,6 @@ class Result:
             if with_n:
                 line.append("" if r.n is None else f"{r.n:,}")
             body.append(line)
-        widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
         out = []
         title = f"{self.model}: {self.method}"
         if self.level is not None:
@@ -211,11 +212,7 @@ class Result:
         out.append(title)
         if self.degenerate and not rows:
             return title + "\n"          # no header over no rows
-        fmt_line = lambda cells: "  ".join(  # noqa: E731
-            c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-        out.append(fmt_line(head))
-        out.append("  ".join("-" * w for w in widths))
-        out += [fmt_line(b) for b in body]
+        out += aligned(head, body, left=4)
         if any(b[4] == UNDEFINED for b in body):
             out.append(UNDEFINED_NOTE)
         return "\n".join(out) + "\n"

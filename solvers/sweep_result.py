@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from qpn.texttable import aligned
+
 from .result import UNITS, Result, _g, _jsonable_default, strict_json
 
 # ------------------------------------------------------------- the type
@@ -298,12 +300,9 @@ def sweep_table(sw, measure: str, digits: int = 6) -> str:
             cells.append(s)
         cols.append(cells)
     body = [row[:len(names)] + [cols[k][i] for k in range(len(cols))] for i, row in enumerate(rows)]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    line = lambda cs: "  ".join(c.rjust(w) for c, w in zip(cs, widths)).rstrip()  # noqa: E731
     unit = UNITS.get(measure, "")
     heading = f"{measure}" + (f" [{unit}]" if unit else "") + ":"
-    return "\n".join([heading, line(head), "  ".join("-" * w for w in widths)] +
-                     [line(b) for b in body]) + "\n"
+    return "\n".join([heading] + [x.rstrip() for x in aligned(head, body)]) + "\n"
 
 
 def sweep_text(sw, measures: Iterable[str] | None = None) -> str:

@@ -88,16 +88,20 @@ def per_thread_sites(objects: ObjectTable, walks: dict, skip: dict = ()) -> dict
     >>> per_thread_sites(ObjectTable(evs), walks)
     {}
     """
-    users: dict = collections.defaultdict(set)
-    for tid, w in walks.items():
-        for st in w:
-            if st.action in SYNC_ACTIONS:
-                users[st.key].add(tid)
     by_site: dict = collections.defaultdict(list)
     for key in objects.by_type(*SYNC_TYPES):
         ev = objects.info(key)
         if ev.get("site") and ev["site"] not in skip:
             by_site[(ev["site"], ev["type"])].append(key)
+    by_site = {k: keys for k, keys in by_site.items() if len(keys) >= 2}
+    if not by_site:                    # the common case: no pass over the steps
+        return {}
+    candidates = {k for keys in by_site.values() for k in keys}
+    users: dict = collections.defaultdict(set)
+    for tid, w in walks.items():
+        for st in w:
+            if st.key in candidates and st.action in SYNC_ACTIONS:
+                users[st.key].add(tid)
     out: dict = {}
     for (site, typ), keys in by_site.items():
         used = [users[k] for k in keys if users.get(k)]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from qpn.errors import QPNError
 from qpn.fileio import check_output_dir, write_atomic
+from qpn.texttable import aligned
 
 from qpn.frontends.calibrate import loop_spread, speed_ratio
 
@@ -62,9 +63,7 @@ class Report:
                          + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%"]
                          + ([_speed_cell(r)] if speed else [])
                          + [f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"])
-        widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-        out = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in lines]
-        out.insert(1, "  ".join("-" * w for w in widths))
+        out = aligned(head, lines[1:])
         out.append(f"mean eps {100 * self.mean_eps:.1f}%, max {100 * self.max_eps:.1f}% "
                    f"over {len(self.rows)} configuration(s)")
         if speed:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from qpn.errors import QPNError
+from qpn.texttable import aligned
 
 # where the fixtures live (a repository checkout; the loader takes any directory)
 PUBLISHED_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "published")
@@ -283,9 +284,7 @@ class PublishedTable:
             lines.append([str(v) for v in c.at.values()]
                          + [show(c.measured), show(c.predicted), show(c.eps),
                             "" if math.isnan(r) else f"{r:.4f}"])
-        widths = [max(len(row[k]) for row in lines) for k in range(len(head))]
-        out = [self.title] + ["  ".join(x.rjust(w) for x, w in zip(row, widths)) for row in lines]
-        return "\n".join(out)
+        return "\n".join([self.title] + aligned(head, lines[1:], rule=False))
 
 
 @dataclass

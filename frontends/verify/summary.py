@@ -26,6 +26,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from qpn.errors import QPNError
+from qpn.texttable import aligned
 
 from .manifest import GROUPS, load_suite
 
@@ -89,32 +90,35 @@ def summary_table(rows: list[SuiteRow]) -> str:
                       (f"{r.load[0]:.1f}-{r.load[1]:.1f}" if ok and r.load else "-")])
         notes.append(f"  error: {r.error.splitlines()[0]}" if not ok else
                      f"  above its bound {100 * r.bound:.0f}%" if r.over_bound else "")
-    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-           for row in lines]
-    out.insert(1, "  ".join("-" * w for w in widths))
-    out = [out[0], out[1]] + [line + note for line, note in zip(out[2:], notes)]
+    out = aligned(head, lines[1:], left=2)
+    out = out[:2] + [line + note for line, note in zip(out[2:], notes)]
+    for g, m in group_means(rows).items():
+        out.append(f"{g}: mean eps {100 * m['mean_eps']:.1f}% over {m['suites']} suite(s) "
+                   f"({m['points']} configurations)" if m["suites"] else f"{g}: no suite ran")
+    return "\n".join(out)
+
+
+def group_means(rows: list[SuiteRow]) -> dict:
+    """{group: {"suites", "points", "mean_eps"}}: the mean over the suites of a group that
+    ran (mean_eps None where none did)."""
+    out = {}
     for g in GROUPS:
         done = [r for r in rows if r.group == g and r.error is None and r.mean_eps is not None]
-        if done:
-            mean = sum(r.mean_eps for r in done) / len(done)
-            out.append(f"{g}: mean eps {100 * mean:.1f}% over {len(done)} suite(s) "
-                       f"({sum(r.points for r in done)} configurations)")
-        else:
-            out.append(f"{g}: no suite ran")
-    return "\n".join(out)
+        out[g] = {"suites": len(done), "points": sum(r.points for r in done),
+                  "mean_eps": sum(r.mean_eps for r in done) / len(done) if done else None}
+    return out
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def verify_all(paths: list[str], *, log=sys.stderr, **options) -> list[SuiteRow]:
-    """Run every suite ``paths`` name (``suite_dirs``), printing each suite's table to
-    ``log``; a failing suite is a row with its error.  ``options`` go to ``verify``."""
+def verify_all(dirs: list[str], *, log=sys.stderr, **options) -> list[SuiteRow]:
+    """Run the suites in ``dirs`` (``suite_dirs``), printing each suite's table to ``log``;
+    a failing suite is a row with its error.  ``options`` go to ``verify``."""
     from . import verify
     rows = []
-    for d in suite_dirs(paths):
+    for d in dirs:
         name, group = os.path.basename(os.path.abspath(d)), "cpu"
         try:
             group = load_suite(d).group
@@ -132,13 +136,8 @@ def verify_all(paths: list[str], *, log=sys.stderr, **options) -> list[SuiteRow]
 
 def summary_record(rows: list[SuiteRow]) -> dict:
     """The summary as plain data (for ``verify-summary.json``)."""
-    groups = {}
-    for g in GROUPS:
-        done = [r for r in rows if r.group == g and r.error is None and r.mean_eps is not None]
-        groups[g] = {"suites": len(done),
-                     "mean_eps": sum(r.mean_eps for r in done) / len(done) if done else None}
-    return {"suites": [asdict(r) for r in rows], "groups": groups}
+    return {"suites": [asdict(r) for r in rows], "groups": group_means(rows)}
 
 
-__all__ = ["GROUPS", "SuiteRow", "suite_dirs", "row_of", "summary_table", "verify_all",
-           "summary_record"]
+__all__ = ["GROUPS", "SuiteRow", "suite_dirs", "row_of", "summary_table", "group_means",
+           "verify_all", "summary_record"]
