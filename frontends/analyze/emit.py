@@ -132,8 +132,10 @@ def _header(an, w) -> list[str]:
                    + (" (BUSY: see the warnings)." if h.busy() else "."))
     if an.phase is not None:
         lo, hi = an.phase
-        out.append(f"# Work phase: {fmt_time(hi - lo)} from the first to the last hand-over "
-                   "(start-up and shut-down are not modelled).")
+        out.append(f"# Work phase: {fmt_time(hi - lo)} "
+                   + ("from the first to the last hand-over" if an.phase_by == "hand-overs" else
+                      "while the threads the main thread started ran (no hand-overs)")
+                   + " (start-up and shut-down are not modelled).")
     for r in an.runners:
         if r.mode == "omitted":
             out.append(f"# Not modelled: '{r.name}' ({', '.join(r.group.thread_names[:3])}): "

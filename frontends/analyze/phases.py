@@ -3,7 +3,8 @@
 * **Work phase** (thesis §5.4.2, bloat removal): the program's work runs from
   the first to the last hand-over of an item (a queue put or take, a
   connection, a reply) or barrier round; start-up before it and shut-down
-  after it are dropped.  Without any such operation the whole trace is work.
+  after it are dropped.  Without any such operation, the work is what happens while
+  the threads the main thread started run; without those, the whole trace.
 * **Steady-state loop**: a thread whose work is one loop (its other steps use
   less than ``slack`` of its CPU and file I/O time) is a server-style thread -- a pool thread
   repeats the loop body forever, which is exactly what a model pool does.
@@ -42,6 +43,18 @@ WORK_ACTIONS = frozenset({"take", "put", "await"})
 def _items(s) -> bool:
     """An acquisition or release of an items semaphore (condqueue.py): a hand-over."""
     return (s.action == "acquire" or s.action == "release") and s.key[0] >= ITEMS_BASE
+
+
+def threads_phase(walks: dict, main: int | None) -> tuple[int, int] | None:
+    """The work phase of a program without hand-overs: while the threads other than
+    ``main`` ran, from the start of the first one's first fragment to the end of the last
+    one's last step (a batcher's producers hand records over in a list under a condition,
+    and the main thread checks the output after they ended); None without such threads or
+    without steps of ``main`` to leave out."""
+    others = [w for t, w in walks.items() if t != main and w]
+    if not others or not walks.get(main):
+        return None
+    return min(w[0].start for w in others), max(w[-1].end for w in others)
 
 
 def work_phase(walks: dict) -> tuple[int, int] | None:

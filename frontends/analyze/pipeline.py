@@ -38,7 +38,7 @@ from .joins import batch_joiners, find_joins
 from .naming import Sources, ident, split_site
 from .objects import ObjectTable
 from .phases import (SteadyLoop, drop_short_exits, end_cpu_clock, propagate_drops,
-                     steady_loop, work_phase)
+                     steady_loop, threads_phase, work_phase)
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
 from .structure import Tokens, leaves, round_end, round_starts, structure
@@ -111,6 +111,7 @@ class Analysis:
     joins: list = field(default_factory=list)       # joins.Join: batches that wait for a pool
     probe_ns: int = 0                 # the tracer's own CPU per event, taken off the fragments
     notes: list = field(default_factory=list)       # header lines: what was read how
+    phase_by: str = "hand-overs"      # what bounds the work phase: hand-overs | threads
 
 
 @contextlib.contextmanager
@@ -166,7 +167,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
     walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False, in_place=True)
              if "sock" in map(_ACTION, w) else w for tid, w in walks.items()}
     _tick(timings, 'sockets')
-    phase = work_phase(walks)
+    phase, phase_by = work_phase(walks), "hand-overs"
+    if phase is None:
+        phase, phase_by = threads_phase(walks, main), "threads"
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
     inst = per_instance_sites(objects, phase)
     walks, notes = fold_per_instance(walks, inst, per_thread_sites(objects, walks, skip=inst))
@@ -226,7 +229,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     traced = frozenset((p, n or 0) for p, n in map(split_site, sites) if p)
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
-                    traced, _tick(timings, "rest"), joins, probe, notes)
+                    traced, _tick(timings, "rest"), joins, probe, notes, phase_by)
 
 
 def _handed_notes(handed: list) -> list[str]:
@@ -355,14 +358,16 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     """Forever (steady-state loop) or counted (whole life); marks dropped steps.
 
     A thread's steady-state loop is looked for in its whole life first, then
-    in its work phase only (start-up code may hide it).  Returns whether the
-    runner became a steady-state loop.
+    in its work phase only (start-up code may hide it, and a loop that runs mostly
+    outside the work phase -- reading the results back after the workers ended --
+    is not the thread's share of the work).  Returns whether the runner became a
+    steady-state loop.
     """
     g = r.group
     kept = {t: [s for s in walks[t] if not s.drop] for t in g.tids}
     loops = {t: _steady(w, opt) for t, w in kept.items() if w}
     for t, d in list(loops.items()):
-        if d.header is None:
+        if d.header is None or 2 * sum(s.out for s in d.steps) > len(d.steps):
             inner = [s for s in kept[t] if not s.out]
             if inner and len(inner) < len(kept[t]):
                 loops[t] = _steady(inner, opt)
