@@ -104,6 +104,7 @@ class Writer:
         self.disk_busy: list = []              # (start, end) of device accesses
         self.size_param: dict = {}
         self.work_param: dict = {}             # pool name -> param scaling its CPU demands
+        self.forked: dict = {}                 # fork semaphore (forks.py) -> the children's runner
         self.assumptions: list = []            # (param, what it assumes): in the header
         self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
                            "branches": [], "steps": {}, "sources": {}, "open_loop": {}}
@@ -173,7 +174,7 @@ class Writer:
             decl = sw.Mutex(name)
         elif kind == "semaphore":
             permits = info.get("permits", 1)
-            lines.append(f"# {typ}{where}, {permits} permits")
+            lines.append(f"# {info['why']}" if info.get("why") else f"# {typ}{where}, {permits} permits")
             decl = sw.Semaphore(name, number(str(permits)))
             facts["permits"] = permits
         elif kind == "barrier":
@@ -209,6 +210,11 @@ class Writer:
                 live.remove(r)
         for r in live:
             r.name = self.names.unique(r.name)
+        for key in an.objects.by_type("sem"):
+            children = set(an.objects.info(key).get("children") or ())
+            pool = next((r for r in live if children & set(r.group.tids)), None)
+            if pool is not None:
+                self.forked[key] = pool
         for r in live:
             if r.group.main:
                 continue
@@ -216,8 +222,9 @@ class Writer:
             pname = base if base.endswith("s") else base + "s"
             self.size_param[r.name] = self.param(
                 pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
-            # a pool of several threads looping without taking items: it may divide its work
-            if r.mode == "forever" and r.size > 1 and not any(
+            # a pool of several threads looping without taking items, or forked to compute:
+            # it may divide its work
+            if r.size > 1 and (r.mode == "forever" or r in self.forked.values()) and not any(
                     lf.action == "take" for lf in leaves(r.items)):
                 divided_work(self, r, base)
         if not self.an.gil:
@@ -266,7 +273,8 @@ class Writer:
             head.append(f"# the main thread ({names})")
         else:
             head.append(f"# thread pool '{r.name}': {r.size} thread{'s' if r.size != 1 else ''} "
-                        f"({names})"
+                        + (f"at a time, {len(g.tids)} in all " if r.size < len(g.tids) else "")
+                        + f"({names})"
                         + (f", started at {g.start_site}" if g.start_site else ""))
         if r.mode == "forever":
             hdr = self.an.tokens.tokens[r.header]
@@ -372,7 +380,12 @@ class Writer:
             return out
         if a == "wait" and self._cond_mutex(key) in ctx.bad_mutex:
             return out
-        if a in OPERATIONS:
+        if a in OPERATIONS and key in self.forked and self.forked[key] is not ctx.runner:
+            # the forking thread starts and joins as many threads as the pool has
+            out.append(OPERATIONS[a](self.obj(key), Ref(self.size_param[self.forked[key].name]),
+                                     doc=f"{'fork' if a == 'release' else 'join'}: one permit "
+                                         f"per thread of pool '{self.forked[key].name}'"))
+        elif a in OPERATIONS:
             out.append(OPERATIONS[a](self.obj(key)))
         elif a == "lock":
             out.append(sw.Lock(self.obj(key), doc=doc([_lock_comment(lf)])))

@@ -30,6 +30,7 @@ import numpy as np
 from qpn.errors import QPNError
 
 from .condqueue import cond_queues
+from .forks import forks_as_semaphores
 from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
@@ -82,11 +83,12 @@ class Runner:
     exits: int = 0
     iterations: int = 0
     why: str = ""
+    width: int | None = None          # threads at once, where fewer (forked in rounds: forks.py)
 
     @property
     def size(self) -> int:
-        """The number of threads of the runner."""
-        return len(self.group.tids)
+        """The number of threads of the runner (at once)."""
+        return self.width or len(self.group.tids)
 
 
 @dataclass
@@ -151,7 +153,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
     object_events = [e for e in trace.events if e["kind"] == "object"]
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
     by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
-    objects = ObjectTable(object_events + waited + items)
+    by, forked = forks_as_semaphores(by)                     # threads started and joined: forks.py
+    objects = ObjectTable(object_events + waited + items + forked)
     info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
     main = h.program.get("pid") if h.program.get("pid") in by else next(
         (t for t, e in info.items() if e.get("name") == "MainThread"), None)
@@ -184,6 +187,10 @@ def _analyze(trace, options: Options | None) -> Analysis:
         sigs[tid] = collections.Counter(map(_TOK, w[i:j]))
     groups = group_threads(sigs, info, main)
     runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
+    for o in forked:                   # a pool forked in rounds: a round's threads at once
+        for r in runners:
+            if set(o["children"]) & set(r.group.tids):
+                r.width = min(r.size, o["width"])
     _tick(timings, 'pools')
     for r in runners:                  # all its work lies in start-up or shut-down
         if not any(sigs[t] for t in r.group.tids):
@@ -414,6 +421,13 @@ def _balance(runners, walks, opt, warnings) -> dict:
     external: dict = {}
     for _ in range(3):
         sides: dict = collections.defaultdict(lambda: ([], []))
+        acquirers: dict = collections.defaultdict(set)      # semaphore -> runners acquiring
+        for r in runners:
+            if r.mode != "omitted":
+                for t in r.group.tids:
+                    for s in walks[t]:
+                        if s.action == "acquire" and not s.drop:
+                            acquirers[s.key].add(id(r))
         for r in runners:
             if r.mode == "omitted":
                 continue
@@ -423,10 +437,12 @@ def _balance(runners, walks, opt, warnings) -> dict:
             hands = [s for s in kept if s.action == "put" or s.action == "take"]
             for s in hands:
                 sides[s.key][s.action == "take"].append(s)
-            # a barrier await synchronizes with the other parties: a runner that waits on
-            # one is part of the work however little CPU it uses (left out, the model's
-            # barrier would wait for it forever)
-            meets = any(s.action == "await" for s in kept)
+            # a barrier await synchronizes with the other parties, a release gives permits
+            # another runner waits for (a fork's start): a runner that does either is part
+            # of the work however little CPU it uses (left out, the others would wait for
+            # it forever)
+            meets = any(s.action == "await" or s.action == "release"
+                        and acquirers.get(s.key, set()) - {id(r)} for s in kept)
             if not n or (not hands and not meets and cpu < opt.prune * total):
                 r.why = ("no work in the steady state" if not n else
                          f"{100 * cpu / total:.1f}% of the CPU and I/O time and no hand-overs")
