@@ -157,32 +157,64 @@ def cond_queues(by: dict, objects: list) -> tuple[dict, list, list]:
         # unfinished (blocked when the program stopped), and a few notify_all (shut-down)
         # are not rounds
         n, m = len(ones), len(blocks)
+        batch = None
         if n < 3 or alls > max(2, 0.1 * n) or notifiers == waiters or \
                 abs(n - m) > len(waiters) + max(2, 0.1 * n):
-            for b in idle:
-                b.pop("idle")
-            continue
+            batch = _batches(by, per, ck, ones, m, waiters)
+            if batch is None:
+                for b in idle:
+                    b.pop("idle")
+                continue
         sem = ITEMS_BASE + len(found)
         found.append({"cond": ck, "site": table.info(ck).get("site"), "notifies": n,
                       "blocks": m, "waiters": sorted(waiters), "notifiers": sorted(notifiers),
-                      "sem": sem, "lock": lk})
+                      "sem": sem, "lock": lk, "batch": batch and batch[0],
+                      "items": batch[2] if batch else n})
         for tid, b in blocks:
             plan.setdefault(tid, []).append(("block", b, sem))
         for b in idle:
             plan.setdefault(b["tid"], []).append(("idle", b, sem))
-        for tid, nt in ones:
-            plan.setdefault(tid, []).append(("notify", nt, sem))
+        if batch is None:
+            for tid, nt in ones:
+                plan.setdefault(tid, []).append(("notify", nt, sem))
+        else:
+            for tid, b in batch[1]:
+                plan.setdefault(tid, []).append(("item", b, sem))
     if not found:
         return by, [], []
     first = min((evs[0]["ts"] for evs in by.values() if evs), default=0)
     new_objects = [{"kind": "object", "tid": table.info(f["cond"]).get("tid", 0), "ts": first - 1,
                     "obj": f["sem"], "type": "sem", "permits": 0,
-                    "site": f["site"], "name_suffix": "_items", "name_type": "cond"}
+                    "site": f["site"], "name_suffix": "_items", "name_type": "cond",
+                    **({"batch": f["batch"]} if f["batch"] else {})}
                    for f in found]
     out = dict(by)
     for tid, what in plan.items():
         out[tid] = _rewrite(by[tid], what)
     return out, new_objects, found
+
+
+def _batches(by: dict, per: dict, ck, ones: list, m: int, waiters: set):
+    """A consumer that takes a batch per pass (a flusher woken when enough items wait):
+    (items per pass, the producers' blocks, items) or None.  The items are the notifying
+    threads' passes through the block in which they notify -- each appends one, and
+    notifies only when enough are waiting -- and there are at least twice as many as
+    the waiter's passes."""
+    if m < 3 or not ones:
+        return None
+    sites = {(tid, by[tid][b["entry"]].get("site")) for tid, (_, no) in per.items()
+             for _, c, _, b in no if c == ck and b is not None}
+    passes: dict = {}
+    for tid, (bl, _) in per.items():
+        for b in bl:
+            k = (tid, by[tid][b["entry"]].get("site"))
+            if k in sites and tid not in waiters:
+                passes.setdefault(k, []).append((tid, b))
+    # a site passed once or twice (a close() that wakes the consumer) hands nothing over
+    items = [x for ps in passes.values() if len(ps) >= 3 for x in ps]
+    if not items or any(tid in waiters for tid, _ in items) or len(items) < 2 * m:
+        return None
+    return round(len(items) / m), items, len(items)
 
 
 def _rewrite(evs: list, what: list) -> list:
@@ -210,6 +242,12 @@ def _rewrite(evs: list, what: list) -> list:
             acq.update(obj=sem, dur=end - entry["ts"], cpu_dur=own,
                        contended=bool(x["waits"]))
             put[x["entry"]] = acq
+        elif how == "item":             # a producer's pass: one item, the block folds
+            e = evs[x["entry"]]
+            put[x["entry"]] = {"kind": "release", "tid": e["tid"], "ts": e["ts"], "obj": sem,
+                               **{k: e[k] for k in ("cpu", "site") if k in e}}
+            last = x["exit"] if x["exit"] is not None else x["entry"]
+            drop.update(range(x["entry"] + 1, last + 1))
         else:
             i, _, _, b = x
             e = evs[i]

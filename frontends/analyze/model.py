@@ -385,6 +385,11 @@ class Writer:
             out.append(OPERATIONS[a](self.obj(key), Ref(self.size_param[self.forked[key].name]),
                                      doc=f"{'fork' if a == 'release' else 'join'}: one permit "
                                          f"per thread of pool '{self.forked[key].name}'"))
+        elif a == "acquire" and self.an.objects.info(key).get("batch"):
+            k = self.an.objects.info(key)["batch"]
+            out.append(sw.Acquire(self.obj(key), Num(k), doc=(
+                f"a batch of {k} items per pass: the items the other threads handed over, "
+                "per pass of this one through its block (condqueue.py)")))
         elif a in OPERATIONS:
             out.append(OPERATIONS[a](self.obj(key)))
         elif a == "lock":

@@ -243,6 +243,13 @@ def _handed_notes(handed: list) -> list[str]:
     """Header lines for the hand-overs through a condition and a container."""
     out = []
     for f in handed:
+        if f.get("batch"):
+            out.append(f"# Hand-over in batches through the condition created at {f['site']} and "
+                       f"a container: the notifying threads' {f['items']} passes through their "
+                       f"block are releases of a semaphore of items (suffix _items), and the "
+                       f"{f['blocks']} passes of the waiting thread take {f['batch']} each "
+                       f"({f['notifies']} notifies: only when enough were waiting).")
+            continue
         out.append(f"# Hand-over through the condition created at {f['site']} and a container: "
                    f"its {f['notifies']} notifies are releases of a semaphore of items "
                    f"(suffix _items), and the {f['blocks']} passes of the waiting threads "
@@ -415,6 +422,10 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     return True
 
 
+#: operations a thread can wait in (a runner that only releases would release without end)
+_BLOCKING = frozenset({"acquire", "take", "await", "lock", "wait", "io", "sleep", "put"})
+
+
 def _balance(runners, walks, opt, warnings) -> dict:
     """Omit runners without work; drop queues nobody takes from; find sources."""
     total = sum(_work(walks[t]) for r in runners for t in r.group.tids) or 1.0
@@ -441,7 +452,8 @@ def _balance(runners, walks, opt, warnings) -> dict:
             # another runner waits for (a fork's start): a runner that does either is part
             # of the work however little CPU it uses (left out, the others would wait for
             # it forever)
-            meets = any(s.action == "await" or s.action == "release"
+            waits = any(s.action in _BLOCKING for s in kept)
+            meets = any(s.action == "await" or waits and s.action == "release"
                         and acquirers.get(s.key, set()) - {id(r)} for s in kept)
             if not n or (not hands and not meets and cpu < opt.prune * total):
                 r.why = ("no work in the steady state" if not n else

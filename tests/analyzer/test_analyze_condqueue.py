@@ -67,6 +67,34 @@ def test_counts_that_disagree_are_left_alone():
     assert cond_queues(by, OBJS)[2] == []
 
 
+def _append(tid, t, notify):
+    """A producer's `with lock: items.append(x); if len(items) >= 8: cond.notify()` at t."""
+    evs = [{"kind": "acquire", "tid": tid, "ts": t, "obj": 5, "site": "p.py:9", "cpu": t}]
+    if notify:
+        evs.append({"kind": "notify", "tid": tid, "ts": t + 1, "obj": 6, "on": "cond",
+                    "site": "p.py:10"})
+    return evs + [{"kind": "release", "tid": tid, "ts": t + 2, "obj": 5, "site": "p.py:9"}]
+
+
+def test_a_consumer_that_takes_a_batch_per_pass():
+    """batcher.py's shape: the producer notifies only when 8 items wait (and then at every
+    append, as the list stays full), the flusher takes 8 per pass and mostly does not wait.
+    Every producer pass is an item, every flusher pass takes a batch of 8."""
+    prod = [e for i in range(160) for e in _append(1, 10 * i, notify=i % 8 >= 7 or i > 40)]
+    flush = [e for j in range(20) for e in _pass(2, 80 * j + 75, wait=j == 0)]
+    out, sems, found = cond_queues({1: prod, 2: flush}, OBJS)
+    assert (found[0]["batch"], found[0]["items"], found[0]["blocks"]) == (8, 160, 20)
+    assert sems[0]["batch"] == 8
+    assert [e["kind"] for e in out[1]] == ["release"] * 160      # the blocks fold
+    assert sum(e["kind"] == "acquire" for e in out[2]) == 20
+
+
+def test_batches_need_twice_as_many_items_as_passes():
+    prod = [e for i in range(30) for e in _append(1, 60 * i, notify=i % 2 == 0)]
+    flush = [e for j in range(20) for e in _pass(2, 100 * j + 5, wait=j % 3 == 0)]
+    assert cond_queues({1: prod, 2: flush}, OBJS)[2] == []
+
+
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     d = tmp_path_factory.mktemp("cq")
