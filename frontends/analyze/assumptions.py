@@ -7,6 +7,8 @@ Each function takes the model :class:`~.model.Writer` ``w`` it writes for:
 * :func:`divided_work` -- ``split_POOL`` / ``work_POOL`` for a pool that may divide a
   fixed amount of work among its threads (an assumption with one trace, fitted from
   traces at two pool sizes);
+* :func:`serial_work` -- ``serial_main`` for the main thread's CPU before and after its
+  modelled run: start-up and shut-down, or work each run repeats;
 * :func:`open_loop` -- a client thread that keeps a schedule is an open workload;
 * :func:`sleep_times`, :func:`geometric_mean_text` -- a sleep's real duration, a loop
   mean that stays above 1.
@@ -14,6 +16,8 @@ Each function takes the model :class:`~.model.Writer` ``w`` it writes for:
 from __future__ import annotations
 
 from qpn.expr import BinOp, Num, Ref
+from qpn.distributions import Det
+from qpn.software import ast as sw
 
 from .fit import fit, fmt_time
 from .structure import leaves
@@ -123,4 +127,38 @@ def divided_work(w, r, base: str) -> None:
         f"work per iteration of a thread of '{r.name}', relative to the trace", expr=work)
 
 
-__all__ = ["barrier_parties", "divided_work", "open_loop", "sleep_times", "geometric_mean_text"]
+#: serial CPU below this (ns) is not worth a parameter
+SERIAL_MIN = 1_000_000
+
+
+def serial_work(w, r, on: str | None) -> tuple[list, list]:
+    """The steps before and after a whole-run main thread's body for its CPU outside the
+    modelled run (``Runner.serial``), scaled by ``serial_NAME``: 0 (the default: start-up
+    and shut-down, once per program) or 1 (each run repeats them: data prepared before the
+    work, output checked after it).  One trace cannot tell them apart; the header says so.
+    The steps run on the host's cores (``on``), not the GIL: a step of no time must not
+    wait for the GIL's turn (at 0 it is no step at all; the language has no loop of 0
+    times), and while the main thread prepares or checks, the threads it forks are not
+    running."""
+    before, after = r.serial
+    if before + after < SERIAL_MIN:
+        return [], []
+    sp = w.param(f"serial_{r.name}", 0,
+                 f"ASSUMPTION: 0: the {fmt_time(before)} of CPU the thread used before its run "
+                 f"and the {fmt_time(after)} after it are start-up and shut-down; 1: every run "
+                 "repeats them (data prepared before the work, output checked after it)")
+    w.assumptions.append((sp, f"'{r.name}': its CPU before and after the modelled run is "
+                              "start-up and shut-down, not work each run repeats (the trace "
+                              "cannot tell)"))
+    out = []
+    for ns, label in ((before, "prologue"), (after, "epilogue")):
+        steps = []
+        if ns > 0:
+            mean = BinOp("*", Num(float(f"{ns / 1e6:.4g}"), "ms"), Ref(sp))
+            steps.append(sw.Compute(Det(mean), on, w.names.unique(label),
+                                    doc=f"{label}: {fmt_time(ns)} of CPU, times {sp}"))
+        out.append(steps)
+    return out[0], out[1]
+
+
+__all__ = ["barrier_parties", "divided_work", "serial_work", "open_loop", "sleep_times", "geometric_mean_text"]

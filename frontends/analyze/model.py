@@ -38,7 +38,8 @@ from .blocks import io_sum as _io_sum
 from .blocks import lock_comment as _lock_comment
 from .blocks import walk_locks as _walk_locks
 from .blocks import per_thread_note
-from .assumptions import barrier_parties, divided_work, geometric_mean_text, open_loop, sleep_times
+from .assumptions import (barrier_parties, divided_work, geometric_mean_text, open_loop, serial_work,
+                          sleep_times)
 from .structure import Leaf, Loop, leaves
 from .threads import stem
 
@@ -290,6 +291,9 @@ class Writer:
         join = next((j for j in self.an.joins if j.pool is r), None)   # from the take on
         body = joins.pool_body(self, r, join, ctx) if join else self.items(r.items, ctx)
         body += [st for j in self.an.joins if j.waiter is r for st in joins.waiter_steps(self, j)]
+        if g.main and r.mode == "counted":
+            before, after = serial_work(self, r, self._on("host"))
+            body = before + body + after
         size = "1" if g.main else self.size_param[r.name]
         if ctx.pruned:
             head.append(f"# pruned: {ctx.pruned} fragment(s) below {100 * self.opt.prune:g}% "

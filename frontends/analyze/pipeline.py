@@ -84,6 +84,7 @@ class Runner:
     iterations: int = 0
     why: str = ""
     width: int | None = None          # threads at once, where fewer (forked in rounds: forks.py)
+    serial: tuple = (0, 0)            # main thread's CPU before and after its modelled run (ns)
 
     @property
     def size(self) -> int:
@@ -219,6 +220,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'decide')
     for r in runners:
         _finish(r, walks)
+        if r.group.main and r.mode == "counted" and has_cpu:
+            r.serial = _serial_cpu(r, walks, by, end_cpu)
     joins = find_joins(runners, joiners)
     _tick(timings, 'structure')
     if all(r.mode == "omitted" for r in runners):
@@ -480,6 +483,22 @@ def _balance(runners, walks, opt, warnings) -> dict:
         if not changed:
             break
     return external
+
+
+def _serial_cpu(r: Runner, walks: dict, by: dict, end_cpu: dict) -> tuple[int, int]:
+    """The main thread's CPU before the first and after the last step its whole run keeps
+    (ns): start-up and shut-down, or serial work each run repeats (preparing the data,
+    checking the output); one trace cannot tell which."""
+    (tid,) = r.group.tids
+    kept = [s for s in walks[tid] if not s.drop]
+    start = by[tid][0].get("cpu") if by[tid] and by[tid][0]["kind"] == "thread_start" else None
+    if not kept or start is None or kept[0].ev.get("cpu") is None:
+        return (0, 0)
+    first, last = kept[0], kept[-1]
+    before = first.ev["cpu"] - start           # the first step's fragment is start-up too
+    after = end_cpu.get(tid, 0) - (last.ev.get("cpu") or 0) - (last.own_cpu or 0) \
+        if tid in end_cpu and last.ev.get("cpu") is not None else 0
+    return max(0, before), max(0, after)
 
 
 def _finish(r: Runner, walks: dict) -> None:

@@ -10,9 +10,10 @@ from qpn.frontends.analyze.synth import MS, US, _header, _Thread, _trace
 WORK = 10 * MS                       # CPU of each of the 2 traced children
 
 
-def _fork_join(children=2, rounds=1, sleeps=False):
+def _fork_join(children=2, rounds=1, sleeps=False, prologue=0):
     out: list = []
     main = _Thread(out, 100, 0, "MainThread")
+    main.compute(prologue)                 # preparing the data (or start-up: one cannot tell)
     tid = 101
     for _ in range(rounds):
         kids = []
@@ -66,3 +67,16 @@ def test_rounds_in_a_loop_are_one_fork_each():
 def test_children_with_operations_of_their_own_are_left_to_their_loops():
     res = build(_fork_join(sleeps=True))
     assert "fork_" not in res.text
+
+
+def test_the_main_threads_serial_work_is_an_assumption():
+    """30 ms of CPU before the fork: start-up (serial_main = 0, the default) or data each
+    run prepares (1): the run takes 10 ms or 40 ms at 2 threads on 2 cores."""
+    res = build(_fork_join(prologue=30 * MS))
+    assert "cpu det(30.05 ms * serial_main) as prologue" in res.text   # and the first start
+    assert "serial_main: 'main': its CPU before and after the modelled run" in res.text
+    net = qpn.parse(res.text)
+    for serial, run in ((0, 10e-3), (1, 40e-3)):
+        r = qpn.solve(net, "des", options={"seed": 1, "quiet": True}, split_part=1,
+                      serial_main=serial)
+        assert r.get("throughput", "main.begin") == pytest.approx(1 / (run + 0.12e-3), rel=0.03)
