@@ -17,7 +17,7 @@ from qpn.model import Param
 from qpn.net import Net
 from qpn.software import ast as sw
 
-from .fit import fmt_time, time_num
+from .fit import fmt_time
 from .model import ModelText, Writer, doc
 
 
@@ -36,18 +36,17 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
     w = Writer(an, name=name, samples_dir=samples_dir, across=across)
     body = w.runners()
     cpus = []
-    if an.gil and "gil" in w.cpus:
-        cpus.append(sw.Cpu("gil", discipline="rr", quantum=time_num(w.quantum), doc=(
-            "the GIL: one thread at a time runs Python code and keeps the GIL until it blocks "
-            f"or\nits switch interval ends ({fmt_time(w.quantum)}, runtime.switch_interval_ns): "
-            "a round-robin server")))
     if "host" in w.cpus:
         if an.gil:
-            w.cores_param = w.param("cores", w.cores, "CPU cores for work outside the GIL "
-                                                      "(runtime.cpus)")
+            w.cores_param = w.param("cores", w.cores, "CPU cores (runtime.cpus)")
         cpus.append(sw.Cpu("host", cores=Ref(w.cores_param), discipline="ps", doc=(
-            "the machine's cores" + (" (C code that released the GIL runs here)" if an.gil
-                                     else ""))))
+            "the machine's cores" + (": C code that released the GIL, and the GIL's holder"
+                                     if an.gil else ""))))
+    if an.gil and "gil" in w.cpus:
+        cpus.append(sw.Mutex("gil", doc=(
+            "the GIL: one thread at a time runs Python code, on one of the cores; it keeps "
+            "the GIL\nuntil its fragment ends (fragments are mostly shorter than the "
+            f"switch interval, {fmt_time(w.quantum)})")))
     if w.disk:
         n = _concurrency(w.disk_busy)
         dp = w.param("disk_servers", n, "requests the disk serves at once (at most "

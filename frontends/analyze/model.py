@@ -8,11 +8,10 @@ number saying where it came from (sample sizes, means, SCVs, counts).  The
 with its comment as ``doc``; :mod:`.emit` puts them in a net and prints it with the
 language's printer.
 
-GIL (CPython): fragments that hold the GIL run on ``cpu gil rr quantum Q``
-(one server: one thread runs Python at a time, switched every
-``runtime.switch_interval_ns``); fragments (or the part of a fragment) that
-ran without it run on ``cpu host cores C`` (C = ``runtime.cpus``).  The GIL
-holder's use of a real core is not modelled (docs/analyzer.md).
+GIL (CPython): every fragment runs on ``cpu host cores C`` (C =
+``runtime.cpus``); the ones (or the part of one) that hold the GIL do so between
+``lock gil`` and ``unlock gil``, ``mutex gil`` being the GIL: one thread runs Python
+at a time, on a core (docs/analyzer.md, the GIL).
 
 >>> from qpn.expr import fmt
 >>> [fmt(p) for p in probs([120, 3])]
@@ -93,6 +92,7 @@ class Writer:
         self.across = across                   # .across.Across: what other traces said
         self.opt = an.options
         self.names = Names()
+        self.names.used.update(("gil", "host", "disk"))     # the model's own resources
         self.net = ident(name, "model")
         self.samples_dir = samples_dir
         self.side: dict = {}
@@ -448,20 +448,29 @@ class Writer:
                 if frac <= 0:
                     continue
                 path, samples = self._samples(nm2, [x * frac for x in xs])
-                out.append(sw.Compute(Empirical(samples, unit="us", source=path), self._on(cpu), nm2))
+                out += self._compute(Empirical(samples, unit="us", source=path), cpu, nm2)
             return documented(out, comment)
         sp = self.param(f"speedup_{name}", 1, None)
         ctx.speedups.append(sp)
         k = self.work_param.get(ctx.runner.name)
         k = Ref(k) if k else None
         if share <= 0:
-            out.append(sw.Compute(f.dist(sp, factor=k), self._on("gil"), name))
+            out += self._compute(f.dist(sp, factor=k), "gil", name)
         elif share >= 1:
-            out.append(sw.Compute(f.dist(sp, factor=k), self._on("host"), name))
+            out += self._compute(f.dist(sp, factor=k), "host", name)
         else:
-            out.append(sw.Compute(f.dist(sp, scale=1 - share, factor=k), self._on("gil"), name))
-            out.append(sw.Compute(f.dist(sp, scale=share, factor=k), self._on("host"), name + "_nogil"))
+            out += self._compute(f.dist(sp, scale=1 - share, factor=k), "gil", name)
+            out += self._compute(f.dist(sp, scale=share, factor=k), "host", name + "_nogil")
         return documented(out, comment)
+
+    def _compute(self, dist, which: str, name: str) -> list:
+        """A CPU step: on the host's cores, and for Python code (``which`` "gil") holding
+        the GIL, a lock whose holder runs on a core like any other thread (the model's GIL
+        was a server of its own until 2026-11-27: a third core for Python on two)."""
+        if which != "gil" or not self.an.gil:
+            return [sw.Compute(dist, self._on(which), name)]
+        self.cpus.add("gil")
+        return [sw.Lock("gil"), sw.Compute(dist, self._on("host"), name), sw.Unlock("gil")]
 
     def _on(self, which: str) -> str | None:
         """The cpu a step runs on: ``which`` with a GIL, else the host (not named)."""

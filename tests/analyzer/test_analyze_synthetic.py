@@ -136,9 +136,11 @@ def test_gil_model_when_the_runtime_has_one():
     tr = batch_trace(tasks=20, workers=2)
     tr.header.runtime["gil"] = True
     res = build(tr)
-    assert "cpu gil rr quantum 5 ms" in res.text and " on gil as " in res.text
-    res = build(tr, Options(gil=False))
+    # the GIL is a lock whose holder runs on one of the cores
+    assert "mutex gil" in res.text and "lock gil\n" in res.text and " on host as " in res.text
     assert "cpu gil" not in res.text
+    res = build(tr, Options(gil=False))
+    assert "gil" not in res.text.split("software {")[1]
 
 
 # ------------------------------------------------------------------- parts
