@@ -206,7 +206,9 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
             for name in names:
                 if name.startswith("speedup_"):
                     params[name] = float(params.get(name, 1.0)) * speed
-        r = qpn.solve(net, options={"quiet": True, "seed": 1, **suite.solve}, **params)
+        options = {k: v for k, v in suite.solve.items() if k != "method"}
+        r = qpn.solve(net, suite.solve.get("method", "auto"),
+                      options={"quiet": True, "seed": 1, **options}, **params)
         pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
         if not math.isfinite(pred) or pred == 0:
             report.warnings.append(f"the model predicts {pred} at {point}: it may deadlock or "

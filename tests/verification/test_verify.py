@@ -216,3 +216,24 @@ def test_manifest_group_is_cpu_or_server(tmp_path):
                                                        'name = "x"\ngroup = "batch"'))
     with pytest.raises(QPNError, match="group must be one of cpu, server"):
         load_suite(str(tmp_path))
+
+
+def test_a_suite_names_the_solution_method(tmp_path, monkeypatch):
+    """`[predict] solve = { method = "des", ... }`: the method goes to the solver as the
+    method, the rest as options (it was passed as an option, which the solver refused)."""
+    import qpn
+    _recorded_suite(tmp_path)
+    text = (tmp_path / "suite.toml").read_text().replace(
+        'expr = "throughput(\'*.trip\')"',
+        'expr = "throughput(\'*.trip\')"\nsolve = { method = "des", replications = 3 }')
+    (tmp_path / "suite.toml").write_text(text)
+    seen = []
+    real = qpn.solve
+
+    def spy(net, method="auto", **kw):
+        seen.append((method, kw["options"].get("replications")))
+        return real(net, method, **kw)
+    monkeypatch.setattr(qpn, "solve", spy)
+    rep = verify(str(tmp_path))
+    assert seen == [("des", 3), ("des", 3)]
+    assert all(r["predicted"] > 0 for r in rep.rows)
