@@ -18,8 +18,10 @@ and returns the problem as a warning instead.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from contextlib import closing
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -256,10 +258,7 @@ class TraceReader:
     def __init__(self, source: str | os.PathLike | IO[str], *, strict: bool = True):
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
-            # surrogateescape: a byte that is not UTF-8 reaches the checks below
-            # (a located error) instead of raising UnicodeDecodeError mid-chunk
-            self._fh: IO[str] = open(self.path, encoding="utf-8", errors="surrogateescape",
-                                     newline="\n")
+            self._fh: IO[str] = _open_text(self.path)
             self._own = True
         else:
             self.path = getattr(source, "name", "<trace>")
@@ -273,7 +272,7 @@ class TraceReader:
         self.count = 0
         self.lineno = 1
         self._threads = _ThreadSpans()
-        first = self._fh.readline()
+        first = self._readline_or_lines(lambda: self._fh.readline(), 1)
         try:
             if first.startswith("\ufeff"):
                 first = first[1:]              # a byte-order mark
@@ -293,6 +292,15 @@ class TraceReader:
         except ValueError as exc:
             self.close()
             raise TraceError(str(exc), self.path, 1, 0, first.rstrip("\n")[:200]) from None
+
+    def _readline_or_lines(self, read, line: int):
+        """``read()``, with a damaged compressed file as a located error."""
+        try:
+            return read()
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            self.close()
+            raise TraceError(f"the compressed trace is damaged or cut short ({exc})", self.path,
+                             line) from None
 
     def close(self) -> None:
         """Close the file if the reader opened it."""
@@ -335,7 +343,14 @@ class TraceReader:
         fh = self._fh
         while True:
             start = self.lineno + 1          # number of the chunk's first line
-            chunk = fh.readlines(CHUNK_CHARS)
+            try:
+                chunk = self._readline_or_lines(lambda: fh.readlines(CHUNK_CHARS), start)
+            except TraceError as exc:
+                if self.strict:
+                    raise
+                self.warnings.append(f"{exc.location}: {exc.message}; the events before it are kept")
+                self.complete = False
+                return
             if not chunk:
                 return
             self.lineno += len(chunk)
@@ -469,6 +484,17 @@ class _ThreadSpans:
                         hint="a thread id is reused only after the thread ended; "
                              "a copied line or two merged traces do this")
         return first
+
+
+def _open_text(path: str) -> IO[str]:
+    """The trace file as text; a gzip file (the magic bytes say so, whatever its name) is
+    read through gzip.  surrogateescape: a byte that is not UTF-8 reaches the checks (a
+    located error) instead of raising UnicodeDecodeError mid-chunk."""
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape", newline="\n")
+    return open(path, encoding="utf-8", errors="surrogateescape", newline="\n")
 
 
 def read_trace(source: str | os.PathLike | IO[str], *, strict: bool = True) -> Trace:
