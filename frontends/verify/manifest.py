@@ -60,7 +60,7 @@ class Suite:
     server: list | None = None         # [server] command: started around each run, traced
     port: str | None = None            # [server] port: ready when 127.0.0.1:port accepts
     setup: list | None = None          # run once before measuring (installs the server)
-    calibrate: bool = True             # scale CPU demands by the machine's speed (calibrate.py)
+    calibrate: bool = False            # scale CPU demands by the machine's speed (calibrate.py)
     group: str = "cpu"                 # cpu | server: which mean eps bound the suite counts in
 
     def points(self) -> list[dict]:
@@ -167,7 +167,7 @@ def _group(doc: dict, path: str) -> str:
 
 
 def _calibrate(pred: dict, path: str) -> bool:
-    value = pred.get("calibrate", True)
+    value = pred.get("calibrate", False)
     if not isinstance(value, bool):
         raise QPNError(f"{path}: [predict] calibrate must be true or false, got {value!r}")
     return value

@@ -96,12 +96,12 @@ def test_small_suite_on_recorded_runs_predicts_the_grid_within_its_bound(tmp_pat
     assert "param split_worker = " in (out / "model.qpn").read_text()
 
 
-def _recorded_suite(tmp_path, trace_loop=None, measure_loop=None):
+def _recorded_suite(tmp_path, trace_loop=None, measure_loop=None, calibrate=True):
     """The recorded small suite in ``tmp_path``; with calibration timings written into the
     traces' headers and the cached samples when given."""
     import gzip
     import shutil
-    (tmp_path / "suite.toml").write_text(SMALL)
+    (tmp_path / "suite.toml").write_text(SMALL + ("calibrate = true\n" if calibrate else ""))
     cache = json.loads(open(os.path.join(RECORDED, "verify-cache.json")).read())
     if measure_loop is not None:
         loops = measure_loop if isinstance(measure_loop, list) else [measure_loop]
@@ -152,6 +152,14 @@ def test_calibration_scales_cpu_demands_by_the_machines_speed(tmp_path, monkeypa
     assert all(r["speed"] < 1 and not r["speed_applied"] for r in noisy.rows)
     assert [r["predicted"] for r in noisy.rows] == [r["predicted"] for r in plain.rows]
     assert "(0.9" in noisy.table()
+    # calibration is off unless the suite asks for it: the ratio is shown, not applied
+    (tmp_path / "d").mkdir()
+    _recorded_suite(tmp_path / "d", trace_loop=40.0, measure_loop=50.0, calibrate=False)
+    shown = verify(str(tmp_path / "d"))
+    assert [(r["speed"], r["speed_applied"]) for r in shown.rows] == [(0.8, False), (0.8, False)]
+    assert [r["predicted"] for r in shown.rows] == [r["predicted"] for r in plain.rows]
+    assert "(0.800)" in shown.table()
+    assert not [w for w in shown.warnings if w.startswith("no calibration")]
 
 
 @pytest.mark.parametrize("text, msg", [
