@@ -82,6 +82,7 @@ class TraceHeader:
     epoch_ns: int | None = None
     version: int = VERSION
     probe_ns: int | None = None       # the recorder's own CPU per event (subtracted by the analyzer)
+    probe_cond_ns: int | None = None  # the same for a lock taken through a Condition, and notify
     machine: dict = field(default_factory=dict)   # how busy the machine was (pytrace/machine.py)
     extra: dict = field(default_factory=dict)
 
@@ -141,6 +142,8 @@ class TraceHeader:
             d["epoch_ns"] = self.epoch_ns
         if self.probe_ns is not None:
             d["probe_ns"] = self.probe_ns
+        if self.probe_cond_ns is not None:
+            d["probe_cond_ns"] = self.probe_cond_ns
         d.update(self.extra)
         return d
 
@@ -168,11 +171,12 @@ class TraceHeader:
         probe = d.get("probe_ns")
         machine = d.get("machine") or {}
         known = {"kind", "format", "version", "source", "clock", "time_unit", "capabilities",
-                 "program", "runtime", "start_ns", "epoch_ns", "probe_ns", "machine"}
+                 "program", "runtime", "start_ns", "epoch_ns", "probe_ns", "probe_cond_ns", "machine"}
         return cls(source=str(d.get("source", "unknown")), capabilities=dict(caps),
                    clock=str(d.get("clock", "monotonic")), program=d.get("program") or {},
                    runtime=d.get("runtime") or {}, start_ns=d.get("start_ns"),
-                   epoch_ns=d.get("epoch_ns"), version=version, probe_ns=probe, machine=machine,
+                   epoch_ns=d.get("epoch_ns"), version=version, probe_ns=probe,
+                   probe_cond_ns=d.get("probe_cond_ns"), machine=machine,
                    extra={k: v for k, v in d.items() if k not in known})
 
 

@@ -142,7 +142,7 @@ HEADER_OBJECTS = {
                 "steal_share": "num", "python_loop_ns": "nums"},
 }
 HEADER_FIELDS = {"source": "str", "clock": "str", "start_ns": "int", "epoch_ns": "int",
-                 "probe_ns": "uint"}
+                 "probe_ns": "uint", "probe_cond_ns": "uint"}
 _WANTED = {"int": "an integer of 64 bits", "uint": "an integer >= 0", "str": "a string",
            "bool": "true or false", "num": "a finite number >= 0",
            "strs": "a list of strings", "nums": "a list of finite numbers >= 0",

@@ -145,8 +145,10 @@ def _header(an, w) -> list[str]:
                "are pruned; CPU demands are " + ("measured samples." if an.options.demands
                                                  == "empirical" else "fitted by their SCV."))
     if an.probe_ns:
-        out.append(f"# The tracer's own CPU, {fmt_time(an.probe_ns)} per event (probe_ns, timed "
-                   "at the traced program's exit), is taken off the demands.")
+        cond = getattr(an.trace.header, "probe_cond_ns", None)
+        out.append(f"# The tracer's own CPU, {fmt_time(an.probe_ns)} per event"
+                   + (f" ({fmt_time(cond)} on a condition's lock or a notify)" if cond else "")
+                   + " (probe_ns, timed at the traced program's exit), is taken off the demands.")
     out += an.notes
     if w.across and w.across.lines:
         out += w.across.lines

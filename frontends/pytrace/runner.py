@@ -134,7 +134,8 @@ def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, 
     header = TraceHeader(source="pytrace", capabilities=dict(CAPABILITIES), clock="monotonic",
                          program=program, runtime=runtime, start_ns=meta.get("start_ns"),
                          epoch_ns=meta.get("epoch_ns"),
-                         probe_ns=end.get("probe_ns") if end else None)
+                         probe_ns=end.get("probe_ns") if end else None,
+                         probe_cond_ns=end.get("probe_cond_ns") if end else None)
     return header, events, warnings
 
 

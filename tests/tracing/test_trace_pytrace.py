@@ -235,8 +235,12 @@ def test_probe_cost_matches_the_wrappers(tmp_path_factory):
         lock = statistics.median(s.cpu for s in steps if s.action == "lock")
         return lock + statistics.median(s.cpu for s in steps if s.action == "unlock")
     raw_excess = per_iteration(0) - untraced
-    assert raw_excess > 0.5 * untraced         # two events per ~1.7 us of work
-    assert abs(per_iteration(probe) - untraced) < 0.6 * raw_excess
+    assert raw_excess > 0.5 * untraced         # two events per ~1.5 us of work
+    # within 2% on this VM (3 runs); the probe timed from the tracer's own frames with a
+    # scratch list cleared every 100 records left 16% of the excess (1.13 us against 1.36)
+    assert abs(per_iteration(probe) - untraced) < 0.1 * raw_excess
+    # through a Condition the wrapper sits behind a library frame: a longer walk (1.60 us)
+    assert trace.header.probe_cond_ns > probe
 
 
 def test_fsync_is_traced_as_io_with_the_files_path(tmp_path):
