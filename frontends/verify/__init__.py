@@ -211,7 +211,14 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         options = {k: v for k, v in suite.solve.items() if k != "method"}
         r = qpn.solve(net, suite.solve.get("method", "auto"),
                       options={"quiet": True, "seed": 1, **options}, **params)
-        pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
+        try:
+            pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
+        except QPNError as e:
+            if not getattr(r, "reason", None):
+                raise
+            # an expression over an empty result: the solver's verdict is the news
+            raise QPNError(f"{suite.name} at {point}: the solver gave no measures: {r.reason} "
+                           f"(model {report.model}; {e})") from None
         if not math.isfinite(pred) or pred == 0:
             report.warnings.append(f"the model predicts {pred} at {point}: it may deadlock or "
                                    f"never reach the measured element (qpn check {report.model})")
