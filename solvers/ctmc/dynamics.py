@@ -62,6 +62,17 @@ class Dynamics:
                     self.caps[m].append((slots, lim, d))
         self.unc = np.flatnonzero(spec.uncovered[:spec.nslots]) if spec.cutoff is not None else np.zeros(0, int)
         self.unc_delta = self.delta[:, self.unc].sum(axis=1) if len(self.unc) else np.zeros(nm, int)
+        # The cut-off holds back generators (modes that give back every input: a source).
+        # A mode that turns an item a thread holds into an open token (take from one
+        # unbounded queue, work, put into another) may pass it by one firing's worth:
+        # held back, it left a dead state the net does not have (nothing to take, the
+        # arrivals at the cut-off, the item never put), read as "unstable" at any load.
+        # estimate.py's bound already counts that overshoot.
+        self.cut_limit = np.zeros(nm, dtype=np.int64)
+        if spec.cutoff is not None:
+            over = max(int(self.unc_delta.max(initial=0)), 0)
+            generator = np.all(spec.pre <= spec.post, axis=1)
+            self.cut_limit[:] = np.where(generator, spec.cutoff, spec.cutoff + over)
         self.prio = np.array([m.priority for m in c.modes], dtype=float)
         self.weight = np.array([m.weight for m in c.modes], dtype=float)
         # queue tables
@@ -104,7 +115,7 @@ class Dynamics:
         return ~self._below_cut(R, m) & self._enabled_uncut(R, m)
 
     def _below_cut(self, R: np.ndarray, m: int) -> np.ndarray:
-        return R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.spec.cutoff
+        return R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.cut_limit[m]
 
     def _enabled_uncut(self, R: np.ndarray, m: int) -> np.ndarray:
         ok = np.ones(len(R), dtype=bool)
