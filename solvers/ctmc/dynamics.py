@@ -64,24 +64,15 @@ class Dynamics:
         self.unc_delta = self.delta[:, self.unc].sum(axis=1) if len(self.unc) else np.zeros(nm, int)
         # The cut-off holds back generators (modes that give back every input: a source).
         # A mode that turns an item a thread holds into an open token (take from one
-        # unbounded queue, work, put into another; a release after work) is not held back:
-        # held back, it left a dead state the net does not have (the arrivals at the
-        # cut-off, nothing to take, the item never put), read as "unstable" at any load.
-        # It fires, and at the cut-off the open tokens it adds beyond it are dropped (a
-        # loss at the truncation's edge, where the adaptive cut-off keeps the mass small),
-        # unless they enter a queue that tracks its tokens' phases or order: then it waits.
-        self.lossy = np.zeros(nm, dtype=bool)
-        if spec.cutoff is not None and len(self.unc):
-            tracked = np.zeros(spec.nslots, dtype=bool)
-            for q in spec.queues:
-                if q.layout == "seq" or q.max_phases > 1:
-                    tracked[np.asarray(q.classes, dtype=np.int64)] = True
-            unc = np.zeros(spec.nslots, dtype=bool)
-            unc[self.unc] = True
+        # unbounded queue, work, put into another) may pass it by one firing's worth:
+        # held back, it left a dead state the net does not have (nothing to take, the
+        # arrivals at the cut-off, the item never put), read as "unstable" at any load.
+        # estimate.py's bound already counts that overshoot.
+        self.cut_limit = np.zeros(nm, dtype=np.int64)
+        if spec.cutoff is not None:
+            over = max(int(self.unc_delta.max(initial=0)), 0)
             generator = np.all(spec.pre <= spec.post, axis=1)
-            adds = (self.delta[:, :spec.nslots] > 0) & unc[None, :]
-            self.lossy = ~generator & (self.unc_delta > 0) & ~np.any(adds & tracked[None, :], axis=1)
-            self.drop_order = [np.flatnonzero(adds[m]) for m in range(nm)]
+            self.cut_limit[:] = np.where(generator, spec.cutoff, spec.cutoff + over)
         self.prio = np.array([m.priority for m in c.modes], dtype=float)
         self.weight = np.array([m.weight for m in c.modes], dtype=float)
         # queue tables
@@ -119,12 +110,12 @@ class Dynamics:
     # ------------------------------------------------------------ enabling
     def cut_only(self, R: np.ndarray, m: int) -> np.ndarray:
         """Rows where mode m is enabled but for the population cut-off."""
-        if not self.unc_delta[m] > 0 or self.lossy[m]:
+        if not self.unc_delta[m] > 0:
             return np.zeros(len(R), dtype=bool)
         return ~self._below_cut(R, m) & self._enabled_uncut(R, m)
 
     def _below_cut(self, R: np.ndarray, m: int) -> np.ndarray:
-        return R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.spec.cutoff
+        return R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.cut_limit[m]
 
     def _enabled_uncut(self, R: np.ndarray, m: int) -> np.ndarray:
         ok = np.ones(len(R), dtype=bool)
@@ -140,7 +131,7 @@ class Dynamics:
         """Rows where mode m is enabled (inputs, inhibitors, capacities, the cut-off); with
         ``track_cutoff``, rows the cut-off alone disabled are noted in blocked_by_cutoff."""
         ok = self._enabled_uncut(R, m)
-        if self.unc_delta[m] > 0 and not self.lossy[m]:
+        if self.unc_delta[m] > 0:
             cut = self._below_cut(R, m)
             if track_cutoff and self.blocked_by_cutoff is not None:
                 self.blocked_by_cutoff |= ok & ~cut
@@ -174,8 +165,6 @@ class Dynamics:
         """Fire compiled mode ``modes[i]`` in row i (inputs already checked)."""
         R = R.copy()
         R[:, :self.spec.nslots] += self.delta[modes]
-        if self.lossy.any():
-            self._drop_beyond_cutoff(R, modes)
         hit = np.unique(modes)
         # rows split as tokens pick phases or servers: every slot's arrivals (G) travel with
         # their row, so that a later queue reads its own arrivals row by row (campaign 20:
@@ -197,19 +186,6 @@ class Dynamics:
                 for k in range(len(q.classes)):
                     R, w, par, G = self._enter_phases(q, qi, k, R, w, par, G, col=q.classes[k])
         return self.timed_update(R, w, par)
-
-    def _drop_beyond_cutoff(self, R: np.ndarray, modes: np.ndarray) -> None:
-        """Take the open tokens a lossy mode added beyond the cut-off back out (in place)."""
-        over = R[:, self.unc].sum(axis=1) - self.spec.cutoff
-        rows = np.flatnonzero(self.lossy[modes] & (over > 0))
-        for i in rows:
-            m, left = int(modes[i]), int(over[i])
-            for s in self.drop_order[m]:
-                k = min(left, int(self.delta[m, s]), int(R[i, s]))
-                R[i, s] -= k
-                left -= k
-                if not left:
-                    break
 
     def _enter_phases(self, q, qi, k, R, w, par, got, col=None):
         """Tokens of class ``k`` (``got[:, k]`` per row) take their first phase.  One start

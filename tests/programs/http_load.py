@@ -15,13 +15,8 @@ import sys
 import threading
 import time
 
-host, port, rate, n = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-path = sys.argv[5] if len(sys.argv) > 5 else "/"
-request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\n\r\n".encode()
-times, failures, lock = [], [], threading.Lock()
 
-
-def one():
+def one(host, port, request, times, failures, lock):
     t0 = time.perf_counter()
     try:
         with socket.create_connection((host, port), timeout=30) as s:
@@ -38,20 +33,28 @@ def one():
         times.append((t1 - t0, first[:12]))
 
 
-cpu0 = time.process_time()
-threads, next_at = [], time.perf_counter()
-for _ in range(n):
-    next_at += random.expovariate(rate)
-    delay = next_at - time.perf_counter()
-    if delay > 0:
-        time.sleep(delay)
-    th = threading.Thread(target=one)
-    th.start()
-    threads.append(th)
-for th in threads:
-    th.join()
-bad = [status for _, status in times if not status.startswith(b"HTTP/1.") or b" 200" not in status]
-if failures or bad or not times:
-    sys.exit(f"{len(failures)} requests failed ({failures[:1]}), {len(bad)} not 200 OK")
-print(f"{1000 * sum(t for t, _ in times) / len(times):.3f}")
-print(f"generator cpu {1e6 * (time.process_time() - cpu0) / n:.0f} us per request")
+def main(host, port, rate, n, path="/"):
+    request = f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\n\r\n".encode()
+    times, failures, lock = [], [], threading.Lock()
+    cpu0 = time.process_time()
+    threads, next_at = [], time.perf_counter()
+    for _ in range(n):
+        next_at += random.expovariate(rate)
+        delay = next_at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        th = threading.Thread(target=one, args=(host, port, request, times, failures, lock))
+        th.start()
+        threads.append(th)
+    for th in threads:
+        th.join()
+    bad = [status for _, status in times if not status.startswith(b"HTTP/1.") or b" 200" not in status]
+    if failures or bad or not times:
+        sys.exit(f"{len(failures)} requests failed ({failures[:1]}), {len(bad)} not 200 OK")
+    print(f"{1000 * sum(t for t, _ in times) / len(times):.3f}")
+    print(f"generator cpu {1e6 * (time.process_time() - cpu0) / n:.0f} us per request")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]),
+         *(sys.argv[5:6]))
