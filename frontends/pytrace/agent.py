@@ -251,7 +251,9 @@ def finish(reason: str = "exit") -> None:
     emit(("thread_end", gettid(), mono(), cpu(), None))
     spill()
     probe = probe_cost()
-    _write(("X", {"reason": reason, "end_ns": mono(), "probe_ns": probe.get("lock"),
+    # sys.argv as the program left it: with `python -m pkg` it read ['-m', ...] at start-up,
+    # before runpy put the module's path in argv[0]
+    _write(("X", {"reason": reason, "end_ns": mono(), "argv": list(sys.argv), "probe_ns": probe.get("lock"),
                   "probe_cond_ns": probe.get("cond")}))
     fd, _state["fd"] = _state["fd"], None
     if fd is not None:

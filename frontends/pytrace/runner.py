@@ -124,6 +124,9 @@ def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, 
     events = [to_event(r, sites, tids) for r in recs]
     events.sort(key=lambda e: e["ts"])
     program = {k: meta.get(k) for k in ("argv", "pid", "executable", "cwd")}
+    argv = program.get("argv") or []
+    if argv[:1] in (["-m"], ["-c"]) and end and end.get("argv"):
+        program["argv"] = end["argv"]         # `python -m pkg`: the module's path, as runpy set it
     if meta.get("packages"):
         program["packages"] = meta["packages"]
     program["exit_code"] = returncode

@@ -323,3 +323,16 @@ def test_an_installed_program_run_by_its_entry_point_is_traced(tmp_path, package
                    for e in r.trace.events) == 5
     else:
         assert "packages" not in r.trace.header.program and locks == []
+
+
+def test_a_module_run_with_dash_m_is_named_by_its_path(tmp_path):
+    # `python -m pkg` read ['-m', ARGS...] at start-up (cheroot's model was "Model of
+    # `-m --bind=...`"); the header takes sys.argv as the program left it, runpy's path first
+    src = tmp_path / "in.json"
+    src.write_text('{"a": [1, 2]}')
+    out = tmp_path / "run.jsonl"
+    r = trace_command([sys.executable, "-m", "json.tool", str(src), str(tmp_path / "out.json")],
+                      str(out), cwd=str(tmp_path))
+    assert r.returncode == 0
+    argv = read_trace(out).header.program["argv"]
+    assert argv[0].endswith(os.path.join("json", "tool.py")) and argv[1:] == [str(src), str(tmp_path / "out.json")]
