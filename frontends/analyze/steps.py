@@ -163,6 +163,7 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
     a library frame; a fragment between two events loses half of each one's.
     """
     cond_cost = probe_ns if probe_cond_ns is None else probe_cond_ns
+    two_costs = cond_cost != probe_ns
     prev_probe = probe_ns
     out: list[Step] = []
     append = out.append
@@ -188,7 +189,8 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
         elif ts < prev_end:
             continue                         # nested in the previous span
         elif c is not None and prev_cpu is not None:
-            this = cond_cost if kind == "notify" or get("obj") in cond_locks else probe_ns
+            this = cond_cost if two_costs and (kind == "notify" or get("obj") in cond_locks) \
+                else probe_ns
             frag_cpu = c - prev_cpu - ((prev_probe + this) >> 1)
             prev_probe = this
             if frag_cpu < 0:

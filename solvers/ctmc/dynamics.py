@@ -68,11 +68,11 @@ class Dynamics:
         # held back, it left a dead state the net does not have (nothing to take, the
         # arrivals at the cut-off, the item never put), read as "unstable" at any load.
         # estimate.py's bound already counts that overshoot.
+        self.generator = np.all(spec.pre <= spec.post, axis=1)
         self.cut_limit = np.zeros(nm, dtype=np.int64)
         if spec.cutoff is not None:
             over = max(int(self.unc_delta.max(initial=0)), 0)
-            generator = np.all(spec.pre <= spec.post, axis=1)
-            self.cut_limit[:] = np.where(generator, spec.cutoff, spec.cutoff + over)
+            self.cut_limit[:] = np.where(self.generator, spec.cutoff, spec.cutoff + over)
         self.prio = np.array([m.priority for m in c.modes], dtype=float)
         self.weight = np.array([m.weight for m in c.modes], dtype=float)
         # queue tables
@@ -113,6 +113,12 @@ class Dynamics:
         if not self.unc_delta[m] > 0:
             return np.zeros(len(R), dtype=bool)
         return ~self._below_cut(R, m) & self._enabled_uncut(R, m)
+
+    def holds_back_a_step(self, R: np.ndarray) -> bool:
+        """Whether in some of these states the cut-off alone holds back a mode that is not a
+        generator (a step inside a thread, not an arrival)."""
+        steps = np.flatnonzero(~self.generator & (self.unc_delta > 0))
+        return any(self.cut_only(R, int(m)).any() for m in steps)
 
     def _below_cut(self, R: np.ndarray, m: int) -> np.ndarray:
         return R[:, self.unc].sum(axis=1) + self.unc_delta[m] <= self.cut_limit[m]

@@ -426,7 +426,8 @@ def _stuck(ctmc: CTMC) -> tuple[str, str] | None:
     c = ctmc.spec.compiled
     S = sp.states
     cut = dead[sp.blocked[dead]] if ctmc.spec.cutoff is not None else dead[:0]
-    if len(cut) and _cutoff_held_back_a_step(ctmc, S[cut]):
+    from .dynamics import Dynamics
+    if len(cut) and Dynamics(ctmc.spec).holds_back_a_step(S[cut].astype(np.int64)):
         # the truncation, not the net: a thread's item could not become an open token at
         # the cut-off (a loop of puts or releases, more than one firing's margin)
         raise SolverError(f"the CTMC's population cut-off ({ctmc.spec.cutoff} tokens) held back a "
@@ -442,17 +443,6 @@ def _stuck(ctmc: CTMC) -> tuple[str, str] | None:
                             "gets stuck there)")
     from ..status import deadlock_reason
     return ("deadlock", deadlock_reason(c, S, dead))
-
-
-def _cutoff_held_back_a_step(ctmc: CTMC, rows: np.ndarray) -> bool:
-    """Whether, in some of these dead states, a mode that is not a generator (its inputs
-    are not all given back) is enabled but for the cut-off."""
-    from .dynamics import Dynamics
-    spec = ctmc.spec
-    dyn = Dynamics(spec)
-    generator = np.all(spec.pre <= spec.post, axis=1)
-    R = rows.astype(np.int64)
-    return any(dyn.cut_only(R, m).any() for m in np.flatnonzero(~generator & (dyn.unc_delta > 0)))
 
 
 def _steady(ctmc: CTMC, method: str) -> tuple[np.ndarray, dict]:
