@@ -129,12 +129,13 @@ def batch_trace(tasks: int = 100, workers: int = 3, *, work: int = 2 * MS,
 
 def server_trace(requests: int = 1000, workers: int = 4, *, rate: float = 200.0,
                  miss: float = 0.25, parse: int = 2 * MS, disk: int = 5 * MS,
-                 capacity: int = 32, seed: int = 1) -> Trace:
+                 capacity: int = 32, seed: int = 1, miss_cpu: int = 8 * US) -> Trace:
     """An open-workload server; the known answers are the keyword arguments.
 
     ``rate`` arrivals per second (Poisson), ``miss`` = probability that the
     file read goes to the device (``disk`` ns) instead of the page cache
-    (about 10 us), ``parse`` = mean CPU of the parse fragment (exponential).
+    (about 10 us), ``parse`` = mean CPU of the parse fragment (exponential),
+    ``miss_cpu`` = the CPU a device read uses itself (ns, constant).
     """
     rng = random.Random(seed)
     out: list = []
@@ -167,7 +168,7 @@ def server_trace(requests: int = 1000, workers: int = 4, *, rate: float = 200.0,
         w.ev("release", obj=22, site="server.py:42", hold=20 * US)
         w.compute(30 * US)
         if rng.random() < miss:
-            w.ev("io", dur=int(rng.expovariate(1.0 / disk)) + 100 * US, cpu_dur=8 * US, op="read",
+            w.ev("io", dur=int(rng.expovariate(1.0 / disk)) + 100 * US + miss_cpu, cpu_dur=miss_cpu, op="read",
                  path="/data/f.bin", fd=5, bytes=65536, site="server.py:45")
         else:
             w.ev("io", dur=int(rng.uniform(5, 15) * US), op="read", path="/data/f.bin", fd=5,

@@ -220,3 +220,24 @@ def test_the_same_code_in_two_places_keeps_each_place_s_samples_across_traces():
     assert (len(xs), share, traces) == (190, 1.0, 2)
     xs, share, traces = res.samples("w", rare, [3000] * 5, 0.0)
     assert (len(xs), share, traces) == (11, 0.0, 2)
+
+
+def test_a_device_read_keeps_its_own_cpu():
+    """A read that missed the page cache waits for the device and then uses CPU itself
+    (filling the page cache, copying out): the model's device branch is the wait on the
+    disk, then that CPU (known answer: 400 us per device read, constant)."""
+    res = build(server_trace(2000, workers=4, rate=RATE, miss=0.5, disk=MS, miss_cpu=400_000,
+                             seed=3))
+    lines = res.text.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.strip().endswith("as read_45_miss"))
+    assert "on disk" in lines[i]
+    assert lines[i + 2].strip() == "cpu det(400 us) as read_45_miss_cpu", lines[i:i + 3]
+    # the wait on the device is what is left: exp(1 ms) + 100 us, mean 1.1 ms (3 SE)
+    (br,) = [b for b in res.info["branches"] if "io" in b]
+    misses = br["counts"][1]
+    mean = float(lines[i - 1].split("mean ")[1].split(" ms")[0])
+    assert abs(mean - 1.1) < 3 * 1.0 / math.sqrt(misses)
+    qpn.parse(res.text)
+    # own CPU not worth a step (8 us against a 1.1 ms wait): none
+    plain = build(server_trace(500, workers=4, rate=RATE, miss=0.5, disk=MS, seed=3))
+    assert "read_45_miss_cpu" not in plain.text
