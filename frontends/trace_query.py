@@ -103,6 +103,34 @@ def lock_holds(events: Iterable[dict]) -> dict[int, list[int]]:
     return dict(out)
 
 
+def connection_spans(events: Iterable[dict]) -> list[int]:
+    """ns from each ``accept`` to the end of the last socket I/O on the connection it
+    returned (its ``conn`` fd), by any thread: how long the traced server held the
+    connection.  The time before the accept (the handshake, the accept queue) and after
+    the last send (the client reading the rest) are outside it.
+
+    >>> evs = [{"kind": "io", "tid": 1, "ts": 0, "dur": 5, "op": "accept", "fd": 3, "conn": 7},
+    ...        {"kind": "io", "tid": 2, "ts": 20, "dur": 10, "op": "recv", "fd": 7},
+    ...        {"kind": "io", "tid": 2, "ts": 50, "dur": 30, "op": "send", "fd": 7},
+    ...        {"kind": "io", "tid": 1, "ts": 90, "dur": 5, "op": "accept", "fd": 3, "conn": 7}]
+    >>> connection_spans(evs)             # the second accept got fd 7 again: no I/O on it
+    [80, 5]
+    """
+    held: dict[int, list[int]] = {}
+    out = []
+    for ev in sorted((e for e in events if e["kind"] == "io"), key=lambda e: e["ts"]):
+        op = ev.get("op")
+        if op == "accept" and ev.get("conn") is not None:
+            if ev["conn"] in held:
+                out.append(held[ev["conn"]][1] - held[ev["conn"]][0])
+            held[ev["conn"]] = [ev["ts"], end_ts(ev)]
+        elif op in ("send", "recv") and ev.get("fd") in held:
+            span = held[ev["fd"]]
+            span[1] = max(span[1], end_ts(ev))
+    out += [b - a for a, b in held.values()]
+    return out
+
+
 def thread_cpu(thread_events: Sequence[dict]) -> int | None:
     """CPU ns a thread used between its first and last event (None if unknown)."""
     cpus = [e["cpu"] for e in thread_events if "cpu" in e]

@@ -299,7 +299,7 @@ def _wrap_socket(socket) -> None:
             raise
         d, cd = spent(t0, c0)
         emit(("io", gettid(), t0, c0, s, "accept", id(self), None, self.fileno(), None,
-              d, cd, str(addr)))
+              d, cd, str(addr), None, None, conn.fileno()))
         return conn, addr
 
     def t_connect(self, address):

@@ -26,7 +26,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "notify": ("on", "obj", "all", "waiters"),
     "put": ("obj", "item", "dur", "size", "ok", "cpu_dur"),
     "get": ("obj", "item", "dur", "size", "ok", "cpu_dur"),
-    "io": ("op", "obj", "path", "fd", "bytes", "dur", "cpu_dur", "peer", "ok", "calls"),
+    "io": ("op", "obj", "path", "fd", "bytes", "dur", "cpu_dur", "peer", "ok", "calls", "conn"),
     "task": ("item", "dur", "cpu_dur", "func", "obj"),
     "span": ("name", "req", "dur", "cpu_dur"),
     "request": ("req", "phase", "name"),

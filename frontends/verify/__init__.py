@@ -16,6 +16,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -146,6 +147,9 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             if load.returncode != 0:
                 raise QPNError(f"{suite.name}: the load `{' '.join(argv)}` of the traced server "
                                f"exited with {load.returncode}: {load.stderr.strip()[-500:]}")
+            m = re.search(suite.pattern, load.stdout) if suite.pattern else None
+            # what the load program measured while the server was traced (outside.py)
+            write_atomic(path + ".client", json.dumps({"value": float(m.group(1)) if m else None}))
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced the server at {cfg}", file=log)
         elif retrace or not same:
@@ -158,8 +162,33 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             print(f"verify {suite.name}: traced {cfg}", file=log)
         traces.append(read_trace(path))
     res = build(traces[0], others=tuple(traces[1:]), name=suite.name)
+    if suite.outside:
+        res.info["outside"] = _outside(suite, out_dir, traces, log)
     res.info["traced_loop_ns"] = [x for t in traces for x in (t.header.machine or {}).get("python_loop_ns") or []]
     return res
+
+
+def _outside(suite: Suite, out_dir: str, traces: list, log) -> dict:
+    """The latency outside the traced server (outside.py), from the load program's
+    response times in the traced runs and the traces' connection spans."""
+    from .outside import outside_latency
+    runs = []
+    for i, trace in enumerate(traces):
+        try:
+            with open(os.path.join(out_dir, f"trace{i}.jsonl.client")) as fh:
+                client = json.load(fh)["value"]
+        except (OSError, ValueError, KeyError):
+            client = None
+        if client is None:
+            raise QPNError(f"{suite.name}: [predict] outside needs the load program's response "
+                           f"time in the traced run of trace{i}.jsonl, which was not kept: "
+                           "qpn verify --retrace")
+        runs.append((client, trace.events))
+    value, detail = outside_latency(runs, suite.outside)
+    print(f"verify {suite.name}: outside the traced server: {value:g} {suite.outside} (the load "
+          "program's response time less the server's connection spans: "
+          + ", ".join(f"{d['client']:g} - {d['server']:g}" for d in detail) + ")", file=log)
+    return {"value": value, "unit": suite.outside, "runs": detail}
 
 
 def _model_params(suite: Suite, point: dict, params: dict) -> dict:
@@ -212,7 +241,9 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         r = qpn.solve(net, suite.solve.get("method", "auto"),
                       options={"quiet": True, "seed": 1, **options}, **params)
         try:
-            pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point}))
+            outside = res.info.get("outside")
+            pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point,
+                                                        **({"outside": outside["value"]} if outside else {})}))
         except QPNError as e:
             if not getattr(r, "reason", None):
                 raise
@@ -230,7 +261,8 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
     from qpn.solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(
-        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "rows": report.rows,
+        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "outside": res.info.get("outside"),
+         "rows": report.rows,
          "mean_eps": report.mean_eps, "max_eps": report.max_eps, "warnings": report.warnings},
         default=str))), indent=1, allow_nan=False))
     _plot(report, os.path.join(out_dir, "verify.png"), log)

@@ -62,6 +62,7 @@ class Suite:
     setup: list | None = None          # run once before measuring (installs the server)
     calibrate: bool = False            # scale CPU demands by the machine's speed (calibrate.py)
     group: str = "cpu"                 # cpu | server: which mean eps bound the suite counts in
+    outside: str | None = None         # server: unit of the response time; `outside` in expr
 
     def points(self) -> list[dict]:
         """Every combination of the grid's values."""
@@ -155,7 +156,8 @@ def load_suite(directory: str) -> Suite:
                  list(_need(prog, "args", "program", list, path)), dict(doc.get("params", {})),
                  grid, configs, kind, expr, repeats, over, values, pattern,
                  dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
-                 server, port, setup, _calibrate(pred, path), _group(doc, path))
+                 server, port, setup, _calibrate(pred, path), _group(doc, path),
+                 _outside(pred, kind, server, path))
 
 
 def _group(doc: dict, path: str) -> str:
@@ -164,6 +166,20 @@ def _group(doc: dict, path: str) -> str:
         raise QPNError(f"{path}: group must be one of {', '.join(GROUPS)} (a program run to "
                        f"completion, or a server under a load), got {group!r}")
     return group
+
+
+def _outside(pred: dict, kind: str, server, path: str) -> str | None:
+    from .outside import UNITS
+    unit = pred.get("outside")
+    if unit is None:
+        return None
+    if unit not in UNITS:
+        raise QPNError(f"{path}: [predict] outside is the unit of the measured response time, "
+                       f"one of {', '.join(UNITS)}; got {unit!r}")
+    if server is None or kind != "stdout":
+        raise QPNError(f"{path}: [predict] outside needs a [server] and a response time the "
+                       "load program prints ([measure] kind = \"stdout\")")
+    return unit
 
 
 def _calibrate(pred: dict, path: str) -> bool:

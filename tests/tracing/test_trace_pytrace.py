@@ -8,7 +8,7 @@ import pytest
 
 from qpn.frontends.pytrace import trace_command
 from qpn.frontends.trace import read_trace
-from qpn.frontends.trace_query import end_ts, fragments, match_items
+from qpn.frontends.trace_query import connection_spans, end_ts, fragments, match_items
 from conftest import TESTS_DIR
 
 HERE = TESTS_DIR
@@ -196,6 +196,16 @@ def test_file_server_io_queue_and_requests(server_trace):
         from_sizes[os.path.basename(e["path"])] for e in reads)
     recvs = [e for e in io if e["op"] == "recv" and e["site"] == s["recv"]]
     assert len(recvs) == 40 and all(e["bytes"] > 4 for e in recvs)
+    # an accept names the connection's fd: the worker reads the request and sends the
+    # reply on it, and each connection's span (accept to its last I/O) holds both
+    assert all(e["conn"] != e["fd"] for e in accepts)
+    assert {e["conn"] for e in accepts} == {e["fd"] for e in recvs} | {e["fd"] for e in sends}
+    spans = connection_spans(server_trace.events)
+    assert len(spans) == 40
+    assert sum(spans) >= sum(e["dur"] for e in recvs + sends)
+    for r in recvs:              # each request's recv lies inside the span of its accept
+        a = max((e for e in accepts if e["conn"] == r["fd"] and e["ts"] <= r["ts"]), key=lambda e: e["ts"])
+        assert a["ts"] <= r["ts"]
     # connections are handed from the acceptor to the workers through the queue
     acceptor = next(t for t, n in names.items() if n == "acceptor")
     conn_q = next(o["obj"] for o in server_trace.objects().values() if o.get("site") == s["conn-queue"])

@@ -122,3 +122,43 @@ def test_server_manifest_errors_name_the_entry(tmp_path, extra, msg):
     (tmp_path / "suite.toml").write_text(text)
     with pytest.raises(QPNError, match=msg.replace("[", r"\[").replace("]", r"\]")):
         load_suite(str(tmp_path))
+
+
+@pytest.mark.parametrize("extra, msg", [
+    ('outside = "minutes"\n[server]\ncommand = ["x"]\nport = 1\n', "outside is the unit of the "
+     "measured response time, one of s, ms, us; got 'minutes'"),
+    ('outside = "ms"\n', "outside needs a [server] and a response time the load program prints"),
+])
+def test_outside_manifest_errors(tmp_path, extra, msg):
+    (tmp_path / "p.py").write_text("print(1)")
+    (tmp_path / "suite.toml").write_text(
+        '[program]\npath = "p.py"\nargs = []\n[grid]\nw = [1]\n[build]\nconfigs = [{w = 1}]\n'
+        '[measure]\nkind = "stdout"\npattern = "(1)"\n[predict]\nexpr = "1"\n' + extra)
+    with pytest.raises(QPNError, match=msg.replace("[", r"\[").replace("]", r"\]")):
+        load_suite(str(tmp_path))
+
+
+def test_outside_is_the_client_s_response_less_the_server_s_connection_spans(suite_dir, tmp_path):
+    """[predict] outside: the load program's response time in the traced run (kept beside
+    the trace) less the mean span from the server's accept to its last send; the client's
+    span holds the server's, so it is positive, and a few ms at most on loopback."""
+    from qpn.frontends.verify import build_model
+    toml = suite_dir / "suite.toml"
+    toml.write_text(toml.read_text().replace('[predict]\n', '[predict]\noutside = "ms"\n'))
+    (suite_dir / "load.py").write_text(LOAD.replace(
+        'body = urllib', 'for _ in range(30):\n    body = urllib').replace(
+        '1000 * (time.perf_counter() - t)', '1000 * (time.perf_counter() - t) / 30'))
+    s = load_suite(str(suite_dir))
+    assert s.outside == "ms"
+    out = tmp_path / "out"
+    out.mkdir()
+    res = build_model(s, str(out), log=open(os.devnull, "w"))
+    client = json.loads((out / "trace0.jsonl.client").read_text())["value"]
+    (run,) = res.info["outside"]["runs"]
+    assert run["client"] == pytest.approx(client) and run["connections"] >= 1
+    assert res.info["outside"]["value"] == pytest.approx(run["client"] - run["server"], abs=1e-6)
+    assert 0 < run["server"] < run["client"] and 0 < res.info["outside"]["value"] < 50
+    # traces kept from a run without the client's figure: the error says what to do
+    (out / "trace0.jsonl.client").unlink()
+    with pytest.raises(QPNError, match="--retrace"):
+        build_model(s, str(out), log=open(os.devnull, "w"), retrace=False)
