@@ -22,7 +22,7 @@ STEP_WORDS = frozenset("""CPU IO SLEEP LOCK UNLOCK READ WRITE ACQUIRE RELEASE AW
 TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK CALL RETURN""".split())
 #: how a software cpu may schedule threads and a disk serve requests (policies of the
 #: software layer; what each discipline means is in qpn.disciplines)
-CPU_DISCIPLINES = ("ps", "fcfs", "rr")
+CPU_DISCIPLINES = ("ps", "jsq-ps", "fcfs", "rr")
 DISK_DISCIPLINES = ("fcfs", "ps", "random")
 #: the cpu disciplines that slice time (take 'quantum' and 'switch')
 SLICED_CPU_DISCIPLINES = tuple(d for d in CPU_DISCIPLINES if disciplines.get(d).takes_quantum)

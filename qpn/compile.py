@@ -56,6 +56,9 @@ def expansion_limit() -> int:
     return int(text)
 
 
+#: the most servers a queue that places each token on one of them (jsq-ps) may have
+MAX_PLACED_SERVERS = 4096
+
 @dataclass
 class CompiledPlace:
     """A place unfolded: its colors and the slot of each (two per color if queueing)."""
@@ -291,8 +294,14 @@ class _Compiler:
             switch = _num(self.ev(q.switch), f"the switch cost of queue '{q.name}'", q.loc, nonneg=True,
                           maximum=1e100)
         disc = q.discipline
-        if getattr(disciplines.find(disc), "infinite_servers", False):
+        d = disciplines.find(disc)
+        if getattr(d, "infinite_servers", False):
             servers = math.inf
+        if d is not None and d.scheduling.serves == "cores" and not servers <= MAX_PLACED_SERVERS:
+            # each arrival scans the servers for the least loaded one
+            raise ModelError(f"queue '{q.name}': {disc} places each token on one of its servers: "
+                             f"it needs servers 1 to {MAX_PLACED_SERVERS} (a machine's cores), "
+                             f"not {servers:g}", q.loc)
         return CompiledQueue(q.name, disc, servers, quantum, switch, q.preemptive)
 
     def add_classes(self, cq: CompiledQueue, p: QueueingPlace, pi: int, colors, slots, qslots):

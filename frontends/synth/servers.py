@@ -28,7 +28,7 @@ function of the number of requests in service when it starts (itself included).
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import Counter, deque
 
 from qpn import disciplines
 
@@ -39,7 +39,8 @@ EPS = 1e-12
 #: a shared capacity (PS), the round-robin ready queue, or one token a server taken in
 #: arrival order or at random
 _PLAYS = {("shared", "arrival"): "shared", ("first", "ready"): "ready",
-          ("first", "arrival"): "arrival", ("first", "random"): "random"}
+          ("first", "arrival"): "arrival", ("first", "random"): "random",
+          ("cores", "arrival"): "cores"}
 
 
 def _serves(discipline: str) -> str:
@@ -68,8 +69,9 @@ class Server:
         self.quantum = quantum if quantum else math.inf
         self.switch = switch or 0.0
         self.randoms = randoms
-        # ps
+        # ps; cores (jsq-ps): each job shares the server it was placed on
         self.jobs: dict = {}
+        self.core: dict = {}
         self.last = 0.0
         self.version = 0
         # fcfs / random / rr
@@ -81,7 +83,7 @@ class Server:
 
     def submit(self, th, work) -> None:
         """Start (or queue) ``work`` for ``th``; the thread is resumed when it is done."""
-        if self.serves == "shared":
+        if self.serves in ("shared", "cores"):
             self._ps_arrive(th, work)
         elif self.serves == "ready":
             w = work(self.busy + 1) if callable(work) else work
@@ -100,36 +102,47 @@ class Server:
     # -- utilization -------------------------------------------------------
     def _account(self) -> None:
         now = self.sim.now
-        n = len(self.jobs) if self.serves == "shared" else self.busy
+        if self.serves == "cores":
+            n = len(set(self.core.values()))
+        else:
+            n = len(self.jobs) if self.serves == "shared" else self.busy
         self.busy_time += min(n, self.c) * (now - self._t_busy)
         self._t_busy = now
 
     # -- processor sharing ---------------------------------------------------
-    def _rate(self) -> float:
+    def _rates(self) -> dict:
+        """Each job's share of a server: c / n of one under PS; 1 / (jobs on its server)
+        when each job keeps the server it was placed on."""
+        if self.serves == "cores":
+            on = Counter(self.core.values())
+            return {th: 1.0 / on[self.core[th]] for th in self.jobs}
         n = len(self.jobs)
-        return 1.0 if n <= self.c else self.c / n
+        r = 1.0 if n <= self.c else self.c / n
+        return dict.fromkeys(self.jobs, r)
 
     def _ps_advance(self) -> None:
         now = self.sim.now
         dt = now - self.last
         if dt > 0 and self.jobs:
-            d = dt * self._rate()
             jobs = self.jobs
-            for k in jobs:
-                jobs[k] -= d
+            for k, r in self._rates().items():
+                jobs[k] -= dt * r
         self.last = now
 
     def _ps_arrive(self, th, work) -> None:
         self._account()
         self._ps_advance()
+        if self.serves == "cores":       # the server with the fewest jobs (lowest of a tie)
+            on = Counter(self.core.values())
+            self.core[th] = min(range(int(self.c)), key=lambda c: (on[c], c))
         self.jobs[th] = work(len(self.jobs) + 1) if callable(work) else work
         self._ps_schedule()
 
     def _ps_schedule(self) -> None:
         self.version += 1
         if self.jobs:
-            rem = min(self.jobs.values())
-            self.sim.at(self.sim.now + max(rem, 0.0) / self._rate(), self._ps_fire, self.version)
+            until = min(max(self.jobs[th], 0.0) / r for th, r in self._rates().items())
+            self.sim.at(self.sim.now + until, self._ps_fire, self.version)
 
     def _ps_fire(self, version: int) -> None:
         if version != self.version:
@@ -137,10 +150,12 @@ class Server:
         self._account()
         self._ps_advance()
         jobs = self.jobs
-        low = min(jobs.values())
-        done = [th for th, r in jobs.items() if r <= max(low, 0.0) + EPS]
+        until = {th: max(jobs[th], 0.0) / r for th, r in self._rates().items()}
+        low = min(until.values())
+        done = [th for th, u in until.items() if u <= low + EPS]
         for th in done:
             del jobs[th]
+            self.core.pop(th, None)
             self.served += 1
             self.sim.resume(th)
         self._ps_schedule()

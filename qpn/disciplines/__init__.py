@@ -25,8 +25,10 @@ import pkgutil
 from dataclasses import dataclass, field
 
 #: who a queue serves: every token at full speed, every token at a share of the
-#: servers' capacity, or as many tokens as it has servers, the first by ``order``
-SERVES = ("all", "shared", "first")
+#: servers' capacity, as many tokens as it has servers, the first by ``order``, or every
+#: token at a share of the one server it was placed on when it arrived ("cores": the
+#: least loaded server then, and it stays there)
+SERVES = ("all", "shared", "first", "cores")
 #: the orders a simulator can keep: arrival at the queue, latest arrival first, the
 #: round-robin ready queue, priority level (then arrival), least remaining work (then
 #: arrival), or a uniform draw among the waiting tokens
@@ -66,6 +68,8 @@ class Scheduling:
             return "is"
         if self.serves == "shared":
             return "ps"
+        if self.serves == "cores":
+            return None                 # which server a token shares is part of the state
         if self.order == "arrival" and not sliced:
             return "fcfs"
         return None

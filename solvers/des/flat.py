@@ -37,8 +37,8 @@ from .lanes import LaneNet
 Q_RATE_IS, Q_RATE_PS, Q_RATE_FCFS, Q_WORK = 0, 1, 2, 3
 #: the per-token path's vocabulary (a discipline's :class:`~qpn.disciplines.Scheduling`):
 #: who is served, and in which order when there are more tokens than servers
-SERVE_ALL, SERVE_SHARED, SERVE_FIRST = 0, 1, 2
-SERVE_CODE = {"all": SERVE_ALL, "shared": SERVE_SHARED, "first": SERVE_FIRST}
+SERVE_ALL, SERVE_SHARED, SERVE_FIRST, SERVE_CORES = 0, 1, 2, 3
+SERVE_CODE = {"all": SERVE_ALL, "shared": SERVE_SHARED, "first": SERVE_FIRST, "cores": SERVE_CORES}
 O_ARRIVAL, O_LAST, O_READY, O_PRIORITY, O_REMAINING, O_RANDOM = range(6)
 ORDER_CODE = {"arrival": O_ARRIVAL, "last": O_LAST, "ready": O_READY, "priority": O_PRIORITY,
               "remaining": O_REMAINING, "random": O_RANDOM}

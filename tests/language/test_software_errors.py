@@ -76,7 +76,7 @@ CASES = [
      "the load table starts at 1", 2, 28),
     ("rr-without-quantum", block("cpu host rr"), "an rr cpu needs a time slice", 2, 14),
     ("quantum-on-ps", block("cpu host ps quantum 1 ms"), "'quantum' applies to rr cpus only", 2, 17),
-    ("cpu-discipline", block("cpu host random"), "a cpu schedules threads by ps, fcfs or rr", 2, 14),
+    ("cpu-discipline", block("cpu host random"), "a cpu schedules threads by ps, jsq-ps, fcfs or rr", 2, 14),
     ("cores-twice", block("cpu host cores 2 cores 3"), "'cores' given twice", 2, 22),
     ("duplicate-name", block("mutex m", "semaphore m permits 1"), "'m' is declared twice", 3, 15),
     ("clash-with-core", "place m\n" + block("mutex m"), "'m' is already the name of a place", 3, 11),

@@ -128,8 +128,10 @@ def test_tokens_give_the_text_back_and_mutations_are_reproducible():
 def test_generated_nets_are_reproducible_and_mostly_valid(tmp_path):
     from qpn import load
     from qpn.errors import QPNError
-    nets = generated_models(40, 7)
-    assert nets == generated_models(40, 7) and len(set(nets)) > 30
+    # 200 nets: 67% of 400 loaded (2026-11-27); 55% is 3.6 standard errors below that,
+    # while 40 nets swung from 18 to 31 valid with the seed
+    nets = generated_models(200, 7)
+    assert nets == generated_models(200, 7) and len(set(nets)) > 150
     good = 0
     for i, text in enumerate(nets):
         path = tmp_path / f"g{i}.qpn"
@@ -139,7 +141,7 @@ def test_generated_nets_are_reproducible_and_mostly_valid(tmp_path):
             good += 1
         except QPNError:
             pass
-    assert good >= 20
+    assert good >= 0.55 * len(nets)
 
 
 class _FakePool:

@@ -16,7 +16,9 @@ Two representations (chosen per queue by :func:`solvers.des.flat.queue_kind`):
   token at a share (PS), or the s first by an order (arrival, latest arrival,
   round-robin ready queue, priority, least remaining work, random), either
   re-chosen at every change (preemptive resume) or kept until done; a sliced
-  queue (RR) adds a quantum and a context-switch cost.  FIFO departure holds
+  queue (RR) adds a quantum and a context-switch cost; or every token at a share
+  of the server it was placed on when it arrived (JSQ-PS: the server is kept in
+  the token's ready-order field, which only sliced queues use otherwise).  FIFO departure holds
   finished tokens until every earlier token of their place has finished.
   O(tokens in the queue) per event.
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import math
 
 from ..flat import (O_ARRIVAL, O_LAST, O_PRIORITY, O_RANDOM, O_READY, Q_RATE_FCFS, Q_RATE_PS, Q_WORK,
-                    SERVE_FIRST, SERVE_SHARED)
+                    SERVE_CORES, SERVE_FIRST, SERVE_SHARED)
 from .draw import draw
 from .layout import (CLS_DSLOT, CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W_CAP,
                      L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_MU, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_HOLD,
@@ -40,6 +42,8 @@ from .store import change, put_tokens, ring_pos, ring_room, ring_push, ring_take
 
 SERVING, DONE = 1, 2
 INF = math.inf
+#: _served's answer for a queue whose tokens each have their own share (JSQ-PS)
+PER_TOKEN = -1.0
 
 
 @kernel(inline="always")
@@ -229,6 +233,11 @@ def _served(ni, nf, si, sf, q: int) -> float:
             nact += 1
     if nact == 0:
         return 1.0
+    if serves == SERVE_CORES:            # every token, at its own server's share
+        for i in range(n):
+            if si[flag + i] & DONE == 0:
+                si[srv + i] = 1
+        return PER_TOKEN
     if serves == SERVE_FIRST and ni[ni[Q_HOLD] + q]:      # servers kept: those given one
         for i in range(n):
             if si[flag + i] & (DONE | SERVING) == SERVING:
@@ -251,6 +260,34 @@ def _served(ni, nf, si, sf, q: int) -> float:
     return 1.0
 
 
+@kernel(inline="always")
+def _core_share(ni, si, off: int, n: int, i: int) -> float:
+    """JSQ-PS: the share of token i (position in its table) of the server it was placed
+    on, 1 / (tokens not done there)."""
+    flag, core = ni[SI_WFLAG] + off, ni[SI_WRSEQ] + off
+    c = si[core + i]
+    k = 0
+    for x in range(n):
+        if si[flag + x] & DONE == 0 and si[core + x] == c:
+            k += 1
+    return 1.0 / k
+
+
+@kernel(inline="always")
+def _least_loaded(ni, si, off: int, n: int, servers: int) -> int:
+    """JSQ-PS: the server with the fewest tokens not done (the lowest index of a tie)."""
+    flag, core = ni[SI_WFLAG] + off, ni[SI_WRSEQ] + off
+    best, best_k = 0, -1
+    for c in range(servers):
+        k = 0
+        for x in range(n):
+            if si[flag + x] & DONE == 0 and si[core + x] == c:
+                k += 1
+        if best_k < 0 or k < best_k:
+            best, best_k = c, k
+    return best
+
+
 @kernel
 def _advance(ni, nf, si, sf, q: int, now: float) -> None:
     """Progress the work of the tokens in service up to ``now``; busy time per class."""
@@ -269,7 +306,8 @@ def _advance(ni, nf, si, sf, q: int, now: float) -> None:
     for i in range(n):
         if si[srv + i] == 0:
             continue
-        sf[busy + si[cls + i]] += share * dt
+        own = share if share != PER_TOKEN else _core_share(ni, si, off, n, i)
+        sf[busy + si[cls + i]] += own * dt
         if rr:
             used = min(sf[setup + i], dt)
             run = dt - used
@@ -277,7 +315,7 @@ def _advance(ni, nf, si, sf, q: int, now: float) -> None:
             sf[work + i] -= run
             sf[qleft + i] -= run
         else:
-            sf[work + i] -= share * dt
+            sf[work + i] -= own * dt
 
 
 @kernel
@@ -296,7 +334,7 @@ def _next_done(ni, si, sf, off: int, n: int, share: float, rr: bool):
     best = INF
     for i in range(n):
         if si[srv + i]:
-            u = _until(ni, sf, off + i, share, rr)
+            u = _until(ni, sf, off + i, share if share != PER_TOKEN else _core_share(ni, si, off, n, i), rr)
             if u < best:
                 best = u
                 j = i
@@ -457,12 +495,17 @@ def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g, cnt: int) ->
     w = ni[ni[Q_STORE] + q]
     c = ni[SI_Q_COUNTER] + q
     sliced = ni[ni[Q_SLICED] + q] != 0
+    cores = ni[ni[Q_SERVES] + q] == SERVE_CORES
     for _ in range(cnt):
-        i = ni[ni[L_W_OFF] + w] + si[ni[SI_WN] + w]
+        off = ni[ni[L_W_OFF] + w]
+        n = si[ni[SI_WN] + w]
+        i = off + n
         si[ni[SI_WN] + w] += 1
         si[ni[SI_WCLS] + i] = kg
         si[ni[SI_WSEQ] + i] = si[c]
         si[ni[SI_WRSEQ] + i] = si[c]
+        if cores:
+            si[ni[SI_WRSEQ] + i] = _least_loaded(ni, si, off, n, int(sf[ni[PF_QSERVERS] + q]))
         si[ni[SI_WFLAG] + i] = 0
         si[c] += 1
         sf[ni[SF_WT0] + i] = t0
