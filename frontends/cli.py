@@ -160,7 +160,7 @@ def cmd_build(args) -> int:
     check_output(args.output)
     opt = Options(prune=args.prune, demands=args.demands,
                   io_threshold=_time_ns(args.io_threshold),
-                  gil=False if args.no_gil else None, source_dir=args.source_dir)
+                  gil=False if args.no_gil else None, source_dir=args.source_dir, cpu=args.cpu)
     from qpn.progress import ticking
     with ticking(f"building the model from {len(args.trace)} trace(s)"):
         res = build_file(args.trace[0], args.output, opt, strict=not args.lenient, name=args.name,
@@ -208,6 +208,10 @@ def _(p):
     p.add_argument("--lenient", action="store_true",
                    help="model the valid part of a malformed trace (warn instead of failing)")
     p.add_argument("--name", default=None, help="net name (default: the program's name)")
+    p.add_argument("--cpu", default="ps",
+                   help="how the machine's cores are shared: ps (default: any thread on any core) "
+                        "or jsq-ps (each core shared by the threads placed on it when they woke; "
+                        "a barrier among more threads than cores waits for the busiest core)")
     p.add_argument("--no-gil", action="store_true",
                    help="ignore the runtime's GIL (model one cpu for all code)")
     p.add_argument("--source-dir", default=None, metavar="DIR",

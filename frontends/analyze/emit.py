@@ -39,9 +39,13 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
     if "host" in w.cpus:
         if an.gil:
             w.cores_param = w.param("cores", w.cores, "CPU cores (runtime.cpus)")
-        cpus.append(sw.Cpu("host", cores=Ref(w.cores_param), discipline="ps", doc=(
+        # ps: any thread on any core (the default: docs/analyzer.md, Cores); jsq-ps: per-core
+        # run queues, a thread placed on the less loaded core when it wakes stays there
+        cpus.append(sw.Cpu("host", cores=Ref(w.cores_param), discipline=w.opt.cpu, doc=(
             "the machine's cores" + (": C code that released the GIL, and the GIL's holder"
-                                     if an.gil else ""))))
+                                     if an.gil else "")
+            + ("; each core is shared by the threads placed on it when they woke"
+               if w.opt.cpu == "jsq-ps" else ""))))
     if an.gil and "gil" in w.cpus:
         cpus.append(sw.Mutex("gil", doc=(
             "the GIL: one thread at a time runs Python code, on one of the cores; it keeps "

@@ -235,6 +235,12 @@ class Writer:
             decl = sw.Barrier(name, total(terms))
             facts["parties"] = parties
             facts["parties_expr"] = " + ".join(terms)
+            if self.opt.cpu == "ps" and not any(p == "--cpu" for p, _ in self.assumptions):
+                # measured: 3 threads of equal work per round took 2x, not PS's 1.5x (docs/analyzer.md)
+                self.assumptions.append(("--cpu", (
+                    f"every thread shares every core (ps); with more threads than cores at "
+                    f"barrier {name}, a round may wait for the busiest core: `qpn build --cpu "
+                    f"jsq-ps` models per-core run queues")))
         elif kind == "condition":
             lk = info.get("lock")
             m = self.obj(self.an.objects.key(lk, info.get("ts", 0))) if lk is not None else None

@@ -53,6 +53,11 @@ _ACTION = operator.attrgetter("action")
 _CPU = operator.attrgetter("cpu")
 
 
+#: how the model's host cpu may share the machine's cores: any thread on any core, or
+#: per-core run queues (docs/analyzer.md, Cores)
+CPU_POLICIES = ("ps", "jsq-ps")
+
+
 @dataclass
 class Options:
     """Knobs of ``qpn build`` (times in ns)."""
@@ -62,9 +67,13 @@ class Options:
     io_threshold: int = 50_000        # I/O faster than this is a page-cache hit
     slack: float = 0.05               # CPU share outside a steady-state loop that may be dropped
     gil: bool | None = None           # model the GIL (None: as the trace header says)
+    cpu: str = "ps"                   # the host's discipline: ps | jsq-ps (CPU_POLICIES)
     source_dir: str | None = None     # the program's files (None: the cwd the trace recorded)
 
     def __post_init__(self):
+        if self.cpu not in CPU_POLICIES:
+            raise QPNError(f"--cpu {self.cpu}: the cores are shared by "
+                           f"{' or '.join(CPU_POLICIES)} (qpn/disciplines)")
         # checked here, before a long trace is read for nothing
         if self.source_dir and not os.path.isdir(self.source_dir):
             raise QPNError(f"--source-dir {self.source_dir}: no such directory")

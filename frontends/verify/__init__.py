@@ -161,7 +161,8 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced {cfg}", file=log)
         traces.append(read_trace(path))
-    res = build(traces[0], others=tuple(traces[1:]), name=suite.name)
+    from qpn.frontends.analyze import Options
+    res = build(traces[0], Options(cpu=suite.cpu), others=tuple(traces[1:]), name=suite.name)
     if suite.outside:
         res.info["outside"] = _outside(suite, out_dir, traces, log)
     res.info["traced_loop_ns"] = [x for t in traces for x in (t.header.machine or {}).get("python_loop_ns") or []]

@@ -63,6 +63,7 @@ class Suite:
     calibrate: bool = False            # scale CPU demands by the machine's speed (calibrate.py)
     group: str = "cpu"                 # cpu | server: which mean eps bound the suite counts in
     outside: str | None = None         # server: unit of the response time; `outside` in expr
+    cpu: str = "ps"                    # [build] cpu: how the model shares the cores (qpn build --cpu)
 
     def points(self) -> list[dict]:
         """Every combination of the grid's values."""
@@ -157,15 +158,27 @@ def load_suite(directory: str) -> Suite:
                  grid, configs, kind, expr, repeats, over, values, pattern,
                  dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
                  server, port, setup, _calibrate(pred, path), _group(doc, path),
-                 _outside(pred, kind, server, path))
+                 _outside(pred, kind, server, path), _cpu(build, path))
+
+
+def _choice(table: dict, key: str, default: str, choices, where: str, meaning: str,
+            path: str) -> str:
+    value = table.get(key, default)
+    if value not in choices:
+        raise QPNError(f"{path}: {where}{key} must be one of {', '.join(choices)} ({meaning}), "
+                       f"got {value!r}")
+    return value
 
 
 def _group(doc: dict, path: str) -> str:
-    group = doc.get("group", "cpu")
-    if group not in GROUPS:
-        raise QPNError(f"{path}: group must be one of {', '.join(GROUPS)} (a program run to "
-                       f"completion, or a server under a load), got {group!r}")
-    return group
+    return _choice(doc, "group", "cpu", GROUPS, "",
+                   "a program run to completion, or a server under a load", path)
+
+
+def _cpu(build: dict, path: str) -> str:
+    from qpn.frontends.analyze.pipeline import CPU_POLICIES
+    return _choice(build, "cpu", "ps", CPU_POLICIES, "[build] ",
+                   "how the model shares the cores: qpn build --cpu", path)
 
 
 def _outside(pred: dict, kind: str, server, path: str) -> str | None:

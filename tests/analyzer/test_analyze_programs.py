@@ -21,6 +21,7 @@ import qpn
 from analyze_support import (SOURCES, one_trace, paired_rounds, predict_batch_ms,
                              predict_requests_per_s, predict_rounds_ms, simulate, thread_cpu_ns,
                              traces_from, typical)
+from qpn.errors import QPNError
 from qpn.frontends.analyze import build
 
 #: asserted bound on the median over rounds of |measured - predicted| / measured.
@@ -403,3 +404,22 @@ def test_predict_file_server(tmp_path_factory, capsys):
 
     predict_in_rounds(capsys, tmp_path_factory, "file_server.py", (REQUESTS, 2),
                       [(40, 1), (120, 1)], (1,), predict_requests_per_s, measured, reps=5)
+
+
+def test_cores_as_per_core_run_queues_on_request(split):
+    """A barrier among more threads than cores: the ps model names the choice in its
+    header; --cpu jsq-ps gives per-core run queues, and with equal work per thread a round
+    then takes the busiest core's share (3 workers + main on 2 cores)."""
+    from qpn.frontends.analyze import Options
+    two, _ = split
+    ps = build(two)
+    assert "cpu host cores cores ps\n" in ps.text and "#   --cpu: every thread shares every core" in ps.text
+    jsq = build(two, Options(cpu="jsq-ps"))
+    assert "cpu host cores cores jsq-ps\n" in jsq.text and "#   --cpu:" not in jsq.text
+    # at 1 worker (2 threads on 2 cores) the two agree; at 3 workers jsq-ps is slower
+    x = {(m, w): simulate(r.text, time=0.3, replications=4, workers=w).get("throughput", "main.begin")
+         for m, r in (("ps", ps), ("jsq", jsq)) for w in (1, 3)}
+    assert x["jsq", 1] == pytest.approx(x["ps", 1], rel=0.1)
+    assert x["jsq", 3] < 0.95 * x["ps", 3]
+    with pytest.raises(QPNError, match="--cpu fcfs: the cores are shared by ps or jsq-ps"):
+        Options(cpu="fcfs")

@@ -171,6 +171,8 @@ def test_calibration_scales_cpu_demands_by_the_machines_speed(tmp_path, monkeypa
     (f'[program]\npath = "{SPLIT}"\nargs = []\n[grid]\nw = [1]\n[build]\nconfigs = [{{w = 1}}]\n'
      '[measure]\nkind = "fast"\n[predict]\nexpr = "1"\n', "kind must be one of"),
     ("[program\n", "suite.toml"),
+    (f'[program]\npath = "{SPLIT}"\nargs = []\n[grid]\nw = [1]\n[build]\nconfigs = [{{w = 1}}]\n'
+     'cpu = "fcfs"\n[predict]\nexpr = "1"\n', "[build] cpu must be one of ps, jsq-ps"),
 ])
 def test_manifest_errors_name_the_file_and_entry(tmp_path, text, msg):
     (tmp_path / "suite.toml").write_text(text)
