@@ -2,12 +2,9 @@
 
 Two representations (chosen per queue by :func:`solvers.des.flat.queue_kind`):
 
-* **rates** — exponential IS, PS and FCFS without FIFO departure.  Service is
-  memoryless, so the next completion is redrawn whenever the content changes
-  (total rate from the counts); the completing class is drawn in proportion
-  to its rate and the token uniformly within its class (IS, PS: a ring used
-  as a bag of entry times per class) or by position among the first s (FCFS:
-  one ring in arrival order).  O(classes) per event.
+* **rates** — exponential IS, PS and FCFS without FIFO departure
+  (:mod:`.rates`): the next completion is redrawn at every change.
+  O(classes) per event.
 * **work** — every other discipline and distribution: a compact table of
   tokens with class, entry time, remaining work, arrival order and flags;
   between two events of the queue the served set and shares are constant, so
@@ -28,29 +25,23 @@ from __future__ import annotations
 
 import math
 
-from ..flat import (O_ARRIVAL, O_LAST, O_PRIORITY, O_RANDOM, O_READY, Q_RATE_FCFS, Q_RATE_PS, Q_WORK,
+from ..flat import (O_ARRIVAL, O_LAST, O_PRIORITY, O_RANDOM, O_READY, Q_RATE_FCFS, Q_WORK,
                     SERVE_CORES, SERVE_FIRST, SERVE_SHARED)
 from .draw import draw
-from .layout import (CLS_DSLOT, CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W_CAP,
-                     L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_MU, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_HOLD,
+from .layout import (CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W_CAP,
+                     L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_HOLD,
                      Q_ORDER, Q_SERVES, Q_SLICED,
                      Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SF_WQLEFT,
-                     SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_RC, SI_RN, SI_WCLS, SI_WFLAG,
+                     SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_WCLS, SI_WFLAG,
                      SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
 from .options import kernel
-from .store import change, put_tokens, ring_pos, ring_room, ring_push, ring_take_any, ring_take_ordered
+from .rates import deliver, rate_account, rate_event, rate_reschedule
+from .store import ring_push, ring_room
 
 SERVING, DONE = 1, 2
 INF = math.inf
 #: _served's answer for a queue whose tokens each have their own share (JSQ-PS)
 PER_TOKEN = -1.0
-
-
-@kernel(inline="always")
-def deliver(ni, si, sf, kg: int, t0: float, now: float) -> None:
-    """A token of class ``kg`` leaves the queue for its depository, keeping its entry time."""
-    change(ni, si, sf, ni[ni[CLS_QSLOT] + kg], -1, now)
-    put_tokens(ni, si, sf, ni[ni[CLS_DSLOT] + kg], 1, now, t0)
 
 
 # ------------------------------------------------------------ room checks
@@ -87,113 +78,6 @@ def room_for_event(ni, si, q: int) -> int:
         if r != OK:
             return r
     return OK
-
-
-# ------------------------------------------------------------------ rates
-@kernel(inline="always")
-def _rate_account(ni, si, sf, q: int, now: float) -> None:
-    last = ni[SF_Q_LAST] + q
-    dt = now - sf[last]
-    sf[last] = now
-    if dt <= 0.0:
-        return
-    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
-    base = ni[ni[Q_STORE] + q]
-    s = sf[ni[PF_QSERVERS] + q]
-    busy = ni[SF_BUSY]
-    rn = ni[SI_RN]
-    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
-        n = si[rn + base]
-        rc = ni[SI_RC]
-        for i in range(n):
-            if i >= s:
-                break
-            sf[busy + si[rc + ring_pos(ni, si, base, i)]] += dt
-        return
-    share = 1.0
-    if ni[ni[Q_KIND] + q] == Q_RATE_PS:
-        n = 0
-        for k in range(k0, k1):
-            n += si[rn + base + k - k0]
-        if n > s:
-            share = s / n
-    for k in range(k0, k1):
-        sf[busy + k] += si[rn + base + k - k0] * share * dt
-
-
-@kernel(inline="always")
-def _rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
-    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
-    base = ni[ni[Q_STORE] + q]
-    s = sf[ni[PF_QSERVERS] + q]
-    mu = ni[PF_MU]
-    rn = ni[SI_RN]
-    R = 0.0
-    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
-        rc = ni[SI_RC]
-        for i in range(si[rn + base]):
-            if i >= s:
-                break
-            R += sf[mu + si[rc + ring_pos(ni, si, base, i)]]
-    else:
-        n = 0
-        for k in range(k0, k1):
-            c = si[rn + base + k - k0]
-            n += c
-            R += c * sf[mu + k]
-        if ni[ni[Q_KIND] + q] == Q_RATE_PS and n > s:
-            R *= s / n
-    sf[ni[SF_EV] + ni[N_TIMED] + q] = now + g.standard_exponential() / R if R > 0.0 else INF
-
-
-@kernel
-def _rate_event(ni, si, sf, q: int, now: float, g) -> None:
-    _rate_account(ni, si, sf, q, now)
-    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
-    base = ni[ni[Q_STORE] + q]
-    mu = ni[PF_MU]
-    rn = ni[SI_RN]
-    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
-        n = si[rn + base]
-        s = sf[ni[PF_QSERVERS] + q]
-        ns = n if n < s else int(s)
-        i = 0
-        if ns > 1:                    # which of the tokens in service completes: by rate
-            rc = ni[SI_RC]
-            R = 0.0
-            for x in range(ns):
-                R += sf[mu + si[rc + ring_pos(ni, si, base, x)]]
-            u = g.random() * R
-            acc = 0.0
-            i = ns - 1
-            for x in range(ns):
-                acc += sf[mu + si[rc + ring_pos(ni, si, base, x)]]
-                if u < acc:
-                    i = x
-                    break
-        t0, kg = ring_take_ordered(ni, si, sf, base, i)
-    else:
-        kg = k0
-        if k1 - k0 > 1:               # the class, in proportion to its rate
-            R = 0.0
-            for k in range(k0, k1):
-                R += si[rn + base + k - k0] * sf[mu + k]
-            u = g.random() * R
-            acc = 0.0
-            for k in range(k0, k1):
-                c = si[rn + base + k - k0]
-                if c == 0:
-                    continue
-                kg = k
-                acc += c * sf[mu + k]
-                if u < acc:
-                    break
-        r = base + kg - k0
-        n = si[rn + r]
-        i = min(int(g.random() * n), n - 1)     # every token of the class equally likely
-        t0 = ring_take_any(ni, si, sf, r, i)
-    deliver(ni, si, sf, kg, t0, now)
-    _rate_reschedule(ni, si, sf, q, now, g)
 
 
 # ------------------------------------------------------------------- work
@@ -484,12 +368,12 @@ def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g, cnt: int) ->
     kind = ni[ni[Q_KIND] + q]
     if kind != Q_WORK:
         for _ in range(cnt):
-            _rate_account(ni, si, sf, q, now)
+            rate_account(ni, si, sf, q, now)
             r = ni[ni[Q_STORE] + q]
             if kind != Q_RATE_FCFS:
                 r += kg - ni[ni[Q_KPTR] + q]
             ring_push(ni, si, sf, r, t0, kg)
-            _rate_reschedule(ni, si, sf, q, now, g)
+            rate_reschedule(ni, si, sf, q, now, g)
         return
     _advance(ni, nf, si, sf, q, now)
     w = ni[ni[Q_STORE] + q]
@@ -527,7 +411,7 @@ def queue_event(ni, nf, si, sf, q: int, now: float, g) -> None:
     if ni[ni[Q_KIND] + q] == Q_WORK:
         _work_event(ni, nf, si, sf, q, now, g)
     else:
-        _rate_event(ni, si, sf, q, now, g)
+        rate_event(ni, si, sf, q, now, g)
 
 
 @kernel
@@ -536,4 +420,4 @@ def queue_account(ni, nf, si, sf, q: int, now: float) -> None:
     if ni[ni[Q_KIND] + q] == Q_WORK:
         _advance(ni, nf, si, sf, q, now)
     else:
-        _rate_account(ni, si, sf, q, now)
+        rate_account(ni, si, sf, q, now)

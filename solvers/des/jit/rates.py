@@ -1,0 +1,132 @@
+"""Queues kept as rates (numba): exponential IS, PS and FCFS without FIFO departure.
+
+Service is memoryless, so the next completion is redrawn whenever the content changes
+(total rate from the counts); the completing class is drawn in proportion to its rate
+and the token uniformly within its class (IS, PS: a ring used as a bag of entry times
+per class) or by position among the first s (FCFS: one ring in arrival order).
+O(classes) per event.  :mod:`.queues` chooses between these and per-token work.
+"""
+from __future__ import annotations
+
+import math
+
+from ..flat import Q_RATE_FCFS, Q_RATE_PS
+from .layout import (CLS_DSLOT, CLS_QSLOT, N_TIMED, PF_MU, PF_QSERVERS, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY,
+                     SF_EV, SF_Q_LAST, SI_RC, SI_RN)
+from .options import kernel
+from .store import change, put_tokens, ring_pos, ring_take_any, ring_take_ordered
+
+INF = math.inf
+
+
+@kernel(inline="always")
+def deliver(ni, si, sf, kg: int, t0: float, now: float) -> None:
+    """A token of class ``kg`` leaves the queue for its depository, keeping its entry time."""
+    change(ni, si, sf, ni[ni[CLS_QSLOT] + kg], -1, now)
+    put_tokens(ni, si, sf, ni[ni[CLS_DSLOT] + kg], 1, now, t0)
+
+
+@kernel(inline="always")
+def rate_account(ni, si, sf, q: int, now: float) -> None:
+    last = ni[SF_Q_LAST] + q
+    dt = now - sf[last]
+    sf[last] = now
+    if dt <= 0.0:
+        return
+    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    base = ni[ni[Q_STORE] + q]
+    s = sf[ni[PF_QSERVERS] + q]
+    busy = ni[SF_BUSY]
+    rn = ni[SI_RN]
+    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
+        n = si[rn + base]
+        rc = ni[SI_RC]
+        for i in range(n):
+            if i >= s:
+                break
+            sf[busy + si[rc + ring_pos(ni, si, base, i)]] += dt
+        return
+    share = 1.0
+    if ni[ni[Q_KIND] + q] == Q_RATE_PS:
+        n = 0
+        for k in range(k0, k1):
+            n += si[rn + base + k - k0]
+        if n > s:
+            share = s / n
+    for k in range(k0, k1):
+        sf[busy + k] += si[rn + base + k - k0] * share * dt
+
+
+@kernel(inline="always")
+def rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
+    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    base = ni[ni[Q_STORE] + q]
+    s = sf[ni[PF_QSERVERS] + q]
+    mu = ni[PF_MU]
+    rn = ni[SI_RN]
+    R = 0.0
+    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
+        rc = ni[SI_RC]
+        for i in range(si[rn + base]):
+            if i >= s:
+                break
+            R += sf[mu + si[rc + ring_pos(ni, si, base, i)]]
+    else:
+        n = 0
+        for k in range(k0, k1):
+            c = si[rn + base + k - k0]
+            n += c
+            R += c * sf[mu + k]
+        if ni[ni[Q_KIND] + q] == Q_RATE_PS and n > s:
+            R *= s / n
+    sf[ni[SF_EV] + ni[N_TIMED] + q] = now + g.standard_exponential() / R if R > 0.0 else INF
+
+
+@kernel
+def rate_event(ni, si, sf, q: int, now: float, g) -> None:
+    rate_account(ni, si, sf, q, now)
+    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    base = ni[ni[Q_STORE] + q]
+    mu = ni[PF_MU]
+    rn = ni[SI_RN]
+    if ni[ni[Q_KIND] + q] == Q_RATE_FCFS:
+        n = si[rn + base]
+        s = sf[ni[PF_QSERVERS] + q]
+        ns = n if n < s else int(s)
+        i = 0
+        if ns > 1:                    # which of the tokens in service completes: by rate
+            rc = ni[SI_RC]
+            R = 0.0
+            for x in range(ns):
+                R += sf[mu + si[rc + ring_pos(ni, si, base, x)]]
+            u = g.random() * R
+            acc = 0.0
+            i = ns - 1
+            for x in range(ns):
+                acc += sf[mu + si[rc + ring_pos(ni, si, base, x)]]
+                if u < acc:
+                    i = x
+                    break
+        t0, kg = ring_take_ordered(ni, si, sf, base, i)
+    else:
+        kg = k0
+        if k1 - k0 > 1:               # the class, in proportion to its rate
+            R = 0.0
+            for k in range(k0, k1):
+                R += si[rn + base + k - k0] * sf[mu + k]
+            u = g.random() * R
+            acc = 0.0
+            for k in range(k0, k1):
+                c = si[rn + base + k - k0]
+                if c == 0:
+                    continue
+                kg = k
+                acc += c * sf[mu + k]
+                if u < acc:
+                    break
+        r = base + kg - k0
+        n = si[rn + r]
+        i = min(int(g.random() * n), n - 1)     # every token of the class equally likely
+        t0 = ring_take_any(ni, si, sf, r, i)
+    deliver(ni, si, sf, kg, t0, now)
+    rate_reschedule(ni, si, sf, q, now, g)
