@@ -72,7 +72,17 @@ def register(solver: Solver) -> Solver:
     >>> register(Echo()) is get_solver("echo")
     True
     >>> del REGISTRY["echo"]                 # (the example leaves the registry as it was)
+    >>> register(Echo()) and register(type("Other", (Echo,), {})())
+    Traceback (most recent call last):
+    ...
+    ValueError: a solver named 'echo' is registered already (Echo)
+    >>> del REGISTRY["echo"]
     """
+    old = REGISTRY.get(solver.name)
+    if old is not None and type(old).__qualname__ != type(solver).__qualname__:
+        # (the same class again is a module imported twice, e.g. reloaded)
+        raise ValueError(f"a solver named {solver.name!r} is registered already "
+                         f"({type(old).__qualname__})")
     REGISTRY[solver.name] = solver
     return solver
 

@@ -128,7 +128,15 @@ def register(d: Discipline) -> Discipline:
     ...                scheduling=Scheduling("first", "last", holds=True), ctmc=None)
     >>> d.scheduling.memoryless_kind() is None       # each token's order is kept
     True
+    >>> register(Discipline("ps", "something else"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a discipline named 'ps' is declared already (processor sharing: the servers' capacity is shared by every token)
     """
+    old = _REGISTRY.get(d.name)
+    if old is not None and old != d:
+        # a second meaning for a keyword would silently change every model that uses it
+        raise ValueError(f"a discipline named {d.name!r} is declared already ({old.summary})")
     _REGISTRY[d.name] = d
     return d
 

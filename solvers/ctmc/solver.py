@@ -314,6 +314,7 @@ class CTMCSolver:
         adaptive = o.cutoff is None
         cutoff = o.first_cutoff
         masses: list[float] = []
+        stopped = ""                    # why the adaptive cut-off stopped doubling, if not mass
         while True:
             ctmc = build(compiled, o.replace(cutoff=cutoff))
             t1 = time.perf_counter()
@@ -330,9 +331,15 @@ class CTMCSolver:
             mass = float(pi[ctmc.space.blocked].sum())
             masses.append(mass)
             # an open net: raise the cut-off until the mass at it is negligible
-            if mass <= o.truncation or cutoff >= o.max_cutoff or _plainly_growing(masses) or \
-                    ctmc.n * 2.2 > state_limit(ctmc.spec, o.limit) or \
+            if mass <= o.truncation or _plainly_growing(masses):
+                break
+            if cutoff >= o.max_cutoff:
+                stopped = f"the adaptive cut-off stops at max_cutoff {o.max_cutoff}: --option max_cutoff=N"
+                break
+            if ctmc.n * 2.2 > state_limit(ctmc.spec, o.limit) or \
                     not resources.fits(ctmc.n * 2.2 * ctmc.spec.bytes_per_state):
+                stopped = (f"doubling it would pass the state limit or the memory ({ctmc.n:,} "
+                           "states now): --limit, or simulate (--method des)")
                 break
             cutoff *= 2
         rows = measures(ctmc, pi) + _predicates(ctmc, pi, o.predicates)
@@ -357,7 +364,9 @@ class CTMCSolver:
             res.info["cutoff"] = ctmc.spec.cutoff
             res.info["truncated_mass"] = mass
             res.warnings.append(f"open net truncated at {ctmc.spec.cutoff} tokens; probability at the "
-                                f"cut-off {mass:.3g}" + (" (raise --cutoff)" if mass > 1e-6 else ""))
+                                f"cut-off {mass:.3g}"
+                                + (f" (raise --cutoff; {stopped})" if mass > 1e-6 and stopped else
+                                   " (raise --cutoff)" if mass > 1e-6 else ""))
         if growing:
             res.mark_degenerate("unstable", growing)
         return res

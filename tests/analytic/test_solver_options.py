@@ -102,7 +102,8 @@ def test_max_cutoff_stops_the_doubling_and_the_result_says_what_is_left():
     assert (short.info["cutoff"], full.info["cutoff"]) == (120, 480)
     # M/M/1/K truncated at K = 120: mass 0.05 * 0.95^120 / (1 - 0.95^121) at the cut-off
     assert short.info["truncated_mass"] == pytest.approx(0.05 * 0.95 ** 120 / (1 - 0.95 ** 121), rel=1e-6)
-    assert any("truncated at 120 tokens" in w and "raise --cutoff" in w for w in short.warnings)
+    assert any("truncated at 120 tokens" in w and "raise --cutoff; the adaptive cut-off stops at "
+               "max_cutoff 100: --option max_cutoff=N" in w for w in short.warnings), short.warnings
     assert full.get("tokens", "server") == pytest.approx(19.0, rel=1e-8)
     assert "max_cutoff (2000; a whole number >= 1)" in solvers.solve.__doc__
     with pytest.raises(SolverError, match="option max_cutoff=0: must be >= 1"):
