@@ -15,7 +15,7 @@ from qpn.model import (EnumColors, Include, Instance, Mode, NetLike, Param, Plac
 
 from qpn.software.ast import Software
 
-from .printing import INDENT, WIDTH, fmt_dist, wrap_option  # noqa: F401  (fmt_dist: this module's API)
+from .printing import INDENT, WIDTH, doc_lines, fmt_dist, wrap_option  # noqa: F401  (fmt_dist: this module's API)
 from .software_printer import fmt_software
 
 
@@ -132,12 +132,6 @@ def fmt_mode_body(m: Mode) -> str:
     return s
 
 
-def _doc_lines(doc: str, indent: str) -> list[str]:
-    if not doc:
-        return []
-    return [indent + ("# " + line if line else "#") for line in doc.split("\n")]
-
-
 def fmt_transition(t: Transition, indent: str) -> list[str]:
     """The lines of a transition declaration (one line, or a block of modes)."""
     head = f"transition {t.name}"
@@ -151,7 +145,7 @@ def fmt_transition(t: Transition, indent: str) -> list[str]:
         return [f"{indent}{head} : {fmt_mode_body(t.modes[0])}"]
     out = [f"{indent}{head} {{"]
     for m in t.modes:
-        out += _doc_lines(m.doc, indent + INDENT)
+        out += doc_lines(m.doc, indent + INDENT)
         name = f" {m.name}" if m.name else ""
         out.append(f"{indent}{INDENT}mode{name} : {fmt_mode_body(m)}")
     out.append(f"{indent}}}")
@@ -189,7 +183,7 @@ def fmt_item(it, indent: str = "") -> list[str]:
         lines.append(f"{indent}}}")
     else:
         raise TypeError(f"cannot print {it!r}")
-    return _doc_lines(getattr(it, "doc", ""), indent) + lines
+    return doc_lines(getattr(it, "doc", ""), indent) + lines
 
 
 def _group(it) -> str:
@@ -206,7 +200,7 @@ def _items(items: Iterable, indent: str) -> list[str]:
     for it in items:
         block = fmt_item(it, indent)
         doc = bool(getattr(it, "doc", ""))
-        multi = len(block) - len(_doc_lines(getattr(it, "doc", ""), indent)) > 1
+        multi = len(block) - len(doc_lines(getattr(it, "doc", ""), indent)) > 1
         if out and (prev is None or prev[0] != _group(it) or multi or doc or prev[1]):
             out.append("")
         out.extend(block)
@@ -226,7 +220,7 @@ def print_net(net: NetLike) -> str:
     <BLANKLINE>
     transition t : idle -> busy
     """
-    lines = _doc_lines(net.doc, "")
+    lines = doc_lines(net.doc, "")
     if lines:
         lines.append("")
     lines.append(f"net {net.name}")
@@ -236,5 +230,5 @@ def print_net(net: NetLike) -> str:
         lines += body
     if net.trailer:
         lines.append("")
-        lines += _doc_lines(net.trailer, "")
+        lines += doc_lines(net.trailer, "")
     return "\n".join(lines) + "\n"

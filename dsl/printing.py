@@ -99,3 +99,17 @@ def wrap_option(option: str, indent: str) -> list[str]:
         lines[-1] += ","
         lines.append(pad + it)
     return lines
+
+
+def doc_lines(doc: str, indent: str) -> list[str]:
+    """A declaration's comment as ``#`` lines, each as the file had it: a line that
+    started ``##`` keeps its second ``#`` unspaced (``## Section``, not ``# # Section``).
+
+    >>> doc_lines("about p\\n\\n# Section", "  ")
+    ['  # about p', '  #', '  ## Section']
+    """
+    if not doc:
+        return []
+    return [indent + ("#" + line if line.startswith("#") else "# " + line if line else "#")
+            for line in doc.split("\n")]
+

@@ -10,12 +10,7 @@ from __future__ import annotations
 from qpn.expr import Num, fmt
 from qpn.software import ast as sw
 
-from .printing import INDENT, WIDTH, fmt_dist, wrap_option
-
-def _doc(doc: str, indent: str) -> list[str]:
-    if not doc:
-        return []
-    return [indent + ("# " + line if line else "#") for line in doc.split("\n")]
+from .printing import INDENT, WIDTH, doc_lines, fmt_dist, wrap_option
 
 
 def _count(e) -> str:
@@ -191,18 +186,18 @@ def _block(opener: str, steps, indent: str, trailer: str = "") -> list[str]:
     out = [opener + " {"]
     for st in steps:
         out += fmt_step(st, indent + INDENT)
-    out += _doc(trailer, indent + INDENT)
+    out += doc_lines(trailer, indent + INDENT)
     out.append(indent + "}")
     return out
 
 
 def fmt_step(st, indent: str) -> list[str]:
     """The lines of one step of a thread's body (nested blocks indented)."""
-    lines = _doc(st.doc, indent)
+    lines = doc_lines(st.doc, indent)
     if isinstance(st, sw.Branch):
         lines.append(f"{indent}branch {{")
         for alt in st.alternatives:
-            lines += _doc(alt.doc, indent + INDENT)
+            lines += doc_lines(alt.doc, indent + INDENT)
             lines += _block(f"{indent}{INDENT}{fmt(alt.prob)}:", alt.body, indent + INDENT)
         lines.append(f"{indent}}}")
         return lines
@@ -238,7 +233,7 @@ def fmt_software(block: sw.Software, indent: str) -> list[str]:
     prev = None
     for d in block.decls:
         body = fmt_decl(d, indent + INDENT)
-        doc = _doc(d.doc, indent + INDENT)
+        doc = doc_lines(d.doc, indent + INDENT)
         multi = len(body) > 1
         if prev is not None and (prev[0] != _group(d) or multi or doc or prev[1]):
             out.append("")

@@ -45,6 +45,22 @@ def test_fmt_write_keeps_every_comment(tmp_path, capsys):
     assert f.read_text() == out
 
 
+def test_fmt_keeps_a_double_hash_comment_as_written(tmp_path, capsys):
+    """'## Section' stays '## Section' (it was printed '# # Section'), in the core
+    language and in a software block; a fixed point of fmt."""
+    text = ("## Model of a pool\n\nnet x\n\n## Parameters\nparam n = 2\n\nsoftware {\n"
+            "    ## Resources\n    cpu host cores 2 ps\n\n"
+            "    pool w size n {\n        ## the work\n        cpu exp(1 ms) on host\n    }\n}\n")
+    f = tmp_path / "m.qpn"
+    f.write_text(text)
+    assert main(["fmt", "--write", str(f)]) == 0
+    out = f.read_text()
+    for line in ("## Model of a pool", "## Parameters", "    ## Resources", "        ## the work"):
+        assert line + "\n" in out, (line, out)
+    assert "# #" not in out and qpn.parse(out) == qpn.parse(text)
+    assert main(["fmt", "--check", str(f)]) == 0
+
+
 def test_fmt_write_on_error_leaves_file_untouched(tmp_path, capsys):
     f = tmp_path / "m.qpn"
     bad = "place a\ntransition t : a -> b\n"
