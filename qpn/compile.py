@@ -59,6 +59,7 @@ def expansion_limit() -> int:
 #: the most servers a queue that places each token on one of them (jsq-ps) may have
 MAX_PLACED_SERVERS = 4096
 
+
 @dataclass
 class CompiledPlace:
     """A place unfolded: its colors and the slot of each (two per color if queueing)."""

@@ -583,8 +583,8 @@ class Writer:
         alts = []
         if hits:
             f = fit(hits)
-            alts.append((len(hits), sw.Compute(f.dist(), self._on("host"), f"{name}_hit",
-                                               doc=f"page-cache hits: {f.describe()}")))
+            alts.append((len(hits), (sw.Compute(f.dist(), self._on("host"), f"{name}_hit",
+                                                doc=f"page-cache hits: {f.describe()}"),)))
         if miss:
             f = fit(miss)
             self.disk = True
@@ -598,7 +598,6 @@ class Writer:
                 steps.append(sw.Compute(g.dist(), self._on("host"), f"{name}_miss_cpu",
                                         doc=f"the device accesses' own CPU: {g.describe()}"))
             alts.append((len(miss), tuple(steps)))
-        alts = [(c, step if isinstance(step, tuple) else (step,)) for c, step in alts]
         if len(alts) == 1:
             return out + documented(list(alts[0][1]), comment)
         ps = probs([c for c, _ in alts])

@@ -16,7 +16,6 @@ import fnmatch
 import json
 import math
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 
@@ -27,7 +26,7 @@ from qpn.texttable import aligned
 from qpn.frontends.calibrate import loop_spread, speed_ratio
 
 from .manifest import Suite, load_suite
-from .measure import ISOLATE, measure, setup
+from .measure import ISOLATE, measure, setup, stdout_number
 
 MEASURES = ("throughput", "residence", "response", "tokens", "utilization", "arrivals")
 
@@ -147,9 +146,8 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             if load.returncode != 0:
                 raise QPNError(f"{suite.name}: the load `{' '.join(argv)}` of the traced server "
                                f"exited with {load.returncode}: {load.stderr.strip()[-500:]}")
-            m = re.search(suite.pattern, load.stdout) if suite.pattern else None
             # what the load program measured while the server was traced (outside.py)
-            write_atomic(path + ".client", json.dumps({"value": float(m.group(1)) if m else None}))
+            write_atomic(path + ".client", json.dumps({"value": stdout_number(suite, load.stdout)}))
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced the server at {cfg}", file=log)
         elif retrace or not same:
@@ -226,6 +224,8 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         report.warnings.append("no calibration: " + ("the traces" if not traced else "the cached measurements")
                                + " have no Python loop timing (taken before it existed): --remeasure "
                                "to calibrate; predictions use the traced CPU demands as they are")
+    outside = res.info.get("outside")
+    extra = {"outside": outside["value"]} if outside else {}
     for i, point in enumerate(suite.points()):
         params = _model_params(suite, point, names)
         # shown always (a spell of the machine is worth seeing), applied only when asked for:
@@ -242,9 +242,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         r = qpn.solve(net, suite.solve.get("method", "auto"),
                       options={"quiet": True, "seed": 1, **options}, **params)
         try:
-            outside = res.info.get("outside")
-            pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point,
-                                                        **({"outside": outside["value"]} if outside else {})}))
+            pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point, **extra}))
         except QPNError as e:
             if not getattr(r, "reason", None):
                 raise
@@ -262,7 +260,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
     from qpn.solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(
-        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "outside": res.info.get("outside"),
+        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "outside": outside,
          "rows": report.rows,
          "mean_eps": report.mean_eps, "max_eps": report.max_eps, "warnings": report.warnings},
         default=str))), indent=1, allow_nan=False))

@@ -63,12 +63,18 @@ def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
                        f"{p.stderr.strip()[-500:]}")
     value = None
     if suite.kind == "stdout":
-        m = re.search(suite.pattern, p.stdout)
-        if not m:
+        value = stdout_number(suite, p.stdout)
+        if value is None:
             raise QPNError(f"{suite.name}: the pattern {suite.pattern!r} found nothing in the output "
                            f"of `{' '.join(argv)}`: {p.stdout.strip()[-300:]!r}")
-        value = float(m.group(1))
     return {"wall": wall, "value": value, "load": _loadavg(), "loop_ns": loop_ns}
+
+
+def stdout_number(suite, stdout: str) -> float | None:
+    """The number the suite's ``[measure] pattern`` finds in a program's output (None: no
+    pattern, or no match)."""
+    m = re.search(suite.pattern, stdout) if suite.pattern else None
+    return float(m.group(1)) if m else None
 
 
 def runs_of(suite, point: dict) -> list[dict]:

@@ -103,7 +103,8 @@ def _better(nf, ni, si, sf, order: int, a: int, b: int) -> bool:
 
 @kernel
 def _served(ni, nf, si, sf, q: int) -> float:
-    """Mark the tokens in service (wsrv); returns their share of a server."""
+    """Mark the tokens in service (wsrv); returns their share of a server (PER_TOKEN:
+    each has its own, :func:`_core_share`)."""
     w = ni[ni[Q_STORE] + q]
     off = ni[ni[L_W_OFF] + w]
     n = si[ni[SI_WN] + w]
@@ -117,11 +118,6 @@ def _served(ni, nf, si, sf, q: int) -> float:
             nact += 1
     if nact == 0:
         return 1.0
-    if serves == SERVE_CORES:            # every token, at its own server's share
-        for i in range(n):
-            if si[flag + i] & DONE == 0:
-                si[srv + i] = 1
-        return PER_TOKEN
     if serves == SERVE_FIRST and ni[ni[Q_HOLD] + q]:      # servers kept: those given one
         for i in range(n):
             if si[flag + i] & (DONE | SERVING) == SERVING:
@@ -131,6 +127,8 @@ def _served(ni, nf, si, sf, q: int) -> float:
         for i in range(n):
             if si[flag + i] & DONE == 0:
                 si[srv + i] = 1
+        if serves == SERVE_CORES:        # each at its own server's share
+            return PER_TOKEN
         if serves == SERVE_SHARED and nact > s:
             return s / nact
         return 1.0
@@ -145,28 +143,29 @@ def _served(ni, nf, si, sf, q: int) -> float:
 
 
 @kernel(inline="always")
-def _core_share(ni, si, off: int, n: int, i: int) -> float:
-    """JSQ-PS: the share of token i (position in its table) of the server it was placed
-    on, 1 / (tokens not done there)."""
+def _tokens_on(ni, si, off: int, n: int, c: int) -> int:
+    """JSQ-PS: the tokens not done that were placed on server c."""
     flag, core = ni[SI_WFLAG] + off, ni[SI_WRSEQ] + off
-    c = si[core + i]
     k = 0
     for x in range(n):
         if si[flag + x] & DONE == 0 and si[core + x] == c:
             k += 1
-    return 1.0 / k
+    return k
+
+
+@kernel(inline="always")
+def _core_share(ni, si, off: int, n: int, i: int) -> float:
+    """JSQ-PS: the share of token i (position in its table) of the server it was placed
+    on, 1 / (tokens not done there)."""
+    return 1.0 / _tokens_on(ni, si, off, n, si[ni[SI_WRSEQ] + off + i])
 
 
 @kernel(inline="always")
 def _least_loaded(ni, si, off: int, n: int, servers: int) -> int:
     """JSQ-PS: the server with the fewest tokens not done (the lowest index of a tie)."""
-    flag, core = ni[SI_WFLAG] + off, ni[SI_WRSEQ] + off
     best, best_k = 0, -1
     for c in range(servers):
-        k = 0
-        for x in range(n):
-            if si[flag + x] & DONE == 0 and si[core + x] == c:
-                k += 1
+        k = _tokens_on(ni, si, off, n, c)
         if best_k < 0 or k < best_k:
             best, best_k = c, k
     return best
