@@ -22,7 +22,7 @@ from qpn import disciplines
 from qpn.distributions import DISTRIBUTIONS
 from qpn.errors import Loc, ModelError, suggest
 from qpn.expr import (FUNCTIONS, UNITS, BinOp, Call, Num, Ref, TupleExpr, Unary)
-from qpn.model import (EnumColors, Include, Instance, Mode, Param, Place, Port, Queue,
+from qpn.model import (DEPARTURES, IN_ORDER, EnumColors, Include, Instance, Mode, Param, Place, Port, Queue,
                        QueueingPlace, RangeColors, RecordColors, Service, Subnet, SubnetParam,
                        Term, Transition)
 
@@ -254,12 +254,17 @@ class Builder(SoftwareBuilder, Transformer):
                       init=tuple(kw.get("init", ((),))[0]), loc=loc)
         is_queue = "queue" in kw or "on" in kw
         if not is_queue:
-            for key in ("service", "priority", "departure"):
+            if kw.get("departure", ("normal",))[0] == IN_ORDER:
+                raise self.err(f"'departure {IN_ORDER}' orders the tokens a queue serves, but "
+                               f"'{name}' has no queue", kw["departure"][1],
+                               hint="'departure fifo' makes an ordinary place give its tokens "
+                                    "one at a time, oldest first")
+            for key in ("service", "priority"):
                 if key in kw:
                     raise self.err(f"'{key}' needs a queueing place, but '{name}' has no queue",
                                    kw[key][1], hint=f"add 'queue fcfs' (or another discipline) or "
                                                     f"'on <shared queue>' to place '{name}'")
-            return Place(**common)
+            return Place(**common, departure=str(kw.get("departure", ("normal",))[0]))
         # a place's own queue is located at its discipline (where its errors point)
         queue = kw["queue"][0](name, None) if "queue" in kw else str(kw["on"][0])
         service = kw.get("service", ((),))[0]
@@ -295,8 +300,15 @@ class Builder(SoftwareBuilder, Transformer):
         return ("capacity", c[1], self.tloc(c[0]))
 
     def o_departure(self, c):
-        """``DEPARTURE "fifo"``"""
-        return ("departure", "fifo", self.tloc(c[0]))
+        """``DEPARTURE (FIFO | DISCIPLINE | IN_ORDER)``"""
+        kind = str(c[1])
+        if kind not in DEPARTURES or kind == "normal":
+            raise self.err(f"unknown departure discipline '{kind}'", c[1],
+                           expected="fifo, random or in-order",
+                           hint="fifo and random: the place offers one token at a time (QPME's "
+                                "departure disciplines); in-order: a queue's tokens leave in the "
+                                "order they came")
+        return ("departure", kind, self.tloc(c[0]))
 
     def o_init(self, c):
         """``INIT terms``"""

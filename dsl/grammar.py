@@ -66,7 +66,7 @@ def _lark() -> Lark:
 
 KEYWORDS = frozenset("""net include param colors shared queue place input output transition
 immediate timed priority servers mode when unless weight delay subnet instance inf on capacity
-departure fifo init service quantum switch preemptive nonpreemptive not and or""".split()) | \
+departure fifo random in-order init service quantum switch preemptive nonpreemptive not and or""".split()) | \
     frozenset(disciplines.names())
 
 # Words of the software layer ("software", "cpu", "lock", "take", ...) are *soft*

@@ -91,8 +91,8 @@ def _place_opts(p: Place) -> list[str]:
                 opts.append(f"priority {fmt(p.priority[0][1])}")
             else:
                 opts.append("priority " + ", ".join(f"{fmt_color(c)}: {fmt(lv)}" for c, lv in p.priority))
-        if p.departure != "normal":
-            opts.append(f"departure {p.departure}")
+    if p.departure != "normal":
+        opts.append(f"departure {p.departure}")
     if p.capacity is not None:
         opts.append(f"capacity {fmt(p.capacity)}")
     if p.init:

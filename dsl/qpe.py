@@ -21,11 +21,13 @@ How QPME's meaning is kept:
 * QPME's ``PRIO`` queues serve the lowest priority value first, without
   preemption; qpn serves the highest, so priorities are mirrored.
 
-Refused with a located error naming the element id: subnet places, departure
-discipline ``FIFO`` on a place with several colors (QPME offers one token at a time,
-in the order tokens reached the depository, which qpn cannot express yet; with one
-color that is ``NORMAL``), distributions qpn has no equivalent for, per-color
-capacities of places holding several colors.
+QPME's departure disciplines ``FIFO`` and ``RANDOM`` (a place offers one token at a
+time, the one that reached its depository first, or a random one) are qpn's
+``departure fifo`` and ``departure random``; with one color they are ``NORMAL`` for
+modes that take one token (a mode taking more never fires, and is refused).
+
+Refused with a located error naming the element id: subnet places, distributions qpn
+has no equivalent for, per-color capacities of places holding several colors.
 
 >>> path = "models/qpme/closed_server.qpe"      # users and a FCFS server, as QPME saves them
 >>> text, notes = qpe_to_qpn(open(path, "rb").read(), path)
@@ -131,14 +133,14 @@ class _Reader(XmlReader):
         if not places:
             raise self.err(r, "the model has no places")
         transitions = [self._transition(t, names) for t in r.within("transitions", "transition")]
-        # FIFO with one color offers one token at a time, which is NORMAL for modes taking one
+        # FIFO and RANDOM offer one token at a time: a mode taking two never fires
         for p in places:
-            if p["fifo"]:
+            if p["one_at_a_time"]:
                 for t in transitions:
                     for m in t["modes"]:
                         if sum(n for n, _ in m["inputs"].get(p["name"], ())) > 1:
                             raise self.err(m["el"], f"mode '{m['name']}' takes several tokens at once "
-                                                    f"from '{p['qpme']}', whose FIFO departure offers "
+                                                    f"from '{p['qpme']}', whose {p['one_at_a_time']} departure offers "
                                                     f"one at a time (it can never fire in QPME)")
         return {"places": places, "transitions": transitions}
 
@@ -151,11 +153,11 @@ class _Reader(XmlReader):
         if kind not in ("ordinary-place", "queueing-place"):
             raise self.err(p, f"unknown place type '{kind}'", expected="ordinary-place or queueing-place")
         dep = p.get("departure-discipline", "NORMAL")
-        if dep not in ("NORMAL", "FIFO"):
-            raise self.err(p, f"unknown departure discipline '{dep}'", expected="NORMAL or FIFO")
+        if dep not in ("NORMAL", "FIFO", "RANDOM"):
+            raise self.err(p, f"unknown departure discipline '{dep}'", expected="NORMAL, FIFO or RANDOM")
         out = {"name": pname, "qpme": p.get("name", ""), "id": p.get("id", ""), "queue": None,
                "colors": [], "init": [], "service": [], "prio": [], "capacity": None, "el": p,
-               "fifo": dep == "FIFO"}
+               "departure": dep.lower(), "one_at_a_time": dep if dep != "NORMAL" else ""}
         if kind == "queueing-place":
             qid = self.attr(p, "queue-ref")
             if qid not in self.queues:
@@ -187,11 +189,8 @@ class _Reader(XmlReader):
         if not out["colors"]:
             raise self.err(p, f"place '{out['qpme']}' lists no colors",
                            hint="add the colors its tokens may have (<color-refs>)")
-        if out["fifo"] and len(out["colors"]) > 1:
-            raise self.err(p, "departure discipline FIFO with several colors is not supported yet: "
-                              "QPME offers one token at a time, in the order tokens reached the "
-                              "depository; qpn's 'departure fifo' orders them by arrival at the place",
-                           hint="use NORMAL if the order of departures does not matter")
+        if len(out["colors"]) == 1:     # one at a time of one color: NORMAL for modes taking one
+            out["departure"] = "normal"
         if caps:
             if len(out["colors"]) > 1:
                 raise self.err(caps[0][2], "a maximum capacity per color is not supported for a place "
@@ -364,6 +363,8 @@ def _write(model: dict, net_name: str, file: str, version: str, notes: list[str]
             if q.get("strategy") == "PRIO":   # QPME serves the lowest value first
                 top = max(v for _, v in p["prio"])
                 out.append("    priority " + ", ".join(f"{c}: {num(top - v)}" for c, v in p["prio"]))
+        if p["departure"] != "normal":
+            out.append(f"    departure {p['departure']}")
         if p["capacity"] is not None:
             out.append(f"    capacity {p['capacity']}")
         if p["init"]:

@@ -16,7 +16,7 @@ color binding a mode of its own), because QPME's modes name their colors.
   exact.  Other transitions keep their modes, with the weights as firing weights.
 
 Refused with the location of the qpn element: round robin and ``lcfs-pr``
-queues, preemptive priorities, ``departure fifo``, inhibitor arcs, capacities
+queues, preemptive priorities, ``departure in-order``, inhibitor arcs, capacities
 of places holding several colors, delays other than exponential on timed
 transitions, timed transitions with several servers, service distributions
 QPME has no equivalent for.
@@ -31,6 +31,7 @@ from qpn import disciplines
 from qpn.colors import color_label
 from qpn.compile import CompiledNet
 from qpn.errors import ModelError
+from qpn.model import IN_ORDER
 
 STRATEGY = {d.name: d.qpme for d in disciplines.all_disciplines() if d.qpme}
 XSI = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
@@ -129,14 +130,15 @@ def qpn_to_qpe(c: CompiledNet) -> str:
     places, ref_of = [], {}   # ref_of: token slot -> color-ref id
     nref = 0
     for i, p in enumerate(c.places):
-        if p.departure != "normal":
-            raise ModelError(f"place '{p.name}': QPME's FIFO departure orders tokens by service "
-                             f"completion, qpn's 'departure fifo' by arrival: no equivalent", p.loc)
+        if p.departure == IN_ORDER:
+            raise ModelError(f"place '{p.name}': QPME has no in-order departure (its FIFO offers "
+                             f"one token at a time: qpn's 'departure fifo')", p.loc)
         if p.capacity is not None and len(p.colors) > 1:
             raise ModelError(f"place '{p.name}': QPME limits each color's count, qpn the total of "
                              f"{len(p.colors)} colors", p.loc)
         kind = "queueing" if p.queueing else "ordinary"
-        head = (f'    <place {XSI} departure-discipline="NORMAL" id="_p{i + 1}" name={quoteattr(p.name)}'
+        head = (f'    <place {XSI} departure-discipline="{p.departure.upper()}" id="_p{i + 1}" '
+                f'name={quoteattr(p.name)}'
                 + (f' queue-ref="_q{p.queue + 1}"' if p.queueing else "") + f' xsi:type="{kind}-place">')
         refs = []
         for k, v in enumerate(p.colors):

@@ -29,7 +29,15 @@ from .errors import Loc
 from .expr import Expr, Num
 
 DISCIPLINES = disciplines.names()     # declared in qpn.disciplines
-DEPARTURES = ("normal", "fifo")
+#: Departure disciplines: when a token that reached a place (a queueing place's depository)
+#: may leave it.  ``normal``: at once, every token is available to the transitions.
+#: ``fifo``: one token at a time, the oldest first; the others wait behind it (QPME's FIFO).
+#: ``random``: one token at a time, a random one of those waiting (QPME's RANDOM).
+#: ``in-order``: a queueing place's tokens enter its depository in the order they entered
+#: its queue; a token served early waits for the earlier ones (a TCP stream).
+DEPARTURES = ("normal", "fifo", "random", "in-order")
+ONE_AT_A_TIME = ("fifo", "random")     # only one token of the place is available at a time
+IN_ORDER = "in-order"
 
 
 def _meta():
@@ -173,12 +181,13 @@ class Place(Declaration):
     >>> import qpn
     >>> qpn.parse("colors job = {a, b}\\nplace buffer : job capacity 10 init 2 a").places[0]
     Place(name='buffer', colors='job', capacity=Num(value=10, unit=None),
-          init=(Term(count=Num(value=2, unit=None), color=Ref(name='a')),))
+          init=(Term(count=Num(value=2, unit=None), color=Ref(name='a')),), departure='normal')
     """
     name: str
     colors: str | None = None      # color set name; None = plain tokens
     capacity: Expr | None = None
     init: tuple[Term, ...] = ()
+    departure: str = "normal"
 
 
 @dataclass(frozen=True)
@@ -194,7 +203,6 @@ class QueueingPlace(Place):
     queue: Queue | str = None  # type: ignore[assignment]
     service: tuple[Service, ...] = ()
     priority: tuple[tuple[Expr | None, Expr], ...] = ()  # (color or None, level)
-    departure: str = "normal"
 
     @property
     def queue_name(self) -> str:
@@ -216,7 +224,7 @@ class Port(Place):
 
     >>> import qpn
     >>> qpn.load("models/subnets.qpn").subnets[0].items[0]
-    Port(name='requests', colors='req', capacity=None, init=(), direction='input')
+    Port(name='requests', colors='req', capacity=None, init=(), departure='normal', direction='input')
     """
     direction: str = "input"
 

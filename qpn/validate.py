@@ -16,7 +16,7 @@ from .errors import Loc, ModelError, suggest, undefined
 from .expr import BinOp, Call, Expr, Num, Ref, TupleExpr, Unary, refs, walk
 from .model import (Arc, EnumColors, Instance, Mode, Param, Place, Port, Queue,
                     QueueingPlace, RangeColors, RecordColors, Subnet, Transition,
-                    DISCIPLINES, DEPARTURES)
+                    DISCIPLINES, DEPARTURES, IN_ORDER)
 from .net import Net
 
 
@@ -336,7 +336,13 @@ def _check_place(p: Place, scope: _Scope) -> None:
             if t.color is None:
                 raise ModelError(f"place '{p.name}' holds colors of '{cs.name}'; say which", p.loc)
             _check_color_const(t.color, cs, scope, f"initial marking of '{p.name}'", p.loc)
+    if p.departure not in DEPARTURES:
+        raise ModelError(f"unknown departure discipline '{p.departure}'", p.loc,
+                         expected=" or ".join(DEPARTURES))
     if not isinstance(p, QueueingPlace):
+        if p.departure == IN_ORDER:
+            raise ModelError(f"place '{p.name}': 'departure {IN_ORDER}' needs a queue", p.loc,
+                             hint="'departure fifo' gives an ordinary place's tokens one at a time")
         return
     if isinstance(p.queue, str):
         if p.queue not in scope.queues:
@@ -346,9 +352,6 @@ def _check_place(p: Place, scope: _Scope) -> None:
     else:
         queue = p.queue
     _check_queue(queue, scope)
-    if p.departure not in DEPARTURES:
-        raise ModelError(f"unknown departure discipline '{p.departure}'", p.loc,
-                         expected="fifo or normal")
     seen: dict[Any, Any] = {}
     for s in p.service:
         key = s.color

@@ -124,6 +124,9 @@ CASES = [
     ("empirical-empty", "place a queue is service empirical([])\n", "has no samples", 1, 26),
     ("shared-queue-as-place-option", "place p\nqueue cpu : ps\n", "unexpected 'cpu'", 2, 7),
     ("departure-unknown", "place a queue ps service exp(1) departure lifo\n", "unexpected 'lifo'", 1, 43),
+    ("departure-a-discipline", "place a queue ps service exp(1) departure ps\n",
+     "unknown departure discipline 'ps'", 1, 43),
+    ("departure-in-order-without-queue", "place a departure in-order\n", "has no queue", 1, 9),
     # --- an option given twice (or not applicable) is located at its keyword
     ("queue-twice", "place a queue fcfs queue ps service exp(1)\n", "'queue' given twice", 1, 20),
     ("init-twice", "place a init 1 init 2\n", "'init' given twice", 1, 16),

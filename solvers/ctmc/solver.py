@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qpn.model import IN_ORDER, ONE_AT_A_TIME
 from qpn import disciplines, progress, resources
 from qpn.errors import QPNError, SolverError
 
@@ -268,8 +269,8 @@ class CTMCSolver:
     def problems(self, compiled, options: dict) -> list[str]:
         """Constructs with no exact Markov chain: a discipline declared without one (its
         ``ctmc`` is None), round robin with a quantum (unless ``rr='ps'``), infinitely many servers with an ordering discipline, a
-        non-exponential delay with several servers, FIFO departure after LCFS-PR, PRIO or
-        RANDOM service.
+        non-exponential delay with several servers, in-order departure after LCFS-PR, PRIO or
+        RANDOM service, a place that gives its tokens one at a time (departure fifo, random).
 
         >>> import qpn
         >>> c = qpn.compile_net(qpn.load("models/rr_cpu.qpn"))
@@ -292,10 +293,13 @@ class CTMCSolver:
             if m.kind == "timed" and not m.delay.is_exponential() and m.servers != 1:
                 out.append(f"transition {m.transition}: non-exponential delay with multiple servers")
         for p in compiled.places:
-            if p.departure == "fifo" and p.queue is not None and \
+            if p.departure == IN_ORDER and p.queue is not None and \
                     not disciplines.get(compiled.queues[p.queue].discipline).ctmc_fifo_departure:
-                out.append(f"place {p.name}: FIFO departure with "
+                out.append(f"place {p.name}: in-order departure with "
                            f"{compiled.queues[p.queue].discipline} service")
+            if p.departure in ONE_AT_A_TIME:
+                out.append(f"place {p.name}: departure {p.departure} (the order of the waiting "
+                           f"tokens is not part of the chain's state)")
         return out
 
     def solve(self, compiled, options: dict) -> Result:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpn.model import IN_ORDER
 from qpn import disciplines, resources
 from qpn.errors import SolverError
 from qpn.structure.semiflows import TooManySemiflows, p_semiflows
@@ -204,7 +205,7 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
             if not ph.exact and ph.note not in notes:
                 notes.append(f"queue {q.name}: {ph.note}")
             phs.append(ph)
-        fifo = [c.places[p].departure == "fifo" for p in q.places]
+        fifo = [c.places[p].departure == IN_ORDER for p in q.places]
         spec = QueueSpec(qi, q.name, disc, q.servers, q.preemptive, list(q.classes), list(q.dslots),
                          list(q.places), phs, list(q.priority), fifo)
         single_exp = len(q.classes) == 1 and phs[0].nphases == 1

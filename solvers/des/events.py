@@ -142,6 +142,8 @@ class EventEngine:
         for s in range(a.nslots):
             if a.slot_ring[s] >= 0:
                 ring[a.slot_ring[s]] = top[s]
+        for k, s in enumerate(a.ord_real):          # order rings: all of a place's tokens
+            ring[a.ord_ring[k]] += top[s]
         for q in range(a.nqueues):
             k0, k1 = a.q_kptr[q], a.q_kptr[q + 1]
             slots = a.cls_qslot[k0:k1]

@@ -27,6 +27,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from qpn.model import IN_ORDER, ONE_AT_A_TIME
 from qpn import disciplines
 from qpn.distributions import Det, Empirical, Erlang, Exp, Gamma, HyperExp, Lognormal, Normal, Uniform
 
@@ -62,6 +63,8 @@ NetArrays = namedtuple("NetArrays", [
     "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo",
     "cls_qslot", "cls_dslot", "cls_sampler", "cls_prio", "cls_place", "cls_fifo",
     "nunits", "nrings", "nwork", "nmulti", "ninh", "ncap", "q_dring_ptr", "q_dring",
+    # places that offer one token at a time: offer slots (see .jit.layout)
+    "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random", "nord",
 ])
 
 LaneParams = namedtuple("LaneParams", [
@@ -171,7 +174,7 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
     q_fifo = np.zeros(Q, dtype=np.int64)
     nwork = 0
     for qi, q in enumerate(c.queues):
-        fifo = any(c.places[p].departure == "fifo" for p in q.places)
+        fifo = any(c.places[p].departure == IN_ORDER for p in q.places)
         kind = queue_kind(q, ln.service[qi], fifo)
         q_kind[qi] = kind
         q_fifo[qi] = int(fifo)
@@ -185,6 +188,18 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         else:
             q_store[qi] = nwork
             nwork += 1
+    # --- places that offer one token at a time: an offer slot per color, an order ring
+    slot_ord = np.full(S, -1, dtype=np.int64)
+    ord_real, ord_ring, ord_place, ord_random = [], [], [], []
+    ordered = [p for p in c.places if p.departure in ONE_AT_A_TIME]
+    for o, p in enumerate(ordered):
+        for s in p.slots:
+            slot_ord[s] = S + len(ord_real)
+            ord_real.append(s)
+            ord_ring.append(nrings)
+            ord_place.append(o)
+            ord_random.append(int(p.departure == "random"))
+        nrings += 1
     # --- samplers: one per queue class, one per timed mode
     cls_sampler = np.arange(kptr[-1], dtype=np.int64)
     mode_sampler = np.full(M, -1, dtype=np.int64)
@@ -194,7 +209,9 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         mode_sampler[j] = nsamplers
         nsamplers += 1
     # --- modes
-    ins = [list(zip(pre[j].indices.tolist(), pre[j].data.tolist())) for j in range(M)]
+    # input arcs from such a place read (and take from) its offer slots
+    ins = [[(int(slot_ord[s]) if slot_ord[s] >= 0 else s, n)
+            for s, n in zip(pre[j].indices.tolist(), pre[j].data.tolist())] for j in range(M)]
     outs = [list(zip(post[j].indices.tolist(), post[j].data.tolist())) for j in range(M)]
     in_ptr, _ = _csr([[s for s, _ in a] for a in ins])
     out_ptr, _ = _csr([[s for s, _ in a] for a in outs])
@@ -213,16 +230,17 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         for j in np.flatnonzero(gain > 0):
             mcap[j].append((g, int(gain[j])))
             dep[j] |= set(slots.tolist())
-    simm = [[] for _ in range(S)]
-    stim = [[] for _ in range(S)]
+    SV = S + len(ord_real)
+    simm = [[] for _ in range(SV)]
+    stim = [[] for _ in range(SV)]
     for j in range(M):
         for s in sorted(dep[j]):
             (stim if c.modes[j].kind == "timed" else simm)[s].append(j)
-    sinh = [[] for _ in range(S)]
+    sinh = [[] for _ in range(SV)]
     for g in range(inh.shape[0]):
         for s in inh[g].indices.tolist():
             sinh[s].append(g)
-    scap = [[] for _ in range(S)]
+    scap = [[] for _ in range(SV)]
     for g in range(cap.shape[0]):
         for s in cap[g].indices.tolist():
             scap[s].append(g)
@@ -243,7 +261,9 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
             mode_multi[j] = nmulti
             nmulti += 1
     # the depository rings a queue's completions may fill (checked for room before an event)
-    q_dring_ptr, q_dring = _csr([sorted({int(slot_ring[d]) for d in q.dslots}) for q in c.queues])
+    q_dring_ptr, q_dring = _csr([sorted({int(slot_ring[d]) for d in q.dslots} |
+                                        {ord_ring[slot_ord[d] - S] for d in q.dslots if slot_ord[d] >= 0})
+                                 for q in c.queues])
     simm_ptr, simm_idx = _csr(simm)
     stim_ptr, stim_idx = _csr(stim)
     _check_sentinels(slot_queue, slot_class, slot_ring, outs, timed, stim_idx, mode_col,
@@ -272,9 +292,11 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         cls_sampler=cls_sampler,
         cls_prio=_f64([p for q in c.queues for p in q.priority]),
         cls_place=_i64([p for q in c.queues for p in q.places]),
-        cls_fifo=_i64([c.places[p].departure == "fifo" for q in c.queues for p in q.places]),
+        cls_fifo=_i64([c.places[p].departure == IN_ORDER for q in c.queues for p in q.places]),
         nunits=int(unit.max()) + 1 if S else 0, nrings=nrings, nwork=nwork, nmulti=nmulti,
         ninh=int(inh.shape[0]), ncap=int(cap.shape[0]), q_dring_ptr=q_dring_ptr, q_dring=q_dring,
+        slot_ord=slot_ord, ord_real=_i64(ord_real), ord_ring=_i64(ord_ring), ord_place=_i64(ord_place),
+        ord_random=_i64(ord_random), nord=len(ordered),
     )
 
 

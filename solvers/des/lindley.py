@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from qpn.model import IN_ORDER, ONE_AT_A_TIME
 from qpn import disciplines
 from qpn.distributions import Exp
 
@@ -35,8 +36,9 @@ def lindley_plan(net) -> dict | list[str]:
     in_order = d.scheduling.serves == "first" and d.scheduling.order == "arrival" and not d.takes_quantum
     if not in_order or np.any(net.qservers[0] != 1):
         return ["not a single-server FCFS queue"]
-    if any(c.places[p].departure == "fifo" for p in q.places) or c.cap.nnz or c.inh.nnz:
-        return ["FIFO departure, capacities or inhibitors"]
+    if any(c.places[p].departure == IN_ORDER for p in q.places) or c.cap.nnz or c.inh.nnz or \
+            any(p.departure in ONE_AT_A_TIME for p in c.places):
+        return ["a departure discipline, capacities or inhibitors"]
     pre, post = c.pre.tocsr(), c.post.tocsr()
     slot_class = {s: k for k, s in enumerate(q.classes)}
     sources, sinks = [], []

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpn.model import IN_ORDER, ONE_AT_A_TIME
 from qpn import disciplines
 
 from .lanes import LaneNet
@@ -65,6 +66,7 @@ def qn_plan(net: LaneNet, unit_of_slot) -> QNPlan | list[str]:
         reasons.append("capacities")
     if c.inh.nnz:
         reasons.append("inhibitor arcs")
+    reasons += [f"place {p.name}: departure {p.departure}" for p in c.places if p.departure in ONE_AT_A_TIME]
     qpos = {s: (qi, k) for qi, q in enumerate(c.queues) for k, s in enumerate(q.classes)}
     fused = {int(m) for r in net.routes.values() for m in r.modes}
     sources = []
@@ -89,8 +91,8 @@ def qn_plan(net: LaneNet, unit_of_slot) -> QNPlan | list[str]:
             reasons.append(f"queue {q.name}: {q.discipline} with "
                            f"{'exponential' if all(s.exponential for s in svc) else 'general'} service")
             continue
-        if any(c.places[p].departure == "fifo" for p in q.places):
-            reasons.append(f"queue {q.name}: FIFO departure")
+        if any(c.places[p].departure == IN_ORDER for p in q.places):
+            reasons.append(f"queue {q.name}: in-order departure")
             continue
         classes = []
         for k, (s, d) in enumerate(zip(q.classes, q.dslots)):

@@ -47,6 +47,7 @@ from scipy.sparse import csr_matrix, identity
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.sparse.linalg import spsolve
 
+from qpn.model import IN_ORDER, ONE_AT_A_TIME
 from qpn import disciplines
 from qpn.colors import color_label
 
@@ -353,10 +354,12 @@ def product_form(compiled) -> "QNModel | list[str]":
         if disciplines.get(q.discipline).product_form is None:
             reasons.append(f"queue {q.name}: {q.discipline} is not product form")
     for p in c.places:
-        if p.queueing and p.departure == "fifo":
+        if p.departure in ONE_AT_A_TIME:
+            reasons.append(f"place {p.name}: departure {p.departure} (one token available at a time)")
+        if p.queueing and p.departure == IN_ORDER:
             q = c.queues[p.queue]
             if not (_in_arrival_order(q.discipline) and q.servers == 1):
-                reasons.append(f"place {p.name}: departure fifo on a {q.discipline} queue with "
+                reasons.append(f"place {p.name}: departure in-order on a {q.discipline} queue with "
                                f"servers {q.servers} (finished tokens wait for earlier ones)")
     if reasons:
         return _dedupe(reasons)

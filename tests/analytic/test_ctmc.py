@@ -237,7 +237,7 @@ def test_fifo_departure_resequencing_closed_form():
     States (in service i, done-waiting j, thinking k): the second token cannot
     leave before the first; solved by hand below."""
     net = qpn.parse("place think queue is service exp(1) init 2\n"
-                    "place work queue is service exp(1) departure fifo\n"
+                    "place work queue is service exp(1) departure in-order\n"
                     "transition go : think -> work\ntransition back : work -> think\n")
     res = ctmc(net)
     # states: A=(think 2), B=(work 1 active, think 1), C=(work 2 active), D=(work: 1 active ahead, 1 done)

@@ -241,7 +241,7 @@ def test_an_immediate_self_loop_enabled_at_the_start_is_refused(tmp_path, capsys
     # t2 gives back the token it takes and puts one into an ordered queue: nothing can
     # disable it before time passes (the CTMC's vanishing resolution grew to 8.8 GB, found by
     # fuzzing); a rival that can take its token makes it a retry loop, which is solved
-    text = ("net gen\nplace q0 queue ps service hyperexp(mean = 2, scv = 2) departure fifo\n"
+    text = ("net gen\nplace q0 queue ps service hyperexp(mean = 2, scv = 2) departure in-order\n"
             "place q2 init 3\ntransition t2 : q2 -> q2, q0 weight 2\ntransition out : q0 ->\n")
     rc, out, err, js = _solve(tmp_path, capsys, text, "-m", method)
     assert rc == 2 and "m.qpn:4:12: error: timeless trap: immediate transition(s) 't2' stay enabled" in err

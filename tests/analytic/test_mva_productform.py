@@ -101,7 +101,7 @@ def test_timed_transitions_are_stations_and_depository_can_be_one():
 
 def test_open_chain_arrival_rate_and_departure_fifo_on_single_fcfs():
     qn = pf("""
-        place s queue fcfs service exp(1 s) departure fifo
+        place s queue fcfs service exp(1 s) departure in-order
         transition arrive : -> s delay exp(2 s)
         transition leave : s ->
     """)
@@ -132,7 +132,7 @@ def test_mutex_is_refused_naming_the_lock():
     ("priorities", "transition dispatch_normal: inhibitor arc"),
     ("rr_cpu", "queue cpu: rr is not product form"),
     ("bounded_queue", "place buffer: capacity"),
-    ("fifo_departure", "place channel: departure fifo on a ps queue"),
+    ("fifo_departure", "place channel: departure in-order on a ps queue"),
     ("barrier", "transition release: synchronizes 3 tokens"),
     ("include_demo", "place ssd.device: FCFS with class-dependent service times"),
     ("distributions", "transition wake: a non-exponential delay (empirical) with servers 1"),

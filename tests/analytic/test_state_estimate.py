@@ -78,7 +78,7 @@ def _many_colors(K: int, N: int) -> str:
     return (f"net colors_cycle\ncolors c = 1 .. {K}\n"
             f"place think : c\n    queue is\n    service exp(1)\n    init " +
             ", ".join(f"{N} {k}" if N != 1 else f"{k}" for k in range(1, K + 1)) + "\n"
-            "place work : c\n    queue ps\n    service exp(500 ms)\n    departure fifo\n"
+            "place work : c\n    queue ps\n    service exp(500 ms)\n    departure in-order\n"
             "place disk : c\n    queue fcfs\n    service exp(200 ms)\n"
             "transition go : think(x) -> work(x)\ntransition io : work(x) -> disk(x)\n"
             "transition back : disk(x) -> think(x)\n")

@@ -185,14 +185,9 @@ BROKEN = [
         'departure-discipline="NORMAL" queue-ref="q1"\n           xsi:type="queueing',
         'departure-discipline="FIFO" queue-ref="q1"\n           xsi:type="queueing'),
      "whose FIFO departure offers one at a time"),
-    ("fifo two colors", _mutate('<color-refs><color-ref id="r1" color-id="c1"',
-                                '<color-refs><color-ref id="r9" color-id="c2" initial-population="0" '
-                                'distribution-function="Exponential" lambda="1" priority="0" ranking="0"/>'
-                                '<color-ref id="r1" color-id="c1"').replace(
-        '<colors>', '<colors><color id="c2" name="other" real-color="#000000"/>').replace(
-        'departure-discipline="NORMAL" queue-ref="q1"\n           xsi:type="queueing',
-        'departure-discipline="FIFO" queue-ref="q1"\n           xsi:type="queueing'),
-     "departure discipline FIFO with several colors"),
+    ("unknown departure", _mutate('departure-discipline="NORMAL" queue-ref="q1"',
+                                  'departure-discipline="LIFO" queue-ref="q1"'),
+     "unknown departure discipline 'LIFO'"),
     ("subnet", _mutate('xsi:type="ordinary-place"', 'xsi:type="subnet-place"'), "subnet places"),
     ("dangling connection", _mutate('source-id="r2"', 'source-id="r5"'), "does not join"),
     ("count zero", _mutate('id="x1" source-id="r2" target-id="m1" count="1"',
@@ -261,7 +256,7 @@ def test_cli_convert_both_ways_and_solve_a_qpe_file(tmp_path, capsys):
 
 def test_export_refuses_what_qpme_cannot_say():
     for name, message in (("rr_cpu", "QPME has no rr queues"), ("priorities", "no inhibitor arcs"),
-                          ("fifo_departure", "FIFO departure"), ("distributions", "no hyperexp")):
+                          ("fifo_departure", "in-order departure"), ("distributions", "no hyperexp")):
         with pytest.raises(ModelError, match=message) as e:
             qpn_to_qpe(qpn.compile_net(qpn.load(f"{MODELS}/{name}.qpn")))
         assert e.value.loc is not None and e.value.loc.file.endswith(f"{name}.qpn")

@@ -41,7 +41,7 @@ def test_at_least_ten_models_covering_every_construct():
     assert any(q.discipline == "prio" and not q.preemptive for q in queues)
     assert any(q.switch is not None for q in queues)
     assert any(str(q.servers) != str(qpn.expr.Num(1)) and q.discipline != "is" for q in queues)
-    assert any(p.departure == "fifo" for p in qplaces)
+    assert any(p.departure == "in-order" for p in qplaces)
     assert any(isinstance(p.queue, str) for p in qplaces)                 # shared queue
     assert any(len(p.service) > 1 for p in qplaces)                       # per-color service
     assert any(p.capacity is not None for p in places)

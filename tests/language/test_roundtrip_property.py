@@ -133,9 +133,10 @@ def nets(draw):
             if isinstance(queue, Queue) and queue.discipline == "prio" and cs is not None:
                 prio = tuple((c, Num(i)) for i, c in enumerate(csets[cs]))
             p = QueueingPlace(name=n, colors=cs, capacity=cap, init=init, queue=queue, service=service,
-                              priority=prio, departure=draw(st.sampled_from(["normal", "fifo"])))
+                              priority=prio, departure=draw(st.sampled_from(["normal", "fifo", "random", "in-order"])))
         else:
-            p = Place(name=n, colors=cs, capacity=cap, init=init)
+            p = Place(name=n, colors=cs, capacity=cap, init=init,
+                      departure=draw(st.sampled_from(["normal", "fifo", "random"])))
         items.append(p)
         places.append((n, cs))
     for _ in range(draw(st.integers(0, 4))):

@@ -241,7 +241,7 @@ def test_simulation_progress_on_tqdm(monkeypatch, capsys):
 
 # an IS queue with FIFO departure: each state holds the order of 80 tokens, and one BFS
 # level of ~800 states has ~370,000 successors (held at once: 2 GB for 2 s, found by fuzzing)
-WIDE_LEVELS = ("net wide\nplace q0 init 40\nplace q1 queue is service exp(2) init 40 departure fifo\n"
+WIDE_LEVELS = ("net wide\nplace q0 init 40\nplace q1 queue is service exp(2) init 40 departure in-order\n"
                "transition t0 immediate : 2 q1, 2 q0 ->  weight 2\n"
                "transition t1 {\n  mode m0 : q1 ->  unless q0\n  mode m1 : q0, 2 q1 -> \n}\n"
                "transition t2 {\n  mode m0 : q0, 2 q1 -> q1\n}\n")

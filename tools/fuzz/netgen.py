@@ -77,8 +77,9 @@ def nets(draw) -> str:
             parts.append(f"init {init} a" if is_col else f"init {init}")
         if draw(st.integers(0, 5)) == 0:
             parts.append(f"capacity {draw(count)}")
-        if queued and draw(st.integers(0, 5)) == 0:
-            parts.append("departure fifo")
+        if draw(st.integers(0, 5)) == 0:
+            parts.append("departure " + draw(st.sampled_from(
+                ("fifo", "random", "in-order") if queued else ("fifo", "random"))))
         places.append(name)
         lines.append(" ".join(parts))
 

@@ -14,6 +14,12 @@ is a constant of this module:
 * ``si[lane]`` / ``sf[lane]`` — the lane's parameters (a sweep point's
   values: ``PI_*``/``PF_*`` regions) and its state, token stores included.
 
+A place that offers one token at a time (departure ``fifo``, ``random``) has, beside
+each color's slot s, an *offer slot* ``N_SLOTS + k`` (``slot_ord[s] = N_SLOTS + k``):
+the marking ``m`` holds there how many tokens of that color the place offers (0 or 1),
+the transitions' input arcs read it, and the place's *order ring* holds the offer
+slots of the tokens waiting behind (``ovis[place]`` = offered offer slot + 1, or 0).
+
 Token stores (rings of entry times, per-token queue tables, per-firing
 clocks) are regions of the state rows whose sizes grow between calls, when
 the loop reports that an event would overflow one: the driver then lays the
@@ -33,14 +39,16 @@ NI_REGIONS = ("slot_queue", "slot_class", "slot_ring", "slot_unit",
               "minh_ptr", "minh_grp", "mcap_ptr", "mcap_grp", "mcap_add",
               "timed_modes", "mode_col", "clock_kind", "mode_sampler", "mode_multi",
               "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo", "q_dring_ptr", "q_dring",
-              "cls_qslot", "cls_dslot", "cls_sampler", "cls_place", "cls_fifo", "smp_kind")
+              "cls_qslot", "cls_dslot", "cls_sampler", "cls_place", "cls_fifo", "smp_kind",
+              "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random")
 (SLOT_QUEUE, SLOT_CLASS, SLOT_RING, SLOT_UNIT,
  SIMM_PTR, SIMM_IDX, STIM_PTR, STIM_IDX, SINH_PTR, SINH_IDX, SCAP_PTR, SCAP_IDX,
  IN_PTR, IN_SLOT, IN_CNT, OUT_PTR, OUT_SLOT, OUT_CNT,
  MINH_PTR, MINH_GRP, MCAP_PTR, MCAP_GRP, MCAP_ADD,
  TIMED_MODES, MODE_COL, CLOCK_KIND, MODE_SAMPLER, MODE_MULTI,
  Q_KIND, Q_SERVES, Q_ORDER, Q_HOLD, Q_SLICED, Q_KPTR, Q_STORE, Q_FIFO, Q_DRING_PTR, Q_DRING,
- CLS_QSLOT, CLS_DSLOT, CLS_SAMPLER, CLS_PLACE, CLS_FIFO, SMP_KIND) = range(NI_SCALARS, NI_SCALARS + len(NI_REGIONS))
+ CLS_QSLOT, CLS_DSLOT, CLS_SAMPLER, CLS_PLACE, CLS_FIFO, SMP_KIND,
+ SLOT_ORD, ORD_REAL, ORD_RING, ORD_PLACE, ORD_RANDOM) = range(NI_SCALARS, NI_SCALARS + len(NI_REGIONS))
 NF_REGIONS = ("prio", "cls_prio", "smp_tab")
 
 # ------------------------------------------------ lane parameters (pi, pf)
@@ -50,7 +58,7 @@ PF_REGIONS = ("weight", "tservers", "qservers", "quantum", "switch", "mu", "smp_
 SI_REGIONS = ("steps", "phase", "en_n", "imm_nd", "tim_nd", "info",
               "m", "inh_sum", "cap_sum", "imm_en", "en_list", "en_pos", "imm_mark", "imm_dirty",
               "tim_mark", "tim_dirty", "fired", "q_counter", "cursor", "rh", "rn", "wn", "cn",
-              "rc", "wcls", "wseq", "wflag", "wrseq", "wsrv")
+              "rc", "wcls", "wseq", "wflag", "wrseq", "wsrv", "ovis")
 SF_REGIONS = ("t", "dead", "t_start", "eff", "ev", "q_last", "area", "last", "fires", "res", "busy",
               "busy_prev", "rt", "wt0", "wwork", "wqleft", "wsetup", "cclk", "cstart")
 # store tables inside lay: capacity and offset (within its arena region) of each store
@@ -62,7 +70,7 @@ _LAY0 = NI_SCALARS + len(NI_REGIONS)      # the layout part of ni's header start
  SI_STEPS, SI_PHASE, SI_EN_N, SI_IMM_ND, SI_TIM_ND, SI_INFO,
  SI_M, SI_INH_SUM, SI_CAP_SUM, SI_IMM_EN, SI_EN_LIST, SI_EN_POS, SI_IMM_MARK, SI_IMM_DIRTY,
  SI_TIM_MARK, SI_TIM_DIRTY, SI_FIRED, SI_Q_COUNTER, SI_CURSOR, SI_RH, SI_RN, SI_WN, SI_CN,
- SI_RC, SI_WCLS, SI_WSEQ, SI_WFLAG, SI_WRSEQ, SI_WSRV,
+ SI_RC, SI_WCLS, SI_WSEQ, SI_WFLAG, SI_WRSEQ, SI_WSRV, SI_OVIS,
  SF_T, SF_DEAD, SF_T_START, SF_EFF, SF_EV, SF_Q_LAST, SF_AREA, SF_LAST, SF_FIRES, SF_RES, SF_BUSY,
  SF_BUSY_PREV, SF_RT, SF_WT0, SF_WWORK, SF_WQLEFT, SF_WSETUP, SF_CCLK, SF_CSTART,
  L_R_CAP, L_R_OFF, L_W_CAP, L_W_OFF, L_C_CAP, L_C_OFF) = range(_LAY0, _LAY0 + len(_LAY_NAMES))
@@ -107,13 +115,14 @@ class Sizes:
         NS = len(par.smp_kind)
         RC, WC, CC = int(ring_cap.sum()), int(work_cap.sum()), int(multi_cap.sum())
         NR, NW, NC = len(ring_cap), len(work_cap), len(multi_cap)
+        V = len(net.ord_real)           # slots of places that offer one token at a time
         self.si = dict(m0=S, cap_limit=net.ncap, inh_thr=net.ninh, smp_off=NS, smp_n=NS, point=1,
-                       steps=1, phase=1, en_n=1, imm_nd=1, tim_nd=1, info=4, m=S, inh_sum=net.ninh,
+                       steps=1, phase=1, en_n=1, imm_nd=1, tim_nd=1, info=4, m=S + V, inh_sum=net.ninh,
                        cap_sum=net.ncap, imm_en=M, en_list=M, en_pos=M, imm_mark=M, imm_dirty=M,
                        tim_mark=M, tim_dirty=M, fired=M, q_counter=Q, cursor=NS, rh=NR, rn=NR, wn=NW,
-                       cn=NC, rc=RC, wcls=WC, wseq=WC, wflag=WC, wrseq=WC, wsrv=WC)
+                       cn=NC, rc=RC, wcls=WC, wseq=WC, wflag=WC, wrseq=WC, wsrv=WC, ovis=net.nord)
         self.sf = dict(weight=M, tservers=M, qservers=Q, quantum=Q, switch=Q, mu=K, smp_par=4 * NS,
-                       t=1, dead=1, t_start=1, eff=M, ev=net.ntimed + Q, q_last=Q, area=S, last=S,
+                       t=1, dead=1, t_start=1, eff=M, ev=net.ntimed + Q, q_last=Q, area=S + V, last=S + V,
                        fires=M, res=3 * net.nunits, busy=K, busy_prev=K, rt=RC, wt0=WC, wwork=WC,
                        wqleft=WC, wsetup=WC, cclk=CC, cstart=CC)
         self.stores = dict(r_cap=ring_cap, r_off=_offsets(ring_cap), w_cap=work_cap, w_off=_offsets(work_cap),

@@ -28,10 +28,10 @@ from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, IN_CNT, IN_PTR, IN_
                      SF_RES, SF_T, SF_T_START, SI_CAP_SUM, SI_CN, SI_EN_LIST, SI_EN_N, SI_EN_POS, SI_FIRED,
                      SI_IMM_DIRTY, SI_IMM_EN, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_PHASE,
                      SI_STEPS, SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SLOT_CLASS, SLOT_QUEUE, SLOT_RING,
-                     TIMED_MODES, TRAP, YIELD, N_UNITS, N_CLASSES)
+                     TIMED_MODES, TRAP, YIELD, N_UNITS, N_CLASSES, ORD_RING, SLOT_ORD)
 from .options import CACHE, kernel  # noqa: F401  (CACHE: read by the package)
 from .queues import queue_account, queue_arrive, queue_event, room_for_arrivals, room_for_event
-from .store import change, mark_timed, put_tokens, ring_room, take_tokens
+from .store import change, mark_timed, offer_take, put_tokens, ring_room, take_tokens
 
 INF = math.inf
 MAX_IMMEDIATE = 100_000          # immediate firings in a row without time passing: a timeless trap
@@ -84,6 +84,11 @@ def room_for_mode(ni, si, j: int) -> int:
             r = ring_room(ni, si, ni[ni[SLOT_RING] + s], cnt)
             if r != OK:
                 return r
+            v = ni[ni[SLOT_ORD] + s]
+            if v >= 0:
+                r = ring_room(ni, si, ni[ni[ORD_RING] + v - ni[N_SLOTS]], cnt)
+                if r != OK:
+                    return r
     return OK
 
 
@@ -91,8 +96,13 @@ def room_for_mode(ni, si, j: int) -> int:
 def fire(ni, nf, si, sf, hist, j: int, now: float, g, with_hist: bool) -> None:
     """Fire mode j once (room checked): take its inputs, put its outputs."""
     p = ni[IN_PTR] + j
+    S = ni[N_SLOTS]
     for i in range(ni[p], ni[p + 1]):
-        take_tokens(ni, si, sf, hist, ni[ni[IN_SLOT] + i], ni[ni[IN_CNT] + i], now, with_hist)
+        s = ni[ni[IN_SLOT] + i]
+        if s < S:
+            take_tokens(ni, si, sf, hist, s, ni[ni[IN_CNT] + i], now, with_hist)
+        else:                   # an offer slot: a place that offers one token at a time
+            offer_take(ni, si, sf, hist, s, ni[ni[IN_CNT] + i], now, g, with_hist)
     p = ni[OUT_PTR] + j
     for i in range(ni[p], ni[p + 1]):
         s = ni[ni[OUT_SLOT] + i]
@@ -354,7 +364,9 @@ def start_lane(ni, nf, si, sf, g) -> None:
     """Initial tokens at time 0 (queued ones start service); settling and clocks follow
     in the first run_lane call.  The stores must hold the initial marking."""
     m0 = ni[PI_M0]
-    for s in range(ni[N_SLOTS]):
+    S = ni[N_SLOTS]
+    rounds = 0
+    for s in range(S):
         n0 = si[m0 + s]
         if n0 == 0:
             continue
@@ -362,8 +374,14 @@ def start_lane(ni, nf, si, sf, g) -> None:
             kg = ni[ni[SLOT_CLASS] + s]
             queue_arrive(ni, nf, si, sf, kg, 0.0, 0.0, g, n0)
             change(ni, si, sf, s, n0, 0.0)
+        elif ni[ni[SLOT_ORD] + s] >= 0:
+            rounds = max(rounds, n0)
         else:
             put_tokens(ni, si, sf, s, n0, 0.0, 0.0)
+    for x in range(rounds):     # ordered places: initial tokens in turns of their colors
+        for s in range(S):
+            if ni[ni[SLOT_ORD] + s] >= 0 and si[m0 + s] > x:
+                put_tokens(ni, si, sf, s, 1, 0.0, 0.0)
     for x in range(ni[N_TIMED]):
         mark_timed(ni, si, ni[ni[TIMED_MODES] + x])
     si[ni[SI_PHASE]] = P_SETTLE

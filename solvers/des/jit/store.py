@@ -5,6 +5,8 @@ capacity group sums, and marks the modes whose enabling it may change (the
 net's ``simm``/``stim`` lists): the loop re-checks only those.  Tokens of
 ordinary places and depositories keep the time they entered the place in a
 ring per slot (FIFO order); a token taken out records its residence time.
+A place that offers one token at a time (departure fifo, random) keeps the order of
+its tokens across colors in an order ring of offer slots (see :mod:`.layout`).
 
 A ring ``r`` is a power-of-two region of the lane's ``rt`` (entry times) and
 ``rc`` (classes) with a head and a size.
@@ -17,7 +19,8 @@ import numpy as np
 
 from ..stats import LOG_MIN, NB_PER_DECADE, NBINS
 from ..stats import bin_of as stats_bin_of
-from .layout import (GROW_RING, L_R_CAP, L_R_OFF, OK, PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT,
+from .layout import (GROW_RING, L_R_CAP, L_R_OFF, N_SLOTS, OK, ORD_PLACE, ORD_RANDOM, ORD_REAL, ORD_RING,
+                     PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT, SI_OVIS, SLOT_ORD,
                      SI_CAP_SUM, SI_IMM_DIRTY, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_RC, SI_RH, SI_RN,
                      SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SIMM_IDX, SIMM_PTR, SINH_IDX, SINH_PTR, SLOT_RING,
                      SLOT_UNIT, STIM_IDX, STIM_PTR)
@@ -212,9 +215,47 @@ def take_tokens(ni, si, sf, hist, s: int, cnt: int, now: float, with_hist: bool)
 
 
 @kernel(inline="always")
+def offer_put(ni, si, sf, v: int, cnt: int, now: float) -> None:
+    """``cnt`` tokens reached a place that offers one token at a time, in the color of
+    offer slot ``v``: offered at once while the place offers none, else queued in order."""
+    k = v - ni[N_SLOTS]
+    vis = ni[SI_OVIS] + ni[ni[ORD_PLACE] + k]
+    r = ni[ni[ORD_RING] + k]
+    for _ in range(cnt):
+        if si[vis] == 0:
+            si[vis] = v + 1
+            change(ni, si, sf, v, 1, now)
+        else:
+            ring_push(ni, si, sf, r, 0.0, v)
+
+
+@kernel
+def offer_take(ni, si, sf, hist, v: int, cnt: int, now: float, g, with_hist: bool) -> None:
+    """The token offered in offer slot ``v`` leaves (``cnt`` is 1: an arc taking more
+    is never enabled); the next one is offered: the oldest (fifo) or a random one."""
+    k = v - ni[N_SLOTS]
+    take_tokens(ni, si, sf, hist, ni[ni[ORD_REAL] + k], cnt, now, with_hist)
+    change(ni, si, sf, v, -cnt, now)
+    vis = ni[SI_OVIS] + ni[ni[ORD_PLACE] + k]
+    si[vis] = 0
+    r = ni[ni[ORD_RING] + k]
+    n = ring_size(ni, si, r)
+    if n > 0:
+        i = 0
+        if ni[ni[ORD_RANDOM] + k] != 0:
+            i = min(int(g.random() * n), n - 1)
+        _, nv = ring_take_ordered(ni, si, sf, r, i)
+        si[vis] = nv + 1
+        change(ni, si, sf, nv, 1, now)
+
+
+@kernel(inline="always")
 def put_tokens(ni, si, sf, s: int, cnt: int, now: float, t0: float) -> None:
     """Put ``cnt`` tokens that entered the place at ``t0`` into token slot ``s``."""
     r = ni[ni[SLOT_RING] + s]
     for _ in range(cnt):
         ring_push(ni, si, sf, r, t0, 0)
     change(ni, si, sf, s, cnt, now)
+    v = ni[ni[SLOT_ORD] + s]
+    if v >= 0:
+        offer_put(ni, si, sf, v, cnt, now)
