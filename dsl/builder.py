@@ -14,6 +14,7 @@ located :class:`~qpn.errors.ModelError`.  :mod:`dsl.grammar` runs it;
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from lark import Token, Transformer
@@ -33,6 +34,8 @@ from .software_builder import SoftwareBuilder
 #: recursive functions; a machine-written '1 + 1 + ... + 1' of 10^4 terms would
 #: exceed Python's recursion limit in them (a RecursionError, not a message).
 MAX_EXPR_DEPTH = 100
+#: the digits of the largest float (1.8e308): a whole number written with more is out of range
+MAX_DIGITS = 309
 
 
 class _RawArc:
@@ -360,6 +363,8 @@ class Builder(SoftwareBuilder, Transformer):
         if not text.isdigit():
             raise self.err(f"{what} must be a whole number, got {text}", tok,
                            hint="write a computed value in parentheses: (2 * n)")
+        if len(text) > MAX_DIGITS:
+            raise self.err(f"{what} has {len(text)} digits: far beyond any count (at most 2^53)", tok)
         return Num(int(text), loc=self.tloc(tok))
 
     def count_int(self, c):
@@ -551,9 +556,11 @@ class Builder(SoftwareBuilder, Transformer):
         """``NUMBER [NAME]``"""
         tok, unit = c
         text = str(tok)
-        value: int | float = int(text) if text.isdigit() else float(text)
-        if value == math.inf:
-            raise self.err(f"the number {text} is beyond the largest float (1.8e308)", tok,
+        # a whole number of more digits than the largest float has is as far out of range
+        value: int | float = (int(text) if len(text) <= MAX_DIGITS else math.inf) if text.isdigit() else float(text)
+        if value == math.inf or value > sys.float_info.max:
+            shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
+            raise self.err(f"the number {shown} is beyond the largest float (1.8e308)", tok,
                            hint="write 'inf' where an unlimited value is meant")
         if unit is not None and str(unit) not in UNITS:
             u = str(unit)

@@ -431,6 +431,11 @@ class _Build(Transformer):
             for name, replies in conn.join[1]:
                 if str(name) not in g.acts:        # an activity with no values takes no time
                     g.acts[str(name)] = LqnEntry(str(name), str(task))
+                for r in replies:        # a reply names an entry of this task
+                    owner = self._entry(r).task
+                    if owner != str(task):
+                        raise self._err(f"activity '{name}' replies to entry '{r}' of task '{owner}'; "
+                                        f"an activity of task '{task}' replies for its own entries", r)
                 if replies:
                     g.replies[str(name)] = [str(r) for r in replies]
             fork = conn.fork

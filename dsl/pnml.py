@@ -75,7 +75,11 @@ class _Reader(XmlReader):
         t = text.strip()
         if not re.fullmatch(r"\d+", t):
             raise self.err(e, f"{what} must be a whole number >= 0, got '{t}'")
-        return int(t)
+        digits = t.lstrip("0") or "0"
+        if len(digits) > 17 or int(digits) > 2 ** 53:     # a count: markings are exact to 2^53
+            raise self.err(e, f"{what} must be at most 2^53 = {2 ** 53:,}, got a number of "
+                              f"{len(digits)} digits")
+        return int(digits)
 
     def read(self) -> dict:
         r = self.root
@@ -104,7 +108,12 @@ class _Reader(XmlReader):
                         raise self.err(c, f"id '{i}' is used twice")
                     nodes[i] = (c.tag, c)
                 elif c.tag in ("referencePlace", "referenceTransition"):
-                    refs[c.get("id") or ""] = (c.get("ref") or "", c)
+                    i = c.get("id")
+                    if not i:
+                        raise self.err(c, f"a <{c.tag}> needs an id")
+                    if i in nodes or i in refs:
+                        raise self.err(c, f"id '{i}' is used twice")
+                    refs[i] = (c.get("ref") or "", c)
                 elif c.tag == "arc":
                     arcs.append(c)
                 elif c.tag == "page":
@@ -135,6 +144,17 @@ class _Reader(XmlReader):
                 return resolve(refs[i][0], seen + (i,))
             return None
 
+        for i, (target, e) in refs.items():     # a reference stands for a node of its own kind
+            kind = "place" if e.tag == "referencePlace" else "transition"
+            node = resolve(i)
+            if not target:
+                raise self.err(e, f"a <{e.tag}> needs a ref: the id of the {kind} it stands for")
+            if node is None:
+                raise self.err(e, f"ref '{target}' leads to no {kind} (an id of no node, or references "
+                                  f"that refer to each other)", expected=f"the id of a {kind} or of a <{e.tag}>")
+            if node[0] != kind:
+                raise self.err(e, f"a <{e.tag}> refers to '{target}', which is a {node[0]}",
+                               expected=f"the id of a {kind} or of a <{e.tag}>")
         for a in arcs:
             src, dst = resolve(a.get("source") or ""), resolve(a.get("target") or "")
             if src is None or dst is None or src[0] == dst[0]:
@@ -194,6 +214,9 @@ class _Reader(XmlReader):
                 out["immediate"] = c
             elif c.tag == "servers":
                 out["servers"] = self.one_line(c, "a server count")
+        if "delay" in out and "immediate" in out:
+            raise self.err(out["immediate"], "a transition is timed (<delay>) or immediate (<immediate>), "
+                                             "not both")
         if "delay" not in out and "immediate" not in out:
             out["delay"], out["untimed"] = "exp(1)", True
         return out
@@ -339,12 +362,12 @@ def qpn_to_pnml(c) -> str:
         inh = c.inh.tocsr()
         for g in range(inh.shape[0]):
             j = int(c.inh_mode[g])
-            for s in inh.indices[inh.indptr[g]:inh.indptr[g + 1]]:
-                if int(c.inh_threshold[g]) != 1:
-                    raise ModelError(f"transition '{c.modes[j].transition}': an inhibitor with a "
-                                     f"threshold other than 1", c.modes[j].loc)
-                arcs.append(f'      <arc id="a{len(arcs) + 1}" source="p{slot_place[int(s)] + 1}" '
-                            f'target="t{j + 1}"><type value="inhibitor"/></arc>')
+            n = int(c.inh_threshold[g])       # disabled from n tokens on: PIPE's inscription
+            ins = "" if n == 1 else f"<inscription><text>{n}</text></inscription>"
+            # a group counts the tokens of one place (its queue and depository slots): one arc
+            for pid in dict.fromkeys(slot_place[int(s)] for s in inh.indices[inh.indptr[g]:inh.indptr[g + 1]]):
+                arcs.append(f'      <arc id="a{len(arcs) + 1}" source="p{pid + 1}" '
+                            f'target="t{j + 1}">{ins}<type value="inhibitor"/></arc>')
     out += arcs + ["    </page>", "  </net>", "</pnml>"]
     return "\n".join(out) + "\n"
 

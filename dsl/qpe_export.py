@@ -10,10 +10,10 @@ color binding a mode of its own), because QPME's modes name their colors.
   value first); a shared queue stays one queue used by several places.
 * qpn weighs modes, QPME chooses a transition by its weight and then a mode.
   A transition that competes for tokens with others (an immediate transition of
-  the same priority shares an input place) is written with weight 1 per
-  mode-transition pair when it has several modes: each mode becomes a QPME
-  transition ``name.mode`` of its own, weighted by the mode's weight, which is
-  exact.  Other transitions keep their modes, with the weights as firing weights.
+  the same priority shares an input place) is written as one QPME transition per
+  mode (``name.mode`` when it has several), weighted by the mode's weight, with
+  firing weight 1, which is exact.  Other transitions keep their modes, with the
+  weights as firing weights.
 
 Refused with the location of the qpn element: round robin and ``lcfs-pr``
 queues, preemptive priorities, ``departure in-order``, inhibitor arcs, capacities
@@ -165,11 +165,14 @@ def qpn_to_qpe(c: CompiledNet) -> str:
     trans, nid = [], 0
     for ti, js in sorted(by_t.items()):
         m0 = c.modes[js[0]]
-        groups = [[j] for j in js] if (m0.kind == "immediate" and ti in competing and len(js) > 1) else [js]
+        # a competing transition's weight decides in QPME: each of its modes becomes a transition
+        # of its own (name.mode when there are several) weighted by the mode's weight
+        own = m0.kind == "immediate" and ti in competing
+        groups = [[j] for j in js] if own else [js]
         for group in groups:
             nid += 1
             name = m0.transition + (f".{_mode_name(c.modes[group[0]])}" if len(groups) > 1 else "")
-            trans += _transition(c, group, name, nid, len(groups) > 1, ref_of, pre, post)
+            trans += _transition(c, group, name, nid, own, ref_of, pre, post)
     out = ['<?xml version="1.0" encoding="UTF-8"?>', '<net qpme-version="2.1.0">', "  <colors>"]
     out += [f'    <color id="{cid}" name={quoteattr(name)} real-color="#000000"/>' for name, cid in colors.items()]
     out += ["  </colors>", "  <queues>", *queues, "  </queues>", "  <places>", *places, "  </places>",
@@ -183,7 +186,7 @@ def _mode_name(m) -> str:
     return "_".join(parts) or "mode"
 
 
-def _transition(c, group, name, nid, split, ref_of, pre, post) -> list[str]:
+def _transition(c, group, name, nid, own, ref_of, pre, post) -> list[str]:
     m0 = c.modes[group[0]]
     tid = f"_t{nid}"
     if m0.kind == "timed":
@@ -193,7 +196,7 @@ def _transition(c, group, name, nid, split, ref_of, pre, post) -> list[str]:
         head = (f'    <transition {XSI} id="{tid}" name={quoteattr(name)} priority="0" '
                 f'xsi:type="timed-transition">')
     else:
-        weight = c.modes[group[0]].weight if split else 1.0
+        weight = c.modes[group[0]].weight if own else 1.0
         head = (f'    <transition {XSI} id="{tid}" name={quoteattr(name)} '
                 f'priority="{_n(m0.priority)}" weight="{_n(weight)}" xsi:type="immediate-transition">')
     modes, conns, k = [], [], 0
@@ -206,7 +209,7 @@ def _transition(c, group, name, nid, split, ref_of, pre, post) -> list[str]:
                                  f"exponential delays", m.loc)
             attr = f'mean-firing-delay="{_n(m.delay.mean_)}"'
         else:
-            attr = f'firing-weight="{_n(1.0 if split else m.weight)}"'
+            attr = f'firing-weight="{_n(1.0 if own else m.weight)}"'
         modes.append(f'        <mode {attr} id="{mid}" name={quoteattr(_mode_name(m))} real-color="#000000"/>')
         for mat, incoming in ((pre, True), (post, False)):
             for s, n in zip(mat.indices[mat.indptr[j]:mat.indptr[j + 1]],

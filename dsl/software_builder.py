@@ -162,7 +162,7 @@ class SoftwareBuilder:
         prev = 0
         for tok, _dist in c:
             text = str(tok)
-            if not text.isdigit() or int(text) < 1:
+            if not text.isdigit() or len(text) > 18 or int(text) < 1:     # 18 digits: beyond any count
                 raise self.err(f"a load level is a whole number of concurrent requests >= 1, "
                                f"got {text}", tok)
             if int(text) <= prev:

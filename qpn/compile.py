@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -171,6 +172,15 @@ MAX_COUNT = 2 ** 53
 MAX_WEIGHT = 1e100
 
 
+def _big(v: int | float) -> str:
+    """A large count for a message (6 digits; an int beyond the floats by its size).
+
+    >>> _big(2 ** 60), _big(10 ** 400)
+    ('1.15292e+18', 'about 1e400')
+    """
+    return f"{v:.6g}" if v <= sys.float_info.max else f"about 1e{int(math.log10(v))}"
+
+
 def _int(v: Any, what: str, loc, *, minimum: int = 0, allow_inf: bool = False) -> int | float:
     if allow_inf and isinstance(v, float) and math.isinf(v) and v > 0:
         return math.inf
@@ -178,7 +188,7 @@ def _int(v: Any, what: str, loc, *, minimum: int = 0, allow_inf: bool = False) -
             (isinstance(v, float) and (not v.is_integer() or math.isinf(v))):
         raise ModelError(f"{what} must be a whole number, got {v!r}", loc)
     if v > MAX_COUNT:
-        raise ModelError(f"{what} must be at most 2^53 = {MAX_COUNT:,}, got {v:.6g}", loc,
+        raise ModelError(f"{what} must be at most 2^53 = {MAX_COUNT:,}, got {_big(v)}", loc,
                          hint="counts beyond it overflow the marking and the simulators' sums")
     v = int(v)
     if v < minimum:
@@ -276,7 +286,7 @@ class _Compiler:
                 total += n
                 if total > MAX_COUNT:     # several init terms: each in range, their sum not
                     raise ModelError(f"the initial marking of '{p.name}' must be at most 2^53 = "
-                                     f"{MAX_COUNT:,} tokens, got {total:.6g}", p.loc)
+                                     f"{MAX_COUNT:,} tokens, got {_big(total)}", p.loc)
                 m0[target] += n
             if cp.capacity is not None and total > cp.capacity:
                 raise ModelError(f"place '{p.name}' starts with {total} tokens but its capacity is "

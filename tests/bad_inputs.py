@@ -159,4 +159,9 @@ CASES = [
     # --- machine-sized input
     ("expression-too-deep", "param a = " + " + ".join(["1"] * 500) + "\n", "nested more than 100 levels", 1, 11),
     ("control-character", "place a\x00\n", "unexpected character U+0000", 1, 8),
+    # whole numbers of hundreds or thousands of digits (once a traceback: beyond the floats,
+    # beyond Python's 4300-digit conversion limit)
+    ("count-beyond-floats", "place a init " + "9" * 309 + "\n", "must be at most 2^53", 1, 7),
+    ("count-of-5000-digits", "place a init " + "9" * 5000 + "\n", "has 5000 digits", 1, 14),
+    ("number-of-5000-digits", "param x = " + "9" * 5000 + "\n", "(5000 digits) is beyond the largest float", 1, 11),
 ]

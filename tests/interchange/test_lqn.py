@@ -234,12 +234,31 @@ def _at(text: str, marker: str) -> tuple[int, int]:
      "client -1 client", "deterministic with 1000000 calls"),
     (_cs().replace("t client r", "t client n").replace("  y client server 1 -1\n", ""), "t client",
      "nothing drives the model"),
+    # a section without its terminating -1: the next section's letter is where it fails
+    (_cs().replace("  p server f\n-1\n", "  p server f\n"), "T 0", ("unexpected 'T'", "-1 (end of the list)")),
+    (_cs().replace("s server 1 -1", "s server fast -1"), "fast", ("unexpected 'fast'", "a number")),
+    (_cs(sopts="\n  t server n backup -1 server"), "server n backup", "task 'server' defined twice"),
+    (_cs(sopts="\n  t other n server -1 client"), "server -1 client", "entry 'server' belongs to two tasks"),
+    (_cs(extra="  F client server 1.5 -1\n"), "1.5", "a forwarding probability must be <= 1, not 1.5"),
+    (_cs(extra="  f server 2 -1\n"), "2 -1", "a phase type is 0 (stochastic) or 1 (deterministic), not 2"),
+    # activity graphs: a call to an entry no task lists, replies to unknown or foreign entries
+    (_cs(extra="  A server s1\n") + "A server\n  s s1 1\n  y s1 nosuch 1\n:\n  s1[server]\n-1\n", "nosuch",
+     "entry 'nosuch' is not listed by any task"),
+    (_cs(extra="  A server s1\n") + "A server\n  s s1 1\n  s s2 1\n:\n  s1[sever] -> s2\n-1\n", "sever]",
+     "entry 'sever' is not listed by any task"),
+    (_cs(extra="  A server s1\n") + "A server\n  s s1 1\n:\n  s1[client]\n-1\n", "client]",
+     "activity 's1' replies to entry 'client' of task 'client'"),
+    (_cs(extra="  A server s1\n") + "A server\n  s s1 1\n  s s2 1\n  s s3 1\n:\n  s1 -> (0.3) s2 + (0.3) s3;\n"
+     "  s2 + s3 -> s4;\n  s4[server]\n-1\n", "s2 +", "the probabilities of an OR-fork add up to 0.6, not 1"),
 ])
 def test_mistakes_are_located(text, marker, words):
     with pytest.raises(ModelError) as err:
         lqn_to_qpn(text, "m.lqn")
     e = err.value
+    words, expected = words if isinstance(words, tuple) else (words, None)
     assert words in e.message, e.message
+    if expected is not None:
+        assert expected in (e.expected or ""), e.expected
     if marker is None:      # the end of the file
         lines = text.splitlines()
         where = (len(lines), len(lines[-1]) + 1)

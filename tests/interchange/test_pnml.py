@@ -65,6 +65,23 @@ def test_round_trip_is_a_fixed_point_and_keeps_the_meaning(name):
             assert b.get(row.measure, row.element) == pytest.approx(row.value, rel=1e-9, abs=1e-12)
 
 
+def test_inhibitor_thresholds_and_queueing_places_round_trip():
+    """An inhibitor of threshold 3 is written as PIPE writes it (an inscription), and one
+    on a queueing place as one arc (its queue and depository count together): an M/M/1/3
+    queue, arrivals at rate 0.5 refused while 3 requests are there, service rate 1."""
+    net = qpn.parse("place server queue fcfs service exp(1)\n"
+                    "transition arrive : -> server unless 3 server delay exp(2)\n"
+                    "transition leave : server ->\n", "m.qpn")
+    x = qpn_to_pnml(qpn.compile_net(net))
+    assert x.count('<type value="inhibitor"/>') == 1 and "<text>3</text></inscription><type" in x
+    back, text, _ = imported(x)
+    assert "unless 3 server" in text
+    p = [0.5 ** n / sum(0.5 ** k for k in range(4)) for n in range(4)]
+    res = solvers.solve(back, "ctmc")
+    assert res.get("tokens", "server") == pytest.approx(sum(n * q for n, q in enumerate(p)), rel=1e-9)
+    assert res.get("throughput", "arrive") == pytest.approx(0.5 * (1 - p[3]), rel=1e-9)
+
+
 def _mut(old, new):
     src = EXAMPLE.decode()
     assert old in src, old
@@ -109,6 +126,22 @@ BROKEN = [
                        '<transition id="t1"><name><text>start</text></name><toolspecific tool="qpn" '
                        'version="1"><delay>exq(1)</delay></toolspecific></transition>'), "exq"),
     ("doctype", _mut("<pnml ", '<!DOCTYPE pnml [<!ENTITY x "y">]>\n<pnml '), "document type declaration"),
+    # references: each stands for a node of its own kind, under an id of its own
+    ("reference kind", _mut('<arc id="a2" source="t1" target="p2"/>',
+                            '<referencePlace id="rp" ref="t2"/><arc id="a2" source="rp" target="p2"/>'),
+     "a <referencePlace> refers to 't2', which is a transition"),
+    ("reference id twice", _mut('<arc id="a2" source="t1" target="p2"/>',
+                                '<referencePlace id="p1" ref="p2"/><arc id="a2" source="t1" target="p2"/>'),
+     "id 'p1' is used twice"),
+    ("reference cycle", _mut('<arc id="a2" source="t1" target="p2"/>',
+                             '<referenceTransition id="r1" ref="r2"/><referenceTransition id="r2" ref="r1"/>'
+                             '<arc id="a2" source="t1" target="p2"/>'), "ref 'r2' leads to no transition"),
+    ("marking beyond counts", _mut("<text>4</text>", "<text>" + "9" * 5000 + "</text>"),
+     "the initial marking must be at most 2^53"),
+    ("timed and immediate", _mut('<transition id="t1"><name><text>start</text></name></transition>',
+                                 '<transition id="t1"><name><text>start</text></name><toolspecific tool="qpn" '
+                                 'version="1"><immediate weight="1"/><delay>exp(1)</delay></toolspecific>'
+                                 '</transition>'), "timed (<delay>) or immediate (<immediate>), not both"),
 ]
 
 

@@ -207,6 +207,11 @@ BROKEN = [
     ("no colors", _mutate('<colors><color id="c1" name="job" real-color="#000000"/></colors>', '<colors/>'),
      "declares no colors"),
     ("not utf-8 name", _mutate('name="users"', 'name="us\udcffers"'), None),
+    ("place type", _mutate('xsi:type="ordinary-place"', 'xsi:type="bogus-place"'), "unknown place type 'bogus-place'"),
+    ("uniform order", _mutate('distribution-function="Exponential" lambda="2"',
+                              'distribution-function="Uniform" min="3" max="1"'), "Uniform with min 3 > max 1"),
+    ("timed without delay", _mutate('xsi:type="immediate-transition"', 'xsi:type="timed-transition"'),
+     "attribute 'mean-firing-delay' is missing"),
 ]
 
 

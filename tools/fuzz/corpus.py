@@ -40,7 +40,7 @@ def qpe_seeds() -> dict[str, bytes]:
     from qpn.errors import QPNError
     out = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "models/qpme/*.qpe"))
-                       + glob.glob(os.path.join(ROOT, "tests/data/qpe/*.qpe"))):
+                       + glob.glob(os.path.join(ROOT, "tests/data/qpe/**/*.qpe"), recursive=True)):
         out[os.path.relpath(path, ROOT)] = _read(path)
     for path in sorted(glob.glob(os.path.join(ROOT, "models/*.qpn"))):
         try:
@@ -52,11 +52,14 @@ def qpe_seeds() -> dict[str, bytes]:
 
 
 def pnml_seeds() -> dict[str, bytes]:
-    """name -> PNML: the importer's example and every shipped plain-token model, exported."""
+    """name -> PNML: the importer's example, the PNML files of the tests and every shipped
+    plain-token model, exported."""
     from qpn.dsl.pnml import EXAMPLE, qpn_to_pnml
     from qpn import compile_net, load
     from qpn.errors import QPNError
     out = {"dsl/pnml.py:EXAMPLE": EXAMPLE}
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests/data/pnml/**/*.pnml"), recursive=True)):
+        out[os.path.relpath(path, ROOT)] = _read(path)
     for path in sorted(glob.glob(os.path.join(ROOT, "models/*.qpn"))):
         try:
             xml = qpn_to_pnml(compile_net(load(path)))
