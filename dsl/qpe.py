@@ -26,8 +26,14 @@ time, the one that reached its depository first, or a random one) are qpn's
 ``departure fifo`` and ``departure random``; with one color they are ``NORMAL`` for
 modes that take one token (a mode taking more never fires, and is refused).
 
-Refused with a located error naming the element id: subnet places, distributions qpn
-has no equivalent for, per-color capacities of places holding several colors.
+A subnet place is written flat: its places and transitions get its name as a prefix
+(``DBS_DBS_CPU``), tokens put into it enter its ``input-place`` and tokens taken from it
+leave its ``output-place``, as QPME's editor builds a subnet.  Files of QPME 1.5 and 2.0
+(``type=`` instead of ``xsi:type=``) are read too.
+
+Refused with a located error naming the element id: distributions qpn has no
+equivalent for, per-color capacities of places holding several colors, initial
+tokens on a subnet place.
 
 >>> path = "models/qpme/closed_server.qpe"      # users and a FCFS server, as QPME saves them
 >>> text, notes = qpe_to_qpn(open(path, "rb").read(), path)
@@ -52,6 +58,11 @@ instance is mode net nonpreemptive not on or output param place preemptive prio 
 queue random rr servers service shared subnet switch timed transition unless weight when
 s ms us ns exp det uniform erlang hyperexp gamma lognormal normal empirical replay rate mean scv
 min max sqrt log abs ceil floor color""".split())   # keywords outside software blocks, units, functions
+
+
+def _kind(e: XElement, default: str) -> str:
+    """An element's type: ``xsi:type`` (QPME 2), or ``type`` (QPME 1.5 and 2.0 files)."""
+    return e.get(XSI_TYPE) or e.get("type") or default
 
 
 def num(x: float) -> str:
@@ -129,10 +140,15 @@ class _Reader(XmlReader):
                 raise self.err(q, f"queue id '{qid}' is used twice")
             self.queues[qid] = q
         self.refs: dict[str, tuple[str, str, XElement]] = {}   # color-ref id -> (place, color, el)
-        places = [self._place(p, names) for p in r.within("places", "place")]
+        # a subnet place's color-ref -> (its input place, its output place, color)
+        self.iface: dict[str, tuple[str, str, str]] = {}
+        places: list[dict] = []
+        transitions: list[dict] = []
+        for p in r.within("places", "place"):
+            self._add_place(p, names, places, transitions, "")
         if not places:
             raise self.err(r, "the model has no places")
-        transitions = [self._transition(t, names) for t in r.within("transitions", "transition")]
+        transitions += [self._transition(t, names) for t in r.within("transitions", "transition")]
         # FIFO and RANDOM offer one token at a time: a mode taking two never fires
         for p in places:
             if p["one_at_a_time"]:
@@ -144,18 +160,60 @@ class _Reader(XmlReader):
                                                     f"one at a time (it can never fire in QPME)")
         return {"places": places, "transitions": transitions}
 
-    def _place(self, p: XElement, names: _Names) -> dict:
-        kind = p.get(XSI_TYPE, "ordinary-place")
-        pname = names.make(p.get("name"), "place")
-        if kind == "subnet-place":
-            raise self.err(p, "subnet places are not supported yet",
-                           hint="flatten the subnet in QPME, or write it as a qpn subnet")
+    def _add_place(self, p: XElement, names: _Names, places: list, transitions: list,
+                   prefix: str) -> None:
+        """A place, or a subnet place's places and transitions, flattened: their names get
+        the subnet's name as a prefix; tokens put into the subnet place enter its
+        ``input-place``, tokens taken from it leave its ``output-place``."""
+        if _kind(p, "ordinary-place") != "subnet-place":
+            places.append(self._place(p, names, prefix))
+            return
+        sname = f"{prefix}{p.get('name') or 'subnet'}"
+        subs = p.find("subnet")
+        if len(subs) != 1:
+            raise self.err(p, f"subnet place '{p.get('name', '')}' has {len(subs)} <subnet> elements",
+                           expected="exactly one")
+        first = len(places)
+        for q in subs[0].within("places", "place"):
+            self._add_place(q, names, places, transitions, sname + "_")
+        ends = {}
+        for q in places[first:]:
+            if q["qpme"] in ("input-place", "output-place") and q["prefix"] == sname + "_":
+                ends[q["qpme"]] = q
+        if len(ends) < 2:
+            raise self.err(p, f"subnet place '{p.get('name', '')}' has no "
+                              f"{' and '.join(k for k in ('input-place', 'output-place') if k not in ends)}",
+                           hint="QPME's editor creates them with the subnet: its tokens enter at the "
+                                "input-place and leave from the output-place")
+        transitions += [self._transition(t, names, sname + "_")
+                        for t in subs[0].within("transitions", "transition")]
+        for ref in p.within("color-refs", "color-ref"):
+            rid, cid = self.attr(ref, "id"), self.attr(ref, "color-id")
+            if cid not in self.colors:
+                raise self.err(ref, f"color-id '{cid}' names no color", expected="the id of a <color>")
+            color = self.colors[cid][0]
+            if self.number(ref, "initial-population", "0", whole=True):
+                raise self.err(ref, "initial tokens on a subnet place are not supported",
+                               hint="put them on a place inside the subnet")
+            for end in ends.values():
+                if color not in end["colors"]:
+                    raise self.err(ref, f"color '{self.colors[cid][1].get('name')}' of subnet place "
+                                        f"'{p.get('name', '')}' is not a color of its {end['qpme']}")
+            if rid in self.refs or rid in self.iface:
+                raise self.err(ref, f"color-ref id '{rid}' is used twice")
+            self.iface[rid] = (ends["input-place"]["name"], ends["output-place"]["name"], color)
+
+    def _place(self, p: XElement, names: _Names, prefix: str = "") -> dict:
+        kind = _kind(p, "ordinary-place")
+        pname = names.make(prefix + (p.get("name") or ""), "place")
         if kind not in ("ordinary-place", "queueing-place"):
-            raise self.err(p, f"unknown place type '{kind}'", expected="ordinary-place or queueing-place")
+            raise self.err(p, f"unknown place type '{kind}'",
+                           expected="ordinary-place, queueing-place or subnet-place")
         dep = p.get("departure-discipline", "NORMAL")
         if dep not in ("NORMAL", "FIFO", "RANDOM"):
             raise self.err(p, f"unknown departure discipline '{dep}'", expected="NORMAL, FIFO or RANDOM")
         out = {"name": pname, "qpme": p.get("name", ""), "id": p.get("id", ""), "queue": None,
+               "prefix": prefix,
                "colors": [], "init": [], "service": [], "prio": [], "capacity": None, "el": p,
                "departure": dep.lower(), "one_at_a_time": dep if dep != "NORMAL" else ""}
         if kind == "queueing-place":
@@ -170,7 +228,7 @@ class _Reader(XmlReader):
             if cid not in self.colors:
                 raise self.err(ref, f"color-id '{cid}' names no color", expected="the id of a <color>")
             color = self.colors[cid][0]
-            if rid in self.refs:
+            if rid in self.refs or rid in self.iface:
                 raise self.err(ref, f"color-ref id '{rid}' is used twice")
             if color in out["colors"]:
                 raise self.err(ref, f"color '{self.colors[cid][1].get('name')}' is listed twice in "
@@ -219,13 +277,14 @@ class _Reader(XmlReader):
                        expected="Exponential, Deterministic, Uniform, Normal or Gamma",
                        hint="approximate it by one of these, or use empirical(...) in the qpn model")
 
-    def _transition(self, t: XElement, names: _Names) -> dict:
-        kind = t.get(XSI_TYPE, "immediate-transition")
+    def _transition(self, t: XElement, names: _Names, prefix: str = "") -> dict:
+        kind = _kind(t, "immediate-transition")
         if kind not in ("immediate-transition", "timed-transition"):
             raise self.err(t, f"unknown transition type '{kind}'",
                            expected="immediate-transition or timed-transition")
         timed = kind == "timed-transition"
-        out = {"name": names.make(t.get("name"), "t"), "qpme": t.get("name", ""), "id": t.get("id", ""),
+        out = {"name": names.make(prefix + (t.get("name") or ""), "t"), "qpme": t.get("name", ""),
+               "id": t.get("id", ""), "prefix": prefix,
                "timed": timed, "priority": self.number(t, "priority", "0", whole=True),
                "weight": 1.0 if timed else self.number(t, "weight", "1", positive=True),
                "modes": [], "el": t}
@@ -247,7 +306,13 @@ class _Reader(XmlReader):
         for c in t.within("connections", "connection"):
             src, dst = self.attr(c, "source-id"), self.attr(c, "target-id")
             count = int(self.number(c, "count", "1", whole=True, minimum=1))
-            if src in self.refs and dst in modes:
+            if src in self.iface and dst in modes:      # out of a subnet: its output place
+                _, place, color = self.iface[src]
+                modes[dst]["inputs"][place].append((count, color))
+            elif src in modes and dst in self.iface:    # into a subnet: its input place
+                place, _, color = self.iface[dst]
+                modes[src]["outputs"][place].append((count, color))
+            elif src in self.refs and dst in modes:
                 place, color, _ = self.refs[src]
                 modes[dst]["inputs"][place].append((count, color))
             elif src in modes and dst in self.refs:
@@ -352,7 +417,8 @@ def _write(model: dict, net_name: str, file: str, version: str, notes: list[str]
             out += ["", f"# QPME queue '{q.get('name', '')}' ({qid}), used by "
                         f"{', '.join(p['name'] for p in ps)}", f"shared queue {shared[qid]} : {spec}"]
     for p in places:
-        out += ["", f"# '{p['qpme']}' ({p['id']})", f"place {p['name']} : {p['type']}"]
+        inside = f" in subnet place '{p['prefix'][:-1]}'" if p["prefix"] else ""
+        out += ["", f"# '{p['qpme']}' ({p['id']}){inside}", f"place {p['name']} : {p['type']}"]
         if p["queue"] is not None:
             q = reader_queues[p["queue"]]
             if p["queue"] in shared:

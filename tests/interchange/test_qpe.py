@@ -158,11 +158,41 @@ def test_two_stage_choice_of_a_competing_multimode_transition():
     assert res.get("throughput", "other") == pytest.approx(total / 4, rel=1e-12)
 
 
+def test_a_subnet_place_is_flattened_between_its_input_and_output_places():
+    """A hand-written subnet place (QPME's editor's structure: input-place, 'actual
+    population', output-place) holding a FCFS server for 4 users thinking exp(1):
+    the machine-repairman closed form, throughput 2 (1 - p0) with 1/p0 = 10.5."""
+    net, text, _ = imported(SUBNET.encode(), "subnet_server.qpe")
+    assert "place storage_disk : color" in text and "in subnet place 'storage'" in text
+    res = solvers.solve(net, "ctmc")
+    assert res.get("departures", "storage_disk") == pytest.approx(2 * (1 - 1 / 10.5), rel=1e-9)
+    assert res.get("tokens", "users") + res.get("tokens", "storage_actual_population") == \
+        pytest.approx(4, rel=1e-12)
+
+
+def test_files_of_qpme_1_5_name_their_types_without_the_xsi_prefix():
+    old = EXAMPLE.decode().replace("xsi:type=", "type=")
+    net, text, _ = imported(old)
+    assert "queue fcfs" in text
+    ref = solvers.solve(imported(EXAMPLE)[0], "ctmc")
+    assert solvers.solve(net, "ctmc").get("departures", "server") == \
+        pytest.approx(ref.get("departures", "server"), rel=1e-12)
+
+
 # ---------------------------------------------------------------- located errors
 def _mutate(old, new):
     src = EXAMPLE.decode()
     assert old in src, old
     return src.replace(old, new, 1)
+
+
+with open(os.path.join(DATA, "subnet_server.qpe"), "rb") as _fh:
+    SUBNET = _fh.read().decode()
+
+
+def _sub_mutate(old, new):
+    assert old in SUBNET, old
+    return SUBNET.replace(old, new, 1)
 
 
 BROKEN = [
@@ -188,7 +218,13 @@ BROKEN = [
     ("unknown departure", _mutate('departure-discipline="NORMAL" queue-ref="q1"',
                                   'departure-discipline="LIFO" queue-ref="q1"'),
      "unknown departure discipline 'LIFO'"),
-    ("subnet", _mutate('xsi:type="ordinary-place"', 'xsi:type="subnet-place"'), "subnet places"),
+    ("subnet without a net", _mutate('xsi:type="ordinary-place"', 'xsi:type="subnet-place"'),
+     "has 0 <subnet> elements"),
+    ("subnet without its output place", _sub_mutate('name="output-place"', 'name="out"'),
+     "has no output-place"),
+    ("tokens on a subnet place", _sub_mutate('initial-population="0" maximum-capacity="0"\n        direction',
+                                             'initial-population="2" maximum-capacity="0"\n        direction'),
+     "initial tokens on a subnet place"),
     ("dangling connection", _mutate('source-id="r2"', 'source-id="r5"'), "does not join"),
     ("count zero", _mutate('id="x1" source-id="r2" target-id="m1" count="1"',
                            'id="x1" source-id="r2" target-id="m1" count="0"'), "attribute 'count' = 0"),

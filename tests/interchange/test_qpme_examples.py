@@ -6,6 +6,7 @@ or at /work/.mirror/DescartesResearch+QPME/repo; without one they skip and say s
 * pepsy-bcmp2: MVA of the file = MVA of its twin tests/data/qpe/bcmp_twin.qpe, which
   test_qpe.py checks against the normalizing constant (1e-6);
 * ispass03: the CTMC has 63,271 tangible states, the values of its twin server_pools;
+  with the database as a subnet place (ispass03_hierarchical, QPME 2.0's format), the same;
 * ispass03-02 (FIFO departure on a place of two colors): the simulation within SimQPN's
   intervals (tests/data/reference/simqpn-ispass03-02.toml).
 """
@@ -23,6 +24,9 @@ from des_support import K_CI, des
 from conftest import TESTS_DIR
 
 EXAMPLES = "sources/qpme.qpe.feature/root_files/examples"
+#: ispass03 with its database as a subnet place, in the QPME 2.0 format (type=, no xsi:)
+HIERARCHICAL = ("sources/qpme.model.migration.tests/src/edu/kit/ipd/descartes/qpme/model/migration/"
+                "testfiles/v2_0/ispass03_hierarchical.qpe")
 MIRROR = "/work/.mirror/DescartesResearch+QPME/repo"
 DATA = os.path.join(TESTS_DIR, "data")
 
@@ -38,13 +42,13 @@ def examples(tmp_path_factory):
                     "clone of github.com/DescartesResearch/QPME or QPN_QPME_EXAMPLES to a "
                     "directory of its .qpe files")
     out = tmp_path_factory.mktemp("qpme")
-    for name in ("pepsy-bcmp2", "ispass03", "ispass03-02"):
-        git = ["git", f"--git-dir={repo}"] if not os.path.isdir(os.path.join(repo, ".git")) \
-            else ["git", "-C", repo]
-        blob = subprocess.run(git + ["show", f"HEAD:{EXAMPLES}/{name}.qpe"], capture_output=True)
+    git = ["git", f"--git-dir={repo}"] if not os.path.isdir(os.path.join(repo, ".git")) \
+        else ["git", "-C", repo]
+    for path in [f"{EXAMPLES}/{n}.qpe" for n in ("pepsy-bcmp2", "ispass03", "ispass03-02")] + [HIERARCHICAL]:
+        blob = subprocess.run(git + ["show", f"HEAD:{path}"], capture_output=True)
         if blob.returncode:
-            pytest.skip(f"{repo} has no {EXAMPLES}/{name}.qpe: {blob.stderr.decode()[:200]}")
-        (out / f"{name}.qpe").write_bytes(blob.stdout)
+            pytest.skip(f"{repo} has no {path}: {blob.stderr.decode()[:200]}")
+        (out / os.path.basename(path)).write_bytes(blob.stdout)
     return str(out)
 
 
@@ -62,6 +66,15 @@ def test_ispass03_has_63271_states_and_its_twins_values(examples):
     assert res.info["states"] == 63271
     assert sorted(m.value for m in res.rows if m.measure == "tokens") == \
         pytest.approx(sorted(m.value for m in twin.rows if m.measure == "tokens"), rel=1e-9)
+
+
+def test_ispass03_with_a_subnet_place_is_the_flat_ispass03(examples):
+    res = solvers.solve(qpn.load(os.path.join(examples, "ispass03_hierarchical.qpe")), "ctmc")
+    flat = solvers.solve(qpn.load(os.path.join(examples, "ispass03.qpe")), "ctmc")
+    assert res.info["states"] == 63271
+    for a, b in (("WLS_CPU", "WLS_CPU"), ("Client", "Client"), ("DBS_DBS_CPU", "DBS_CPU"),
+                 ("DBS_DBS_I_O", "DBS_I_O")):
+        assert res.get("tokens", a) == pytest.approx(flat.get("tokens", b), rel=1e-9)
 
 
 def test_ispass03_02_within_simqpn_intervals(examples):
