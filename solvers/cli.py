@@ -12,7 +12,7 @@ from qpn.errors import ModelError, ParameterError, QPNError, SolverError, sugges
 from qpn.texttable import aligned
 
 from . import METHODS
-from .result import UNITS
+from .result import MEASURE_SETS, UNITS, expand_measures
 from .status import DEGENERATE, ExitStatus, epilog, exit_status
 
 def _flagged() -> list[tuple[object, object]]:
@@ -89,13 +89,13 @@ def _measures(args) -> list[str] | None:
     if not args.measure:
         return None
     names = [m.strip() for m in args.measure.split(",") if m.strip()]
-    known = set(UNITS) | {"probability"}
+    known = set(UNITS) | {"probability"} | set(MEASURE_SETS)
     for m in names:
         if m not in known and not re.fullmatch(r"residence_p\d+", m):
             raise ParameterError(f"--measure: unknown measure '{m}'",
                                  expected="one of: " + ", ".join(sorted(known)),
                                  did_you_mean=suggest(m, known))
-    return names or None
+    return expand_measures(names) or None
 
 
 def _compare_table(a, b) -> str:

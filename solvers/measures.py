@@ -24,8 +24,8 @@ from qpn.colors import color_label
 
 from .result import Result
 
-MEASURE_ORDER = ("tokens", "queue_tokens", "arrivals", "departures", "residence", "response",
-                 "utilization", "throughput")
+MEASURE_ORDER = ("tokens", "queue_tokens", "depository_tokens", "arrivals", "departures", "residence",
+                 "response", "depository_residence", "utilization", "throughput")
 
 
 def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -102,6 +102,9 @@ def derive(compiled, slot_tokens, mode_rates, class_busy) -> list[tuple[str, str
             rows.append(("residence", p.name, lab, _ratio(tok, arr)))
             if p.queueing:
                 rows.append(("response", p.name, lab, _ratio(qtok, arr)))
+                # QPME reports a queueing place's depository apart: tokens done, not yet taken
+                rows.append(("depository_tokens", p.name, lab, tok - qtok))
+                rows.append(("depository_residence", p.name, lab, _ratio(tok - qtok, arr)))
     for qi, q in enumerate(compiled.queues):
         busy = np.asarray(class_busy[qi], dtype=dtype)
         total = busy.sum(axis=-1)

@@ -11,6 +11,10 @@ Measures:
   departures    tokens leaving a place per second
   residence     mean time a token spends in a place (Little: tokens / arrivals)
   response      mean time from arrival at a queue to service completion
+  depository_tokens, depository_residence
+                tokens in a queueing place's depository (served, not yet taken by a
+                transition) and their mean time there: QPME's depository statistics;
+                tables show them when asked for (``--measure``, or ``--measure qpme``)
   utilization   busy servers / servers of a queue (for IS: mean busy servers)
   throughput    firings of a transition per second
   probability   probability of a marking predicate
@@ -27,10 +31,31 @@ from typing import Any, Iterable
 
 from qpn.texttable import aligned
 
-UNITS = {"tokens": "", "queue_tokens": "", "arrivals": "1/s", "departures": "1/s",
+UNITS = {"tokens": "", "queue_tokens": "", "depository_tokens": "", "depository_residence": "s",
+         "arrivals": "1/s", "departures": "1/s",
          "residence": "s", "response": "s", "utilization": "", "throughput": "1/s",
          "probability": "", "residence_var": "s^2", "residence_p50": "s", "residence_p90": "s",
          "residence_p95": "s", "residence_p99": "s"}
+
+#: measures that text tables show only when asked for (every format holds them)
+ON_REQUEST = frozenset({"depository_tokens", "depository_residence"})
+#: named sets of measures (``--measure qpme``): QPME's per place, queue and depository
+MEASURE_SETS = {"qpme": ("arrivals", "departures", "tokens", "queue_tokens", "depository_tokens",
+                         "residence", "response", "depository_residence", "utilization")}
+
+
+def expand_measures(names) -> list[str]:
+    """Measure names with the named sets (:data:`MEASURE_SETS`) spelled out.
+
+    >>> expand_measures(["throughput", "qpme"])[:3]
+    ['throughput', 'arrivals', 'departures']
+    """
+    out: list[str] = []
+    for n in names:
+        for m in MEASURE_SETS.get(n, (n,)):
+            if m not in out:
+                out.append(m)
+    return out
 
 
 @dataclass
@@ -185,8 +210,9 @@ class Result:
         >>> r.table(["tokens"]).splitlines()[-1]           # only the measures asked for
         'tokens   server                    4'
         """
-        want = set(measures) if measures else None
-        rows = [r for r in self.rows if want is None or r.measure in want]
+        want = set(expand_measures(measures)) if measures else None
+        rows = [r for r in self.rows
+                if (r.measure not in ON_REQUEST if want is None else r.measure in want)]
         with_ci = any(r.ci is not None for r in rows)
         with_n = any(r.n is not None for r in rows)
         head = ["measure", "element", "color", "unit", "value"] + (["+/-"] if with_ci else []) + \

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from qpn.texttable import aligned
 
-from .result import UNITS, Result, _g, _jsonable_default, strict_json
+from .result import ON_REQUEST, UNITS, Result, _g, _jsonable_default, expand_measures, strict_json
 
 # ------------------------------------------------------------- the type
 @dataclass
@@ -229,15 +229,16 @@ def _fmt_param(v: Any) -> str:
 
 
 def sweep_measures(sw, want: Iterable[str] | None = None) -> list[str]:
-    """Measures present at any point, in order (restricted to and ordered as ``want``)."""
+    """Measures present at any point, in order (restricted to and ordered as ``want``;
+    without it, those shown on request left out)."""
     seen: dict[str, None] = {}
     for p in sw.points:
         if p.result is not None:
             for r in p.result.rows:
                 seen.setdefault(r.measure, None)
     if want:
-        return [m for m in want if m in seen]
-    return list(seen)
+        return [m for m in expand_measures(want) if m in seen]
+    return [m for m in seen if m not in ON_REQUEST]
 
 
 def title(sw) -> str:

@@ -71,7 +71,8 @@ def observations(c, fires: np.ndarray) -> dict[tuple, int]:
     for m, e, col, v in rows:
         if m in ("throughput", "arrivals", "departures"):
             out[(m, e, col)] = int(round(float(v)))
-        elif m in ("tokens", "queue_tokens", "residence", "response"):
+        elif m in ("tokens", "queue_tokens", "residence", "response", "depository_tokens",
+                   "depository_residence"):
             out[(m, e, col)] = int(round(visits.get((e, col), 0.0)))
     into = np.asarray(c.post.T @ fires).ravel()
     for qi, q in enumerate(c.queues):

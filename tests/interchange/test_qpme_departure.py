@@ -22,12 +22,12 @@ with open(os.path.join(DATA, "reference", "simqpn-ispass03-02.toml"), "rb") as _
     SIMQPN = tomllib.load(_fh)
 
 
-def overlap(res, measure, element, color, ref, what):
+def overlap(res, measure, element, color, ref, what, max_rel=0.02):
     est, h = res.get(measure, element, color), res.ci(measure, element, color)
     width = ref.get("ci", 1.96 * ref["sd"])
     assert abs(est - ref["mean"]) <= K_CI * h + width, (
         f"{what} {element} {color}: qpn {est:.6g} +/- {h:.3g}, SimQPN {ref['mean']:.6g} +/- {width:.3g}")
-    assert h < 0.02 * ref["mean"], f"{what} {element} {color}: qpn's interval {h:.3g} is too wide"
+    assert h < max_rel * ref["mean"], f"{what} {element} {color}: qpn's interval {h:.3g} is too wide"
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,12 @@ def test_throughputs_within_simqpn_intervals(result):
 def test_residence_times_within_simqpn_intervals(result, place):
     for color, ref in SIMQPN["residence"][place].items():
         overlap(result, "residence", place, color, ref, "residence")
+
+
+def test_depository_waits_within_simqpn_intervals(result):
+    """QPME's depository statistics: the wait for a thread in the order of arrival."""
+    for color, ref in SIMQPN["depository"]["clients"].items():
+        overlap(result, "depository_residence", "clients", color, ref, "depository", max_rel=0.25)
 
 
 def test_export_writes_fifo_and_the_twin_reads_back_the_same():
