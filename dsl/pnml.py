@@ -13,8 +13,9 @@ A transition without them is timed with ``exp(1)``: the usual reading of an unti
 net as a stochastic Petri net with unit rates (the translation says so in a note).
 Arcs of type ``inhibitor`` (PIPE's ``<type value="inhibitor"/>``) become ``unless``.
 Pages are flattened; reference nodes (``referencePlace``, ``referenceTransition``)
-stand for the node they refer to.  Symmetric nets (sorts and color terms) are refused
-with a located error, as are arcs that do not join a place and a transition.
+stand for the node they refer to.  Symmetric nets (sorts, variables, color terms) become
+colored qpn models (:mod:`dsl.pnml_sn`); arcs that do not join a place and a transition
+are refused with a located error.
 
 >>> text, notes = pnml_to_qpn(EXAMPLE, "two.pnml")
 >>> [l for l in text.splitlines() if l.startswith(("net", "place", "transition"))]
@@ -28,6 +29,7 @@ from xml.sax.saxutils import escape
 from qpn import disciplines
 from qpn.errors import ModelError
 
+from .pnml_sn import SN, read_symmetric
 from .qpe import RESERVED, _Names
 from .xmlsource import XElement, XmlReader, model_name
 
@@ -81,19 +83,10 @@ class _Reader(XmlReader):
                               f"{len(digits)} digits")
         return int(digits)
 
-    def read(self) -> dict:
-        r = self.root
-        if r.tag != "pnml":
-            raise self.err(r, "this is not a PNML file (the root element must be <pnml>)")
-        nets = r.find("net")
-        if len(nets) != 1:
-            raise self.err(r, f"a PNML file for qpn holds one <net>, this one has {len(nets)}")
-        net = nets[0]
-        kind = (net.get("type") or "").rstrip("/").rsplit("/", 1)[-1]
-        if kind != PTNET:
-            raise self.err(net, f"net type '{net.get('type')}' is not supported",
-                           expected="a place/transition net (.../grammar/ptnet)",
-                           hint="symmetric and high-level nets are not supported yet")
+    def graph(self, net: XElement):
+        """The net's nodes (pages flattened): ``{id: (tag, element)}``, a function from an
+        id (of a node or of a reference node) to the node's id, and the arcs, each
+        checked to join a place and a transition."""
         nodes: dict[str, tuple[str, XElement]] = {}
         refs: dict[str, tuple[str, XElement]] = {}
         arcs: list[XElement] = []
@@ -120,6 +113,51 @@ class _Reader(XmlReader):
                     walk(c)
 
         walk(net)
+
+        def resolve(i, seen=()) -> str | None:
+            if i in nodes:
+                return i
+            if i in refs and i not in seen:
+                return resolve(refs[i][0], seen + (i,))
+            return None
+
+        for i, (target, e) in refs.items():     # a reference stands for a node of its own kind
+            kind = "place" if e.tag == "referencePlace" else "transition"
+            node = resolve(i)
+            if not target:
+                raise self.err(e, f"a <{e.tag}> needs a ref: the id of the {kind} it stands for")
+            if node is None:
+                raise self.err(e, f"ref '{target}' leads to no {kind} (an id of no node, or references "
+                                  f"that refer to each other)", expected=f"the id of a {kind} or of a <{e.tag}>")
+            if nodes[node][0] != kind:
+                raise self.err(e, f"a <{e.tag}> refers to '{target}', which is a {nodes[node][0]}",
+                               expected=f"the id of a {kind} or of a <{e.tag}>")
+        for a in arcs:
+            src, dst = resolve(a.get("source") or ""), resolve(a.get("target") or "")
+            if src is None or dst is None or nodes[src][0] == nodes[dst][0]:
+                raise self.err(a, f"arc from '{a.get('source')}' to '{a.get('target')}' does not join "
+                                  f"a place and a transition",
+                               expected="source and target: the ids of a place and a transition")
+        return nodes, resolve, arcs
+
+    def read(self) -> dict:
+        r = self.root
+        if r.tag != "pnml":
+            raise self.err(r, "this is not a PNML file (the root element must be <pnml>)")
+        nets = r.find("net")
+        if len(nets) != 1:
+            raise self.err(r, f"a PNML file for qpn holds one <net>, this one has {len(nets)}")
+        net = nets[0]
+        kind = (net.get("type") or "").rstrip("/").rsplit("/", 1)[-1]
+        if kind == SN:
+            name = _text(net, "name")
+            return {"symmetric": net, "name": name.text if name is not None else ""}
+        if kind != PTNET:
+            raise self.err(net, f"net type '{net.get('type')}' is not supported",
+                           expected="a place/transition net (.../grammar/ptnet) or a symmetric net "
+                                    "(.../grammar/symmetricnet)",
+                           hint="high-level nets other than symmetric nets are not supported")
+        nodes, resolve, arcs = self.graph(net)
         names = _Names()
         places, transitions, by_id = [], [], {}
         for i, (tag, e) in nodes.items():
@@ -136,31 +174,8 @@ class _Reader(XmlReader):
                 item.update(self._transition_tool(tool[0]) if tool else {"delay": "exp(1)", "untimed": True})
                 transitions.append(item)
             by_id[i] = (tag, item)
-
-        def resolve(i: str, seen=()) -> tuple[str, dict] | None:
-            if i in by_id:
-                return by_id[i]
-            if i in refs and i not in seen:
-                return resolve(refs[i][0], seen + (i,))
-            return None
-
-        for i, (target, e) in refs.items():     # a reference stands for a node of its own kind
-            kind = "place" if e.tag == "referencePlace" else "transition"
-            node = resolve(i)
-            if not target:
-                raise self.err(e, f"a <{e.tag}> needs a ref: the id of the {kind} it stands for")
-            if node is None:
-                raise self.err(e, f"ref '{target}' leads to no {kind} (an id of no node, or references "
-                                  f"that refer to each other)", expected=f"the id of a {kind} or of a <{e.tag}>")
-            if node[0] != kind:
-                raise self.err(e, f"a <{e.tag}> refers to '{target}', which is a {node[0]}",
-                               expected=f"the id of a {kind} or of a <{e.tag}>")
         for a in arcs:
-            src, dst = resolve(a.get("source") or ""), resolve(a.get("target") or "")
-            if src is None or dst is None or src[0] == dst[0]:
-                raise self.err(a, f"arc from '{a.get('source')}' to '{a.get('target')}' does not join "
-                                  f"a place and a transition",
-                               expected="source and target: the ids of a place and a transition")
+            src, dst = by_id[resolve(a.get("source"))], by_id[resolve(a.get("target"))]
             ins = _text(a, "inscription")
             n = self.whole(ins, ins.text, "an arc inscription") if ins is not None else 1
             if n == 0:
@@ -273,7 +288,11 @@ def pnml_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
     reader = _Reader(data, file)
     model = reader.read()
     lines: list = []
-    text = _write(model, model_name(file, "pnml_", RESERVED), lines)
+    name = model_name(file, "pnml_", RESERVED)
+    if "symmetric" in model:
+        text = read_symmetric(reader, model["symmetric"], name, lines)
+    else:
+        text = _write(model, name, lines)
     from .parser import parse
     try:
         parse(text, file)
