@@ -475,4 +475,37 @@ def qpe_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
     model["queues"], model["reader"] = reader.queues, reader
     version = reader.root.get("qpme-version", "?")
     text = _write(model, model_name(file, "qpme_", RESERVED), file, version, reader.notes)
+    runs = [_run_comment(m) for m in reader.root.within("meta-attributes", "meta-attribute")
+            if _kind(m, "") == "simqpn-configuration"]
+    if runs:
+        head, rest = text.split("\n\n", 1)
+        text = head + "\n" + "\n".join(runs) + "\n\n" + rest
     return text, reader.notes
+
+
+SIMQPN_METHODS = {"1": "batch means", "2": "replication/deletion", "3": "Welch's method"}
+
+
+def _run_comment(m: XElement) -> str:
+    """A SimQPN run configuration as a comment with the qpn options for the same run:
+    its total length as ``--time``, its ramp-up as ``--warmup``, its runs as replications."""
+    def value(name: str) -> float | None:
+        try:
+            return float(m.get(name, ""))
+        except ValueError:
+            return None
+    total, ramp = value("total-run-length"), value("ramp-up-length")
+    runs = int(value("number-of-runs") or 1) if m.get("scenario") == "2" else None
+    opts = ["--method des"]
+    if total:
+        opts.append(f"--time {num(total)}")
+    if ramp is not None:
+        opts.append(f"--warmup {num(ramp)}")
+    if runs and runs > 1:
+        opts.append(f"-R {runs}")
+    rule = m.get("stopping-rule", "?")
+    how = {"FIXEDLEN": "a fixed length", "RELPRC": "relative precision, at most this long",
+           "ABSPRC": "absolute precision, at most this long"}.get(rule, rule)
+    return (f"# SimQPN configuration '{m.get('configuration-name', '')}': "
+            f"{SIMQPN_METHODS.get(m.get('scenario', ''), 'method ' + m.get('scenario', '?'))}, {how}; "
+            f"the same span in qpn: qpn solve FILE {' '.join(opts)}")

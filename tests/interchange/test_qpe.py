@@ -170,6 +170,16 @@ def test_a_subnet_place_is_flattened_between_its_input_and_output_places():
         pytest.approx(4, rel=1e-12)
 
 
+def test_simqpn_run_settings_become_the_qpn_options_of_the_same_run():
+    meta = ('  <meta-attributes><meta-attribute configuration-name="cfg" id="m9" ramp-up-length="5E3" '
+            'scenario="1" stopping-rule="FIXEDLEN" total-run-length="1E5" xsi:type="simqpn-configuration" '
+            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/></meta-attributes>\n</net>')
+    _, text, _ = imported(EXAMPLE.decode().replace("</net>", meta))
+    line = [x for x in text.splitlines() if x.startswith("# SimQPN configuration 'cfg'")]
+    assert line and line[0].endswith("qpn solve FILE --method des --time 100000 --warmup 5000")
+    assert "batch means, a fixed length" in line[0]
+
+
 def test_files_of_qpme_1_5_name_their_types_without_the_xsi_prefix():
     old = EXAMPLE.decode().replace("xsi:type=", "type=")
     net, text, _ = imported(old)
