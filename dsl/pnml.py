@@ -29,12 +29,11 @@ from xml.sax.saxutils import escape
 from qpn import disciplines
 from qpn.errors import ModelError
 
-from .pnml_sn import SN, read_symmetric
+from .pnml_sn import SN, TOOL, _text, read_symmetric
 from .qpe import RESERVED, _Names
 from .xmlsource import XElement, XmlReader, model_name
 
 PTNET = "ptnet"
-TOOL = "qpn"
 DISCIPLINES = disciplines.names()
 
 EXAMPLE = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -54,14 +53,6 @@ EXAMPLE = b"""<?xml version="1.0" encoding="UTF-8"?>
   </net>
 </pnml>
 """
-
-
-def _text(e: XElement, label: str) -> XElement | None:
-    """The ``<text>`` element of a label child (``<name><text>..</text></name>``)."""
-    for c in e.find(label):
-        for t in c.find("text"):
-            return t
-    return None
 
 
 class _Reader(XmlReader):

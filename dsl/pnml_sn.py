@@ -36,8 +36,17 @@ import re
 from .xmlsource import XElement
 
 SN = "symmetricnet"
+TOOL = "qpn"                 # the tool-specific sections qpn writes and reads
 COMPARE = {"equality": "==", "inequality": "!=", "lessthan": "<", "lessthanorequal": "<=",
            "greaterthan": ">", "greaterthanorequal": ">="}
+
+
+def _text(e: XElement, label: str) -> XElement | None:
+    """The ``<text>`` element of a label child (``<name><text>..</text></name>``)."""
+    for c in e.find(label):
+        for t in c.find("text"):
+            return t
+    return None
 
 
 def _structure(e: XElement, label: str) -> XElement | None:
@@ -244,7 +253,6 @@ def _term(n: int, c: str) -> str:
 
 def read_symmetric(reader, net: XElement, net_name: str, lines: list) -> str:
     """qpn text of the symmetric net ``net``; ``lines[k]`` is the element behind line k + 1."""
-    from .pnml import TOOL, _text
     from .qpe import _Names
     names = _Names()
     sn = SymmetricNet(reader, net, names)

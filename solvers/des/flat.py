@@ -65,6 +65,8 @@ NetArrays = namedtuple("NetArrays", [
     "nunits", "nrings", "nwork", "nmulti", "ninh", "ncap", "q_dring_ptr", "q_dring",
     # places that offer one token at a time: offer slots (see .jit.layout)
     "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random", "nord",
+    # per output arc: the tokens the mode puts into the arc's store, and its order ring
+    "out_room", "out_oroom",
 ])
 
 LaneParams = namedtuple("LaneParams", [
@@ -141,6 +143,35 @@ def scheduling_codes(q) -> tuple[int, int, int, int]:
     sc = d.scheduling
     holds = (not q.preemptive) if sc.holds is None else sc.holds
     return SERVE_CODE[sc.serves], ORDER_CODE[sc.order], int(bool(holds)), int(d.takes_quantum)
+
+
+def _room_counts(outs, slot_queue, slot_class, slot_ring, slot_ord, ord_ring, q_kind, q_store, kptr,
+                 S) -> tuple[np.ndarray, np.ndarray]:
+    """Per output arc: the tokens its mode puts into the arc's store in one firing (the
+    classes of a FCFS rate queue share a ring, those of a work queue a table, so several
+    arcs may fill one store), and into the arc's place's order ring (0: none)."""
+    def store(s: int) -> tuple:
+        q = int(slot_queue[s])
+        if q < 0:
+            return ("ring", int(slot_ring[s]))
+        if q_kind[q] == Q_WORK:
+            return ("work", int(q_store[q]))
+        if q_kind[q] == Q_RATE_FCFS:
+            return ("ring", int(q_store[q]))
+        return ("ring", int(q_store[q]) + int(slot_class[s]) - kptr[q])
+    room, oroom = [], []
+    for arcs in outs:
+        by_store: dict = {}
+        by_order: dict = {}
+        for s, n in arcs:
+            by_store[store(s)] = by_store.get(store(s), 0) + n
+            if slot_ord[s] >= 0:
+                o = ord_ring[slot_ord[s] - S]
+                by_order[o] = by_order.get(o, 0) + n
+        for s, n in arcs:
+            room.append(by_store[store(s)])
+            oroom.append(by_order[ord_ring[slot_ord[s] - S]] if slot_ord[s] >= 0 else 0)
+    return _i64(room), _i64(oroom)
 
 
 def build_net_arrays(ln: LaneNet) -> NetArrays:
@@ -264,6 +295,8 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
     q_dring_ptr, q_dring = _csr([sorted({int(slot_ring[d]) for d in q.dslots} |
                                         {ord_ring[slot_ord[d] - S] for d in q.dslots if slot_ord[d] >= 0})
                                  for q in c.queues])
+    out_room, out_oroom = _room_counts(outs, slot_queue, slot_class, slot_ring, slot_ord, ord_ring,
+                                       q_kind, q_store, kptr, S)
     simm_ptr, simm_idx = _csr(simm)
     stim_ptr, stim_idx = _csr(stim)
     _check_sentinels(slot_queue, slot_class, slot_ring, outs, timed, stim_idx, mode_col,
@@ -296,7 +329,7 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         nunits=int(unit.max()) + 1 if S else 0, nrings=nrings, nwork=nwork, nmulti=nmulti,
         ninh=int(inh.shape[0]), ncap=int(cap.shape[0]), q_dring_ptr=q_dring_ptr, q_dring=q_dring,
         slot_ord=slot_ord, ord_real=_i64(ord_real), ord_ring=_i64(ord_ring), ord_place=_i64(ord_place),
-        ord_random=_i64(ord_random), nord=len(ordered),
+        ord_random=_i64(ord_random), nord=len(ordered), out_room=out_room, out_oroom=out_oroom,
     )
 
 

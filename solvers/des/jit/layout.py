@@ -40,7 +40,7 @@ NI_REGIONS = ("slot_queue", "slot_class", "slot_ring", "slot_unit",
               "timed_modes", "mode_col", "clock_kind", "mode_sampler", "mode_multi",
               "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo", "q_dring_ptr", "q_dring",
               "cls_qslot", "cls_dslot", "cls_sampler", "cls_place", "cls_fifo", "smp_kind",
-              "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random")
+              "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random", "out_room", "out_oroom")
 (SLOT_QUEUE, SLOT_CLASS, SLOT_RING, SLOT_UNIT,
  SIMM_PTR, SIMM_IDX, STIM_PTR, STIM_IDX, SINH_PTR, SINH_IDX, SCAP_PTR, SCAP_IDX,
  IN_PTR, IN_SLOT, IN_CNT, OUT_PTR, OUT_SLOT, OUT_CNT,
@@ -48,7 +48,7 @@ NI_REGIONS = ("slot_queue", "slot_class", "slot_ring", "slot_unit",
  TIMED_MODES, MODE_COL, CLOCK_KIND, MODE_SAMPLER, MODE_MULTI,
  Q_KIND, Q_SERVES, Q_ORDER, Q_HOLD, Q_SLICED, Q_KPTR, Q_STORE, Q_FIFO, Q_DRING_PTR, Q_DRING,
  CLS_QSLOT, CLS_DSLOT, CLS_SAMPLER, CLS_PLACE, CLS_FIFO, SMP_KIND,
- SLOT_ORD, ORD_REAL, ORD_RING, ORD_PLACE, ORD_RANDOM) = range(NI_SCALARS, NI_SCALARS + len(NI_REGIONS))
+ SLOT_ORD, ORD_REAL, ORD_RING, ORD_PLACE, ORD_RANDOM, OUT_ROOM, OUT_OROOM) = range(NI_SCALARS, NI_SCALARS + len(NI_REGIONS))
 NF_REGIONS = ("prio", "cls_prio", "smp_tab")
 
 # ------------------------------------------------ lane parameters (pi, pf)

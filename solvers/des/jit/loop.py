@@ -28,7 +28,7 @@ from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, IN_CNT, IN_PTR, IN_
                      SF_RES, SF_T, SF_T_START, SI_CAP_SUM, SI_CN, SI_EN_LIST, SI_EN_N, SI_EN_POS, SI_FIRED,
                      SI_IMM_DIRTY, SI_IMM_EN, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_PHASE,
                      SI_STEPS, SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SLOT_CLASS, SLOT_QUEUE, SLOT_RING,
-                     TIMED_MODES, TRAP, YIELD, N_UNITS, N_CLASSES, ORD_RING, SLOT_ORD)
+                     TIMED_MODES, TRAP, YIELD, N_UNITS, N_CLASSES, ORD_RING, OUT_OROOM, OUT_ROOM, SLOT_ORD)
 from .options import CACHE, kernel  # noqa: F401  (CACHE: read by the package)
 from .queues import queue_account, queue_arrive, queue_event, room_for_arrivals, room_for_event
 from .store import change, mark_timed, offer_take, put_tokens, ring_room, take_tokens
@@ -71,24 +71,23 @@ def degree(ni, si, j: int) -> int:
 
 @kernel(inline="always")
 def room_for_mode(ni, si, j: int) -> int:
-    """OK if every store mode j puts tokens into has room, else the GROW_* status."""
+    """OK if every store mode j puts tokens into has room, else the GROW_* status.  An
+    arc's ``out_room`` counts every token the mode puts into the arc's store (classes of a
+    FCFS ring or a work table share one), ``out_oroom`` those into its place's order ring
+    (a place that offers one token at a time): sums made when the net was laid out."""
     p = ni[OUT_PTR] + j
     for i in range(ni[p], ni[p + 1]):
         s = ni[ni[OUT_SLOT] + i]
-        cnt = ni[ni[OUT_CNT] + i]
+        cnt = ni[ni[OUT_ROOM] + i]
         if ni[ni[SLOT_QUEUE] + s] >= 0:
             r = room_for_arrivals(ni, si, ni[ni[SLOT_CLASS] + s], cnt)
-            if r != OK:
-                return r
         else:
             r = ring_room(ni, si, ni[ni[SLOT_RING] + s], cnt)
-            if r != OK:
-                return r
-            v = ni[ni[SLOT_ORD] + s]
-            if v >= 0:
-                r = ring_room(ni, si, ni[ni[ORD_RING] + v - ni[N_SLOTS]], cnt)
-                if r != OK:
-                    return r
+            o = ni[ni[OUT_OROOM] + i]
+            if r == OK and o > 0:
+                r = ring_room(ni, si, ni[ni[ORD_RING] + ni[ni[SLOT_ORD] + s] - ni[N_SLOTS]], o)
+        if r != OK:
+            return r
     return OK
 
 
