@@ -212,8 +212,12 @@ def _transition(c, group, name, nid, own, ref_of, pre, post) -> list[str]:
             attr = f'firing-weight="{_n(1.0 if own else m.weight)}"'
         modes.append(f'        <mode {attr} id="{mid}" name={quoteattr(_mode_name(m))} real-color="#000000"/>')
         for mat, incoming in ((pre, True), (post, False)):
-            for s, n in zip(mat.indices[mat.indptr[j]:mat.indptr[j + 1]],
-                            mat.data[mat.indptr[j]:mat.indptr[j + 1]]):
+            arcs = list(zip(mat.indices[mat.indptr[j]:mat.indptr[j + 1]],
+                            mat.data[mat.indptr[j]:mat.indptr[j + 1]]))
+            if not incoming:    # in the order written: SimQPN queues one firing's tokens so
+                at = {s: i for i, s in enumerate(m.out_order)}
+                arcs.sort(key=lambda a: at.get(int(a[0]), len(at)))
+            for s, n in arcs:
                 k += 1
                 a, b = (ref_of[int(s)], mid) if incoming else (mid, ref_of[int(s)])
                 conns.append(f'        <connection count="{int(n)}" id="{mid}_x{k}" source-id="{a}" '

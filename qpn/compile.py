@@ -105,6 +105,9 @@ class CompiledMode:
     servers: float
     tindex: int
     loc: Loc | None = None
+    #: the slots the mode puts tokens into, in the order its output arcs are written: one
+    #: firing's tokens enter their places (a FCFS queue's line) in this order
+    out_order: tuple = ()
 
     @property
     def label(self) -> str:
@@ -471,6 +474,7 @@ class _Compiler:
             for m in t.modes:
                 for binding, env in self.bindings(t, m):
                     row = len(modes)
+                    out_order: dict[int, None] = {}
                     weight = 1.0
                     delay = None
                     if t.kind == "immediate":
@@ -497,6 +501,8 @@ class _Compiler:
                                 rows.append(row)
                                 cols.append(slot)
                                 vals.append(n)
+                                if role == "output":
+                                    out_order.setdefault(slot, None)
                     for a in m.inhibitors:
                         cp = places[pidx[a.place]]
                         csname = self.place_colors[a.place]
@@ -510,7 +516,8 @@ class _Compiler:
                             inh_thr.append(n)
                             inh_mode.append(row)
                     modes.append(CompiledMode(t.name, m.name, binding, t.kind, weight, prio, delay,
-                                              servers if t.kind == "timed" else 1, ti, m.loc or t.loc))
+                                              servers if t.kind == "timed" else 1, ti, m.loc or t.loc,
+                                              tuple(out_order)))
         return modes, (pre_r, pre_c, pre_v), (post_r, post_c, post_v), inh_rows, inh_thr, inh_mode
 
 

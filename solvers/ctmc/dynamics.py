@@ -46,6 +46,10 @@ class Dynamics:
         self.pre, self.post = spec.pre, spec.post
         self.delta = (spec.post - spec.pre)
         nm = len(c.modes)
+        # per mode and queue: the classes one firing puts into the queue, in the order the
+        # mode's output arcs are written (the order in which they join a FCFS line)
+        self.entry_order = [[[q.classes.index(s) for s in m.out_order if s in q.classes]
+                             for q in spec.queues] for m in c.modes]
         self.inputs = [[(s, int(spec.pre[m, s])) for s in np.flatnonzero(spec.pre[m])] for m in range(nm)]
         inh = c.inh.tocsr()
         self.inhib: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(nm)]
@@ -181,10 +185,12 @@ class Dynamics:
                 continue
             if q.layout == "seq":
                 got = G[:, q.classes]
-                for k in range(len(q.classes)):
-                    for rep in range(int(got[:, k].max())):
-                        rows = np.flatnonzero(got[:, k] > rep)
-                        R[rows] = self._seq_insert(q, qi, R[rows], k)
+                for m in hit:
+                    mine = modes == m
+                    for k in self.entry_order[m][qi]:
+                        for rep in range(int(got[mine, k].max())):
+                            rows = np.flatnonzero(mine & (got[:, k] > rep))
+                            R[rows] = self._seq_insert(q, qi, R[rows], k)
                 # _settle carries its third argument by row: pass row numbers, then map back
                 R, w, origin = self._settle(q, qi, R, w, np.arange(len(R)))
                 par, G = par[origin], G[origin]

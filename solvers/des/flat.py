@@ -145,6 +145,13 @@ def scheduling_codes(q) -> tuple[int, int, int, int]:
     return SERVE_CODE[sc.serves], ORDER_CODE[sc.order], int(bool(holds)), int(d.takes_quantum)
 
 
+def _as_written(mode, row) -> list[tuple[int, int]]:
+    """(slot, count) of a mode's outputs in the order its arcs are written: the order in
+    which one firing's tokens enter their places (a FCFS queue lines them up so)."""
+    at = {s: k for k, s in enumerate(mode.out_order)}
+    return sorted(zip(row.indices.tolist(), row.data.tolist()), key=lambda a: at.get(a[0], len(at)))
+
+
 def _room_counts(outs, slot_queue, slot_class, slot_ring, slot_ord, ord_ring, q_kind, q_store, kptr,
                  S) -> tuple[np.ndarray, np.ndarray]:
     """Per output arc: the tokens its mode puts into the arc's store in one firing (the
@@ -243,7 +250,7 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
     # input arcs from such a place read (and take from) its offer slots
     ins = [[(int(slot_ord[s]) if slot_ord[s] >= 0 else s, n)
             for s, n in zip(pre[j].indices.tolist(), pre[j].data.tolist())] for j in range(M)]
-    outs = [list(zip(post[j].indices.tolist(), post[j].data.tolist())) for j in range(M)]
+    outs = [_as_written(c.modes[j], post[j]) for j in range(M)]
     in_ptr, _ = _csr([[s for s, _ in a] for a in ins])
     out_ptr, _ = _csr([[s for s, _ in a] for a in outs])
     minh = [[] for _ in range(M)]
