@@ -49,6 +49,7 @@ from collections import defaultdict
 
 from qpn import disciplines
 
+from .qpe_runs import num, run_comment
 from .xmlsource import XElement, XmlReader, model_name
 
 XSI_TYPE = "xsi:type"
@@ -63,18 +64,6 @@ min max sqrt log abs ceil floor color""".split())   # keywords outside software 
 def _kind(e: XElement, default: str) -> str:
     """An element's type: ``xsi:type`` (QPME 2), or ``type`` (QPME 1.5 and 2.0 files)."""
     return e.get(XSI_TYPE) or e.get("type") or default
-
-
-def num(x: float) -> str:
-    """A number as the model language writes it (shortest exact form).
-
-    >>> num(5e-05), num(2.0), num(0.25)
-    ('5e-05', '2', '0.25')
-    """
-    x = float(x)
-    if x.is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return repr(x)
 
 
 class _Names:
@@ -475,37 +464,9 @@ def qpe_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
     model["queues"], model["reader"] = reader.queues, reader
     version = reader.root.get("qpme-version", "?")
     text = _write(model, model_name(file, "qpme_", RESERVED), file, version, reader.notes)
-    runs = [_run_comment(m) for m in reader.root.within("meta-attributes", "meta-attribute")
+    runs = [run_comment(m) for m in reader.root.within("meta-attributes", "meta-attribute")
             if _kind(m, "") == "simqpn-configuration"]
     if runs:
         head, rest = text.split("\n\n", 1)
         text = head + "\n" + "\n".join(runs) + "\n\n" + rest
     return text, reader.notes
-
-
-SIMQPN_METHODS = {"1": "batch means", "2": "replication/deletion", "3": "Welch's method"}
-
-
-def _run_comment(m: XElement) -> str:
-    """A SimQPN run configuration as a comment with the qpn options for the same run:
-    its total length as ``--time``, its ramp-up as ``--warmup``, its runs as replications."""
-    def value(name: str) -> float | None:
-        try:
-            return float(m.get(name, ""))
-        except ValueError:
-            return None
-    total, ramp = value("total-run-length"), value("ramp-up-length")
-    runs = int(value("number-of-runs") or 1) if m.get("scenario") == "2" else None
-    opts = ["--method des"]
-    if total:
-        opts.append(f"--time {num(total)}")
-    if ramp is not None:
-        opts.append(f"--warmup {num(ramp)}")
-    if runs and runs > 1:
-        opts.append(f"-R {runs}")
-    rule = m.get("stopping-rule", "?")
-    how = {"FIXEDLEN": "a fixed length", "RELPRC": "relative precision, at most this long",
-           "ABSPRC": "absolute precision, at most this long"}.get(rule, rule)
-    return (f"# SimQPN configuration '{m.get('configuration-name', '')}': "
-            f"{SIMQPN_METHODS.get(m.get('scenario', ''), 'method ' + m.get('scenario', '?'))}, {how}; "
-            f"the same span in qpn: qpn solve FILE {' '.join(opts)}")
