@@ -3,6 +3,7 @@
     qpn trace -o run.jsonl -- python prog.py ARGS     record a Python program
     qpn trace-check run.jsonl                         validate and summarize a trace
     qpn import-persik probes.log -o run.jsonl         convert a PERSIK probe log
+    qpn import-strace run.strace -o run.jsonl         convert strace -f -ttt -T output
     qpn build run.jsonl -o model.qpn                  build a software model from a trace
     qpn synth model.qpn -o run.jsonl [--time T]       run a software model as a program, traced
 """
@@ -86,6 +87,32 @@ def _(p):
     p.add_argument("trace", help="trace file (.jsonl)")
     p.add_argument("--lenient", action="store_true",
                    help="accept the valid part of a malformed trace (warn instead of failing)")
+
+
+_.takes_file = False
+
+
+@command("import-strace", "convert strace -f -ttt -T output to a neutral trace (threads, futex waits "
+                          "and wakes, file and socket I/O, sleeps)")
+def cmd_import_strace(args) -> int:
+    from .strace_import import read_strace
+    from .trace import write_trace
+    check_output(args.output)
+    tr = read_strace(args.log, strict=not args.lenient)
+    for w in tr.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    n = write_trace(args.output, tr.header, tr.events)
+    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
+    print(f"wrote {args.output}: {n} events from {threads} thread(s)"
+          + (f"; {tr.skipped} other line(s) skipped" if tr.skipped else ""), file=sys.stderr)
+    return 0
+
+
+@cmd_import_strace.setup
+def _(p):
+    p.add_argument("log", help="strace output, recorded with strace -f -ttt -T -o FILE CMD ...")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
+    p.add_argument("--lenient", action="store_true", help="leave out lines that do not parse")
 
 
 _.takes_file = False

@@ -335,7 +335,7 @@ class Writer:
                         + (f", started at {g.start_site}" if g.start_site else ""))
         if r.mode == "forever":
             hdr = self.an.tokens.tokens[r.header]
-            head.append(f"# steady state: the loop starting at {hdr[2]} ({hdr[0]}), "
+            head.append(f"# steady state: the loop starting" + (f" at {hdr[2]}" if hdr[2] else "") + f" ({hdr[0]}), "
                         f"{r.iterations} iterations"
                         + (f"; {r.exits} last iteration(s) leaving the loop not modelled"
                            if r.exits else ""))
@@ -482,7 +482,7 @@ class Writer:
         base = nm or (f"cpu_{l0}_{l1}" if l0 and p0 == p1 else f"cpu_{l1 or 'x'}")
         name = self.names.unique(base)
         where = (f"{prev} -> :{l1}" if prev and p0 == p1 else f"{prev} -> {site}" if prev
-                 else f"before {site}")
+                 else f"before {site}" if site else "between two operations")
         note = (f"; {100 * share:.0f}% ran without the GIL" if 0 < share < 1 else
                 "; ran without the GIL" if share >= 1 else "; holds the GIL" if self.an.gil else "")
         if self.an.gil and share <= 0 and not self.an.shares.get(("gil_decided", id(lf)), True) \
@@ -574,7 +574,7 @@ class Writer:
         miss = [d for d in device if d >= thr]
         n = len(lf.steps)
         name = self.names.unique(f"{op}_{split_site(site)[1] or ''}")
-        comment = [f"# {op} at {site}: {n} calls, {fast} waited less than "
+        comment = [f"# {op}" + (f" at {site}" if site else "") + f": {n} calls, {fast} waited less than "
                    f"{fmt_time(self.opt.io_threshold)} "
                    + ("(too few for a page cache: the device's)" if rare else
                       f"(page cache), {len(miss)} longer (device)")

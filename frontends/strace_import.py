@@ -1,0 +1,302 @@
+"""Import ``strace -f -ttt -T`` output into the neutral trace format.
+
+strace prints one line per system call of every thread::
+
+    4242  1700000000.123456 read(3, "abc", 4096) = 3 <0.000021>
+    4243  1700000000.123500 futex(0x7f..40, FUTEX_WAIT_PRIVATE, 2, NULL <unfinished ...>
+    4242  1700000000.123600 futex(0x7f..40, FUTEX_WAKE_PRIVATE, 1) = 1 <0.000010>
+    4243  1700000000.123700 <... futex resumed>) = 0 <0.000200>
+    4242  1700000000.130000 +++ exited with 0 +++
+
+A call cut by another thread's line (``<unfinished ...>``) is joined with its
+``<... NAME resumed>`` line; ``-T``'s ``<seconds>`` is its duration.  What becomes an
+event:
+
+===============================================  =====================================
+strace                                           neutral trace
+===============================================  =====================================
+``clone``/``clone3``/``fork``/``vfork`` = tid    ``thread_start`` of the child (``parent``)
+``+++ exited with N +++``, ``exit``               ``thread_end``
+``futex`` WAIT / LOCK_PI                          ``wait`` (``on: other``, ``obj``: the address)
+``futex`` WAKE / UNLOCK_PI                        ``notify`` (``waiters``: the result)
+``read``/``write``/``pread64``/``pwrite64``/      ``io`` (``op``, ``fd``, ``path`` when the
+``readv``/``writev``, ``recv*``/``send*``,        fd's open was seen, ``bytes``, ``dur``,
+``accept``/``accept4`` (``conn``), ``connect``,   ``ok``)
+``openat``/``open``, ``close``, ``fsync``,
+``fdatasync``, ``lseek``, ``stat`` family
+``nanosleep``/``clock_nanosleep``                 ``wait`` (``on: sleep``, ``requested``)
+===============================================  =====================================
+
+Times: ``-ttt`` gives seconds since 1970; ``ts`` keeps them as ns (the header's
+``clock`` says ``realtime``).  strace does not measure CPU time: the analyzer must take
+it from the gaps between calls (the header's ``thread_cpu`` is false).  Lines of other
+shapes (signals ``--- SIG... ---``, ``strace: Process N attached``) are skipped and
+counted; a line that looks like a call but does not parse is an error at its line
+(``strict=False``: a warning, the line left out).
+
+>>> tr = strace_to_events("7 1.000000 openat(AT_FDCWD, \\"/d/f\\", O_RDONLY) = 3 <0.000010>\\n"
+...                       "7 1.000100 read(3, \\"ab\\", 10) = 2 <0.000020>\\n")
+>>> [(e["kind"], e.get("op"), e.get("path"), e.get("bytes")) for e in tr.events]
+[('thread_start', None, None, None), ('io', 'open', '/d/f', None), ('io', 'read', '/d/f', 2), ('thread_end', None, None, None)]
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .trace import TraceError, TraceHeader
+
+_LINE = re.compile(r"^(?:\[pid\s+)?(?P<pid>\d+)\]?\s+(?P<ts>\d+\.\d+)\s+(?P<rest>.*)$")
+_CALL = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*)\)\s+=\s+(?P<ret>-?\d+|0x[0-9a-f]+|\?)"
+                   r"(?:\s+(?P<err>[A-Z][A-Z0-9_]+)[^<]*)?(?:\s+<(?P<dur>\d+\.\d+)>)?\s*$")
+_UNFINISHED = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*?)\s*<unfinished \.\.\.>\s*$")
+_RESUMED = re.compile(r"^<\.\.\. (?P<name>[a-z_0-9]+) resumed>(?P<args>.*)\)\s+=\s+"
+                      r"(?P<ret>-?\d+|0x[0-9a-f]+|\?)(?:\s+(?P<err>[A-Z][A-Z0-9_]+)[^<]*)?"
+                      r"(?:\s+<(?P<dur>\d+\.\d+)>)?\s*$")
+_EXITED = re.compile(r"^\+\+\+ (?:exited with (?P<code>-?\d+)|killed by (?P<sig>\w+).*) \+\+\+$")
+
+READS = {"read": "read", "pread64": "read", "readv": "read", "preadv": "read",
+         "recvfrom": "recv", "recvmsg": "recv", "recv": "recv"}
+WRITES = {"write": "write", "pwrite64": "write", "writev": "write", "pwritev": "write",
+          "sendto": "send", "sendmsg": "send", "send": "send", "sendfile": "write"}
+OTHER_IO = {"openat": "open", "open": "open", "close": "close", "fsync": "fsync",
+            "fdatasync": "fsync", "lseek": "seek", "newfstatat": "stat", "fstat": "stat",
+            "stat": "stat", "statx": "stat", "accept": "accept", "accept4": "accept",
+            "connect": "connect"}
+SPAWN = {"clone", "clone3", "fork", "vfork"}
+SLEEP = {"nanosleep", "clock_nanosleep"}
+
+
+@dataclass
+class StraceTrace:
+    """The events of an strace log, its header, and what a lenient read left out."""
+    header: TraceHeader
+    events: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+
+def _ns(seconds: str) -> int:
+    whole, _, frac = seconds.partition(".")
+    return int(whole) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def _first_arg(args: str) -> str:
+    return args.split(",", 1)[0].strip()
+
+
+def _fd(args: str) -> int | None:
+    a = _first_arg(args)
+    m = re.match(r"(-?\d+)", a)
+    return int(m.group(1)) if m else None
+
+
+def _path(args: str) -> str | None:
+    m = re.search(r'"((?:[^"\\]|\\.)*)"', args)
+    return m.group(1) if m else None
+
+
+def _requested(name: str, args: str) -> int | None:
+    m = re.search(r"\{tv_sec=(\d+), tv_nsec=(\d+)\}", args)
+    return int(m.group(1)) * 1_000_000_000 + int(m.group(2)) if m else None
+
+
+class _Builder:
+    def __init__(self, path: str, strict: bool):
+        self.path, self.strict = path, strict
+        self.out = StraceTrace(TraceHeader(source="strace", clock="realtime",
+                                           capabilities={"file_io": True, "socket_io": True,
+                                                         "thread_cpu": False}))
+        self.fds: dict[tuple[int, int], str] = {}      # (fd table, fd) -> path
+        self.table: dict[int, int] = {}                # tid -> its fd table (threads share one)
+        self.closing: dict[int, str | None] = {}      # tid -> path of the fd its close freed
+        self.pending: dict[int, tuple[int, str, str, int]] = {}   # pid -> (ts, name, args, line)
+        self.alive: set[int] = set()
+        self.started: dict[int, dict] = {}      # tid -> its thread_start event (while alive)
+        self.first_pid: int | None = None
+
+    def bad(self, no: int, text: str, why: str) -> None:
+        if self.strict:
+            raise TraceError(why, self.path, no, 0, text,
+                             hint="record with strace -f -ttt -T -o FILE (one line per call, "
+                                  "thread ids, absolute times, durations)")
+        self.out.warnings.append(f"{self.path}:{no}: {why}; line left out")
+
+    def start(self, pid: int, ts: int, parent: int | None = None) -> None:
+        """The thread's start (once while it lives); a parent learnt later is added to it
+        (a child's first call may be logged before its parent's clone returns)."""
+        if pid in self.alive:
+            if parent is not None:
+                self.started[pid].setdefault("parent", parent)
+            return
+        self.alive.add(pid)
+        ev = {"kind": "thread_start", "tid": pid, "ts": ts}
+        if parent is not None:
+            ev["parent"] = parent
+        self.started[pid] = ev
+        self.out.events.append(ev)
+
+    def line(self, no: int, text: str) -> None:
+        m = _LINE.match(text)
+        if not m:
+            self.out.skipped += 1
+            return
+        pid, ts, rest = int(m.group("pid")), _ns(m.group("ts")), m.group("rest").strip()
+        if pid >= 2 ** 31 or ts >= 2 ** 63:
+            self.bad(no, text, "a thread id or time out of range (thread ids below 2^31, times "
+                               "below 2^63 ns)")
+            return
+        if self.first_pid is None:
+            self.first_pid = pid
+            self.out.header.start_ns = ts
+            self.out.header.program = {"pid": pid}
+        if rest.startswith("---") or rest.startswith("strace:"):
+            self.out.skipped += 1
+            return
+        self.start(pid, ts)
+        e = _EXITED.match(rest)
+        if e:
+            self.alive.discard(pid)
+            self.out.events.append({"kind": "thread_end", "tid": pid, "ts": ts})
+            if pid == self.first_pid:
+                self.out.header.program["exit_code"] = int(e.group("code")) if e.group("code") \
+                    else None
+                if e.group("code") is None:
+                    self.out.header.program.pop("exit_code")
+            return
+        u = _UNFINISHED.match(rest)
+        if u:
+            self.pending[pid] = (ts, u.group("name"), u.group("args"), no)
+            if u.group("name") == "close":       # the fd is free once close begins: another
+                fd = _fd(u.group("args"))        # thread's open may return it before close does
+                self.closing[pid] = self.fds.pop((self.table.get(pid, pid), fd), None)
+            return
+        r = _RESUMED.match(rest)
+        if r:
+            if pid not in self.pending or self.pending[pid][1] != r.group("name"):
+                self.bad(no, text, f"'{r.group('name')} resumed' without its unfinished start "
+                                   f"in thread {pid}")
+                return
+            t0, name, args, _ = self.pending.pop(pid)
+            self.call(pid, t0, name, args + r.group("args"), r.group("ret"), r.group("err"),
+                      r.group("dur"), end=ts)
+            return
+        c = _CALL.match(rest)
+        if c:
+            self.call(pid, ts, c.group("name"), c.group("args"), c.group("ret"), c.group("err"),
+                      c.group("dur"))
+            return
+        if re.match(r"^[a-z_0-9]+\(", rest):
+            self.bad(no, text, "a system call line that does not parse: expected "
+                               "'NAME(ARGS) = RESULT <SECONDS>'")
+            return
+        self.out.skipped += 1
+
+    def call(self, pid: int, ts: int, name: str, args: str, ret: str, err: str | None,
+             dur: str | None, end: int | None = None) -> None:
+        d = _ns(dur) if dur else (max(0, end - ts) if end is not None else None)
+        value = None if ret == "?" else int(ret, 16) if ret.startswith("0x") else int(ret)
+        ok = value is not None and value >= 0 and err is None
+        ev: dict = {"tid": pid, "ts": ts}
+        if d is not None:
+            ev["dur"] = d
+        if name in SPAWN:
+            if ok and value:
+                self.start(value, ts + (d or 0), parent=pid)
+                mine = self.table.get(pid, pid)
+                if "CLONE_FILES" in args or "CLONE_THREAD" in args:
+                    self.table[value] = mine             # a thread: the same descriptors
+                    for (tab, fd), path in list(self.fds.items()):
+                        if tab == value:                 # opened before the clone returned
+                            self.fds[(mine, fd)] = self.fds.pop((tab, fd))
+                else:                                    # a process: a copy of them
+                    self.table[value] = value
+                    for (tab, fd), path in list(self.fds.items()):
+                        if tab == mine:
+                            self.fds[(value, fd)] = path
+            return
+        if name in ("exit", "exit_group"):
+            return                       # the '+++ exited' line ends the thread
+        if name == "futex":
+            op = args.split(",")[1].strip() if "," in args else ""
+            addr = re.fullmatch(r"0x([0-9a-f]{1,15})", _first_arg(args))
+            if addr is None:
+                return                           # not an address strace could read
+            obj = int(addr.group(1), 16)
+            if "WAIT" in op or "LOCK_PI" in op:
+                ev.update(kind="wait", on="other", obj=obj, ok=ok)
+            elif "WAKE" in op or "UNLOCK" in op or "REQUEUE" in op:
+                ev.pop("dur", None)
+                ev.update(kind="notify", obj=obj, waiters=max(0, value or 0))
+            else:
+                return
+            self.out.events.append(ev)
+            return
+        if name in SLEEP:
+            ev.update(kind="wait", on="sleep")
+            req = _requested(name, args)
+            if req is not None:
+                ev["requested"] = req
+            self.out.events.append(ev)
+            return
+        op = READS.get(name) or WRITES.get(name) or OTHER_IO.get(name)
+        if op is None:
+            return
+        ev.update(kind="io", op=op, ok=ok)
+        fd = _fd(args) if name not in ("open",) else None
+        if op == "open":
+            path = _path(args)
+            if path is not None:
+                ev["path"] = path
+            if ok and value is not None:
+                ev["fd"] = value
+                if path is not None:
+                    self.fds[(self.table.get(pid, pid), value)] = path
+        else:
+            key = (self.table.get(pid, pid), fd)
+            if fd is not None and fd >= 0:
+                ev["fd"] = fd
+                if key in self.fds:
+                    ev["path"] = self.fds[key]
+            if op in ("read", "write", "recv", "send") and ok and value is not None:
+                ev["bytes"] = value
+            if op == "accept" and ok and value is not None:
+                ev["conn"] = value
+            if op == "close" and fd is not None:
+                if end is None:
+                    self.fds.pop(key, None)
+                else:                            # freed when the close began (see line())
+                    ev.pop("path", None)
+                    freed = self.closing.pop(pid, None)
+                    if freed is not None:
+                        ev["path"] = freed
+        self.out.events.append(ev)
+
+
+def strace_to_events(text: str, path: str = "<strace>", *, strict: bool = True) -> StraceTrace:
+    """The neutral events of strace output ``text`` (see the module docstring)."""
+    b = _Builder(path, strict)
+    for no, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            b.line(no, line)
+    if b.first_pid is None:
+        first = next((i for i, x in enumerate(text.splitlines(), 1) if x.strip()), 1)
+        raise TraceError("no strace line here: expected 'PID SECONDS.MICROS NAME(ARGS) = RESULT "
+                         "<SECONDS>'", path, first, 0,
+                         (text.splitlines() or [""])[first - 1] if text.strip() else "",
+                         hint="record with strace -f -ttt -T -o FILE CMD ARGS (-f: thread ids, "
+                              "-ttt: absolute times, -T: durations)")
+    for pid, (ts, name, _args, no) in sorted(b.pending.items()):
+        b.out.warnings.append(f"{path}:{no}: {name} in thread {pid} never resumed (the log ends "
+                              f"inside it): left out")
+    last = max((e["ts"] for e in b.out.events), default=0)
+    for pid in sorted(b.alive):        # the log ended while they ran: end them at its end
+        b.out.events.append({"kind": "thread_end", "tid": pid, "ts": last})
+    b.out.events.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
+    return b.out
+
+
+def read_strace(path: str, *, strict: bool = True) -> StraceTrace:
+    """:func:`strace_to_events` of the file at ``path``."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return strace_to_events(fh.read(), path, strict=strict)
