@@ -96,16 +96,21 @@ _.takes_file = False
                           "and wakes, file and socket I/O, sleeps)")
 def cmd_import_strace(args) -> int:
     from .strace_import import read_strace
-    from .trace import write_trace
     check_output(args.output)
     tr = read_strace(args.log, strict=not args.lenient)
-    for w in tr.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    n = write_trace(args.output, tr.header, tr.events)
     threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
-    print(f"wrote {args.output}: {n} events from {threads} thread(s)"
-          + (f"; {tr.skipped} other line(s) skipped" if tr.skipped else ""), file=sys.stderr)
+    _write_imported(args.output, tr.header, tr.events, tr.warnings, threads,
+                    f"; {tr.skipped} other line(s) skipped" if tr.skipped else "")
     return 0
+
+
+def _write_imported(path, header, events, warnings, threads: int, more: str = "") -> None:
+    """An importer's warnings, then its trace written to ``path``, then what was written."""
+    from .trace import write_trace
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    n = write_trace(path, header, events)
+    print(f"wrote {path}: {n} events from {threads} thread(s){more}", file=sys.stderr)
 
 
 @cmd_import_strace.setup
@@ -121,14 +126,10 @@ _.takes_file = False
 @command("import-persik", "convert a PERSIK probe log (THREAD ... DONE sections) to a neutral trace")
 def cmd_import_persik(args) -> int:
     from .persik import persik_to_trace, read_persik
-    from .trace import write_trace
     check_output(args.output)
     log = read_persik(args.log, strict=not args.lenient)
-    for w in log.warnings:
-        print(f"warning: {w}", file=sys.stderr)
     header, events = persik_to_trace(log)
-    n = write_trace(args.output, header, events)
-    print(f"wrote {args.output}: {n} events from {len(log.threads)} thread(s)", file=sys.stderr)
+    _write_imported(args.output, header, events, log.warnings, len(log.threads))
     if args.pcg:
         from .pcg import build_pcg, code_fragments, format_pcg, parse_library, prune
         library = parse_library(args.library)
