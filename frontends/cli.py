@@ -19,7 +19,8 @@ from qpn.errors import QPNError
 from qpn.fileio import check_output
 
 
-@command("trace", "run a Python program traced and write a neutral trace (JSON lines)")
+@command("trace", "run a Python program traced (any program with --strace) and write a neutral "
+                  "trace (JSON lines)")
 def cmd_trace(args) -> int:
     from .pytrace.runner import trace_command
     cmd = list(args.cmd)
@@ -29,6 +30,13 @@ def cmd_trace(args) -> int:
         raise QPNError("qpn trace: give the command to run, e.g. "
                        "qpn trace -o run.jsonl -- python prog.py")
     check_output(args.output)          # before the program runs, not after
+    if args.strace:
+        from .strace_import import trace_with_strace
+        tr, code = trace_with_strace(cmd, timeout=args.timeout)
+        threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
+        _write_imported(args.output, tr.header, tr.events, tr.warnings, threads,
+                        f" (program exit status {code})" if code else "")
+        return code
     packages = None if args.package is None else [x for x in args.package.split(",") if x]
     run = trace_command(cmd, args.output, timeout=args.timeout, packages=packages)
     for w in run.warnings:
@@ -49,6 +57,9 @@ def _(p):
                    help="installed packages whose code is the program's own, so the objects they "
                         "create are traced (default: the package of a console script or of "
                         "python -m PKG; '' for none)")
+    p.add_argument("--strace", action="store_true",
+                   help="trace any program (C, Java, ...) with strace -f -ttt -T: its threads, futex "
+                        "waits, file and socket I/O and sleeps (no CPU times); needs strace")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, e.g. python prog.py ARGS")
 
 

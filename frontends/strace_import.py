@@ -300,3 +300,32 @@ def read_strace(path: str, *, strict: bool = True) -> StraceTrace:
     """:func:`strace_to_events` of the file at ``path``."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         return strace_to_events(fh.read(), path, strict=strict)
+
+
+def trace_with_strace(cmd: list[str], *, timeout: float | None = None) -> tuple[StraceTrace, int]:
+    """Run ``cmd`` under ``strace -f -ttt -T`` and import its log: the trace (its header
+    names the program, its arguments and exit status) and the program's exit status."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    from qpn.errors import QPNError
+    if shutil.which("strace") is None:
+        raise QPNError("qpn trace --strace needs strace, which is not installed",
+                       hint="install the Debian package strace (apt-get install strace)")
+    with tempfile.TemporaryDirectory(prefix="qpn-strace-") as d:
+        log = os.path.join(d, "run.strace")
+        try:
+            proc = subprocess.run(["strace", "-f", "-ttt", "-T", "-q", "-o", log, *cmd],
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise QPNError(f"the program did not end within {timeout:g} s (--timeout)") from None
+        except OSError as exc:
+            raise QPNError(f"cannot run strace: {exc}") from None
+        if not os.path.exists(log) or os.path.getsize(log) == 0:
+            raise QPNError(f"strace wrote no log for {' '.join(cmd)!r} (exit status "
+                           f"{proc.returncode}): is the command right, and may this user trace "
+                           f"processes (ptrace)?")
+        tr = read_strace(log, strict=False)
+    tr.header.program.update(argv=list(cmd), exit_code=proc.returncode)
+    return tr, proc.returncode

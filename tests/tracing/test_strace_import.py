@@ -101,3 +101,18 @@ int main(void) { pthread_t t[3];
     assert any(e["kind"] == "wait" and e["on"] == "other" for e in tr.events)   # the mutex contended
     write_trace(str(tmp_path / "run.jsonl"), tr.header, tr.events)
     read_trace(str(tmp_path / "run.jsonl"))
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (Debian package strace)")
+def test_qpn_trace_strace_runs_any_program(tmp_path, capsys):
+    out = tmp_path / "run.jsonl"
+    code = main(["trace", "--strace", "-o", str(out), "--", "/bin/sh", "-c",
+                 "head -c 100 /etc/hostname > /dev/null; exit 3"])
+    assert code == 3
+    trace = read_trace(str(out))
+    assert trace.header.source == "strace" and trace.header.program["exit_code"] == 3
+    assert trace.header.program["argv"][0] == "/bin/sh"
+    kinds = Counter(e["kind"] for e in trace.events)
+    assert kinds["thread_start"] >= 2 and kinds["thread_start"] == kinds["thread_end"]   # sh + head
+    assert any(e.get("path") == "/etc/hostname" and e.get("op") == "read" for e in trace.events)
+    assert main(["trace", "--strace", "-o", str(tmp_path / "x.jsonl"), "--", "/nonexistent/x"]) == 2
