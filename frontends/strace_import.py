@@ -17,7 +17,9 @@ strace                                           neutral trace
 ===============================================  =====================================
 ``clone``/``clone3``/``fork``/``vfork`` = tid    ``thread_start`` of the child (``parent``)
 ``+++ exited with N +++``, ``exit``               ``thread_end``
-``futex`` WAIT / LOCK_PI                          ``wait`` (``on: other``, ``obj``: the address)
+``futex`` WAIT / LOCK_PI                          ``wait`` (``on: other``, ``obj``: the address;
+                                                 ``on: join``, ``target`` when it waits for a
+                                                 thread's id word: ``pthread_join``)
 ``futex`` WAKE / UNLOCK_PI                        ``notify`` (``waiters``: the result)
 ``read``/``write``/``pread64``/``pwrite64``/      ``io`` (``op``, ``fd``, ``path`` when the
 ``readv``/``writev``, ``recv*``/``send*``,        fd's open was seen, ``bytes``, ``dur``,
@@ -113,6 +115,7 @@ class _Builder:
         self.pending: dict[int, tuple[int, str, str, int]] = {}   # pid -> (ts, name, args, line)
         self.alive: set[int] = set()
         self.started: dict[int, dict] = {}      # tid -> its thread_start event (while alive)
+        self.seen: set[int] = set()              # every thread id the log has shown
         self.first_pid: int | None = None
 
     def bad(self, no: int, text: str, why: str) -> None:
@@ -130,6 +133,7 @@ class _Builder:
                 self.started[pid].setdefault("parent", parent)
             return
         self.alive.add(pid)
+        self.seen.add(pid)
         ev = {"kind": "thread_start", "tid": pid, "ts": ts}
         if parent is not None:
             ev["parent"] = parent
@@ -225,6 +229,12 @@ class _Builder:
             obj = int(addr.group(1), 16)
             if "WAIT" in op or "LOCK_PI" in op:
                 ev.update(kind="wait", on="other", obj=obj, ok=ok)
+                parts = [x.strip() for x in args.split(",")]
+                if "WAIT" in op and len(parts) > 2 and parts[2].isdigit() and \
+                        int(parts[2]) in self.seen and int(parts[2]) != pid:
+                    # pthread_join waits on the thread's tid word until the kernel clears it
+                    # at the thread's exit (CLONE_CHILD_CLEARTID): no wake call is logged
+                    ev.update(on="join", target=int(parts[2]))
             elif "WAKE" in op or "UNLOCK" in op or "REQUEUE" in op:
                 ev.pop("dur", None)
                 ev.update(kind="notify", obj=obj, waiters=max(0, value or 0))

@@ -35,6 +35,8 @@ def test_the_fixture_gives_each_kind_of_event_with_its_fields():
     assert ev[("io", "accept")]["conn"] == 5 and ev[("io", "recv")]["bytes"] == 16
     assert ev[("io", "send")]["bytes"] == 17
     assert ev[("wait", "sleep")]["requested"] == 1_000_000
+    join = ev[("wait", "join")]                    # pthread_join: a wait on the thread's id word
+    assert (join["tid"], join["target"], join["dur"]) == (100, 101, 660_000)
     assert Counter(e["kind"] for e in tr.events)["thread_end"] == 2
 
 
@@ -79,7 +81,7 @@ def test_a_pthreads_program_traced_by_strace(tmp_path):
 #include <fcntl.h>
 #include <unistd.h>
 pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-void *work(void *a) { char b[64];
+void *work(void *a) { char b[64]; usleep(50000);   /* main is in pthread_join by then */
   for (int i = 0; i < 50; i++) { pthread_mutex_lock(&m); usleep(100); pthread_mutex_unlock(&m);
     int fd = open("/etc/hostname", O_RDONLY); read(fd, b, sizeof b); close(fd); }
   return 0; }
@@ -97,8 +99,11 @@ int main(void) { pthread_t t[3];
     reads = [e for e in tr.events if e.get("op") == "read" and e.get("path") == "/etc/hostname"]
     assert len(reads) == 150                                   # 3 threads x 50, every fd resolved
     sleeps = [e for e in tr.events if e["kind"] == "wait" and e["on"] == "sleep"]
-    assert len(sleeps) == 150 and all(e["dur"] >= 100_000 for e in sleeps)
+    assert len(sleeps) == 153 and all(e["dur"] >= 100_000 for e in sleeps)
     assert any(e["kind"] == "wait" and e["on"] == "other" for e in tr.events)   # the mutex contended
+    children = {e["tid"] for e in starts[1:]}
+    joins = [e for e in tr.events if e["kind"] == "wait" and e["on"] == "join"]
+    assert joins and all(e["target"] in children and e["tid"] == starts[0]["tid"] for e in joins)
     write_trace(str(tmp_path / "run.jsonl"), tr.header, tr.events)
     read_trace(str(tmp_path / "run.jsonl"))
 
