@@ -29,7 +29,7 @@ from xml.sax.saxutils import escape
 from qpn import disciplines
 from qpn.errors import ModelError
 
-from .pnml_sn import SN, TOOL, _text, read_symmetric
+from .pnml_sn import SN, TOOL, _text, place_options, read_symmetric, transition_line
 from .qpe import RESERVED, _Names
 from .xmlsource import XElement, XmlReader, model_name
 
@@ -243,33 +243,13 @@ def _write(model: dict, name: str, lines: list) -> str:
     emit("# Imported from a PNML place/transition net by qpn convert.")
     emit(f"net {name}")
     for p in model["places"]:
-        opts = []
-        if "queue" in p:
-            opts.append(f"queue {p['queue']}")
-        for key in ("service", "capacity"):
-            if key in p:
-                opts.append(f"{key} {p[key][0]}")
-        if p["init"]:
-            opts.append(f"init {p['init']}")
+        opts = place_options(p) + ([f"init {p['init']}"] if p["init"] else [])
         emit(" ".join([f"place {p['name']}"] + opts), p["el"])
     for t in model["transitions"]:
-        head = f"transition {t['name']}"
-        if "immediate" in t:
-            imm = t["immediate"]
-            if imm.get("priority"):
-                head += f" immediate priority {imm.get('priority')}"
-        elif "servers" in t:
-            head += f" servers {t['servers'][0]}"
         body = f"{_arcs(t['inputs'])} -> {_arcs(t['outputs'])}".strip()
         if t["inhibitors"]:
             body += " unless " + _arcs(t["inhibitors"])
-        if "immediate" in t:
-            if t["immediate"].get("weight"):
-                body += f" weight {t['immediate'].get('weight')}"
-        else:
-            d = t["delay"]
-            body += f" delay {d[0] if isinstance(d, tuple) else d}"
-        emit(f"{head} : {body}", t["el"])
+        emit(transition_line(t, body), t["el"])
     return "\n".join(out) + "\n"
 
 

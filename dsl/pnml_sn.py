@@ -251,6 +251,39 @@ def _term(n: int, c: str) -> str:
     return c if n == 1 else f"{n} {c}"
 
 
+def place_options(p: dict) -> list[str]:
+    """The options of a place that qpn's tool-specific section gives: queue, service,
+    capacity (shared by the place/transition and the symmetric-net readers)."""
+    opts = [f"queue {p['queue']}"] if "queue" in p else []
+    return opts + [f"{k} {p[k][0]}" for k in ("service", "capacity") if k in p]
+
+
+def transition_line(t: dict, arcs: str) -> str:
+    """``transition NAME [immediate priority P | servers N] : ARCS [weight W | delay D]``
+    from a transition's qpn section (read by ``_Reader._transition_tool``)."""
+    head = f"transition {t['name']}"
+    imm = t.get("immediate")
+    if imm is not None and imm.get("priority"):
+        head += f" immediate priority {imm.get('priority')}"
+    elif imm is None and "servers" in t:
+        head += f" servers {t['servers'][0]}"
+    if imm is not None:
+        suffix = f" weight {imm.get('weight')}" if imm.get("weight") else ""
+    else:
+        d = t["delay"]
+        suffix = f" delay {d[0] if isinstance(d, tuple) else d}"
+    return f"{head} : {(arcs + suffix).strip()}"
+
+
+def _init_term(n: int, c: str | None) -> str:
+    """An initial-marking term: a count of plain tokens, ``2 a``, or one color ``(a)``."""
+    if c is None:
+        return str(n)
+    if n > 1:
+        return _term(n, c)
+    return c if c.startswith("(") else f"({c})"
+
+
 def read_symmetric(reader, net: XElement, net_name: str, lines: list) -> str:
     """qpn text of the symmetric net ``net``; ``lines[k]`` is the element behind line k + 1."""
     from .qpe import _Names
@@ -309,35 +342,22 @@ def read_symmetric(reader, net: XElement, net_name: str, lines: list) -> str:
         if "sort" not in p:
             continue
         head = f"place {p['name']}" + (f" : {sn.sorts[p['sort']]['name']}" if p["sort"] else "")
-        opts = [f"queue {p['queue']}"] if "queue" in p else []
-        opts += [f"{k} {p[k][0]}" for k in ("service", "capacity") if k in p]
+        opts = place_options(p)
         if p["init"]:
-            opts.append("init " + ", ".join(str(n) if c is None else _term(n, c) if n > 1 else
-                                            (c if c.startswith("(") else f"({c})") for n, c in p["init"]))
+            opts.append("init " + ", ".join(_init_term(n, c) for n, c in p["init"]))
         emit(" ".join([head] + opts), p["el"])
     untimed = 0
     for i, t in items.items():
         if "sort" in t:
             continue
-        head = f"transition {t['name']}"
-        if "immediate" in t and t["immediate"].get("priority"):
-            head += f" immediate priority {t['immediate'].get('priority')}"
-        elif "servers" in t:
-            head += f" servers {t['servers'][0]}"
         body = ", ".join(arc_text(pl, ts) for pl, ts in t["in"].items()) + " -> " + \
             ", ".join(arc_text(pl, ts) for pl, ts in t["out"].items())
         if t["guard"]:
             body += f" when {t['guard']}"
         if t["inh"]:
             body += " unless " + ", ".join(arc_text(pl, ts) for pl, ts in t["inh"].items())
-        if "immediate" in t:
-            if t["immediate"].get("weight"):
-                body += f" weight {t['immediate'].get('weight')}"
-        else:
-            d = t["delay"]
-            body += f" delay {d[0] if isinstance(d, tuple) else d}"
-            untimed += bool(t.get("untimed"))
-        emit(f"{head} : {body.strip()}", t["el"])
+        untimed += bool(t.get("untimed"))
+        emit(transition_line(t, body), t["el"])
     if untimed:
         reader.notes.append(f"PNML has no time: {untimed} transition(s) without qpn timing fire after "
                             f"exp(1), a stochastic Petri net with unit rates")
