@@ -98,7 +98,8 @@ def _path(args: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _requested(name: str, args: str) -> int | None:
+def _requested(args: str) -> int | None:
+    """The sleep a nanosleep asked for (its timespec), in ns."""
     m = re.search(r"\{tv_sec=(\d+), tv_nsec=(\d+)\}", args)
     return int(m.group(1)) * 1_000_000_000 + int(m.group(2)) if m else None
 
@@ -163,10 +164,8 @@ class _Builder:
             self.alive.discard(pid)
             self.out.events.append({"kind": "thread_end", "tid": pid, "ts": ts})
             if pid == self.first_pid:
-                self.out.header.program["exit_code"] = int(e.group("code")) if e.group("code") \
-                    else None
-                if e.group("code") is None:
-                    self.out.header.program.pop("exit_code")
+                if e.group("code") is not None:      # killed by a signal: no exit code
+                    self.out.header.program["exit_code"] = int(e.group("code"))
             return
         u = _UNFINISHED.match(rest)
         if u:
@@ -244,7 +243,7 @@ class _Builder:
             return
         if name in SLEEP:
             ev.update(kind="wait", on="sleep")
-            req = _requested(name, args)
+            req = _requested(args)
             if req is not None:
                 ev["requested"] = req
             self.out.events.append(ev)
@@ -253,7 +252,7 @@ class _Builder:
         if op is None:
             return
         ev.update(kind="io", op=op, ok=ok)
-        fd = _fd(args) if name not in ("open",) else None
+        fd = _fd(args)                   # (open's first argument is its path: unused)
         if op == "open":
             path = _path(args)
             if path is not None:

@@ -186,6 +186,8 @@ class Dynamics:
             if q.layout == "seq":
                 got = G[:, q.classes]
                 for m in hit:
+                    if not self.entry_order[m][qi]:
+                        continue                 # the mode puts nothing into this queue
                     mine = modes == m
                     for k in self.entry_order[m][qi]:
                         for rep in range(int(got[mine, k].max())):

@@ -23,7 +23,7 @@ by attribute:
 """
 from __future__ import annotations
 
-from collections import namedtuple
+from collections import Counter, namedtuple
 
 import numpy as np
 
@@ -166,18 +166,19 @@ def _room_counts(outs, slot_queue, slot_class, slot_ring, slot_ord, ord_ring, q_
         if q_kind[q] == Q_RATE_FCFS:
             return ("ring", int(q_store[q]))
         return ("ring", int(q_store[q]) + int(slot_class[s]) - kptr[q])
+    def order_ring(s: int):
+        return ord_ring[slot_ord[s] - S] if slot_ord[s] >= 0 else None
     room, oroom = [], []
     for arcs in outs:
-        by_store: dict = {}
-        by_order: dict = {}
-        for s, n in arcs:
-            by_store[store(s)] = by_store.get(store(s), 0) + n
-            if slot_ord[s] >= 0:
-                o = ord_ring[slot_ord[s] - S]
-                by_order[o] = by_order.get(o, 0) + n
-        for s, n in arcs:
-            room.append(by_store[store(s)])
-            oroom.append(by_order[ord_ring[slot_ord[s] - S]] if slot_ord[s] >= 0 else 0)
+        keys = [(store(s), order_ring(s), n) for s, n in arcs]
+        by_store = Counter()
+        by_order = Counter()
+        for st, o, n in keys:
+            by_store[st] += n
+            if o is not None:
+                by_order[o] += n
+        room += [by_store[st] for st, _o, _n in keys]
+        oroom += [by_order[o] if o is not None else 0 for _st, o, _n in keys]
     return _i64(room), _i64(oroom)
 
 
