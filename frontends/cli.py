@@ -4,6 +4,7 @@
     qpn trace-check run.jsonl                         validate and summarize a trace
     qpn import-persik probes.log -o run.jsonl         convert a PERSIK probe log
     qpn import-strace run.strace -o run.jsonl         convert strace -f -ttt -T output
+    qpn import-perf run.perf.txt -o run.jsonl         convert perf script output
     qpn build run.jsonl -o model.qpn                  build a software model from a trace
     qpn synth model.qpn -o run.jsonl [--time T]       run a software model as a program, traced
 """
@@ -19,8 +20,8 @@ from qpn.errors import QPNError
 from qpn.fileio import check_output
 
 
-@command("trace", "run a Python program traced (any program with --strace) and write a neutral "
-                  "trace (JSON lines)")
+@command("trace", "run a Python program traced (any program with --strace or --perf) and write a "
+                  "neutral trace (JSON lines)")
 def cmd_trace(args) -> int:
     from .pytrace.runner import trace_command
     cmd = list(args.cmd)
@@ -30,9 +31,15 @@ def cmd_trace(args) -> int:
         raise QPNError("qpn trace: give the command to run, e.g. "
                        "qpn trace -o run.jsonl -- python prog.py")
     check_output(args.output)          # before the program runs, not after
-    if args.strace:
-        from .strace_import import trace_with_strace
-        tr, code = trace_with_strace(cmd, timeout=args.timeout)
+    if args.strace and args.perf:
+        raise QPNError("qpn trace: --strace or --perf, not both")
+    if args.strace or args.perf:
+        if args.perf:
+            from .perf_import import trace_with_perf
+            tr, code = trace_with_perf(cmd, timeout=args.timeout)
+        else:
+            from .strace_import import trace_with_strace
+            tr, code = trace_with_strace(cmd, timeout=args.timeout)
         threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
         _write_imported(args.output, tr.header, tr.events, tr.warnings, threads,
                         f" (program exit status {code})" if code else "")
@@ -59,7 +66,12 @@ def _(p):
                         "python -m PKG; '' for none)")
     p.add_argument("--strace", action="store_true",
                    help="trace any program (C, Java, ...) with strace -f -ttt -T: its threads, futex "
-                        "waits, file and socket I/O and sleeps (no CPU times); needs strace")
+                        "waits, file and socket I/O and sleeps (no CPU times: the gaps between "
+                        "calls less strace's calibrated cost); needs strace")
+    p.add_argument("--perf", action="store_true",
+                   help="trace any program with perf's scheduler and system-call tracepoints: "
+                        "exact per-thread CPU, futex waits, file and socket I/O (no paths), "
+                        "sleeps; needs perf (Debian linux-perf) and root")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, e.g. python prog.py ARGS")
 
 
@@ -113,6 +125,37 @@ def cmd_import_strace(args) -> int:
     _write_imported(args.output, tr.header, tr.events, tr.warnings, threads,
                     f"; {tr.skipped} other line(s) skipped" if tr.skipped else "")
     return 0
+
+
+@command("import-perf", "convert perf script output (scheduler and system-call tracepoints) to a "
+                        "neutral trace")
+def cmd_import_perf(args) -> int:
+    from .perf_import import perf_to_events
+    check_output(args.output)
+    try:
+        with open(args.log, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise QPNError(f"{args.log}: cannot read: {exc.strerror}") from None
+    tr = perf_to_events(text, args.log, root=args.pid, strict=not args.lenient)
+    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
+    _write_imported(args.output, tr.header, tr.events, tr.warnings, threads)
+    return 0
+
+
+@cmd_import_perf.setup
+def _(p):
+    p.add_argument("log", help="perf script --ns -F pid,tid,cpu,time,event,trace output of a "
+                              "recording of the tracepoints qpn trace --perf uses "
+                              "(frontends/perf_import.py: EVENTS)")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
+    p.add_argument("--pid", type=int, default=None,
+                   help="the traced command's process id (its threads and descendants are "
+                        "kept; default: the process of the first system call)")
+    p.add_argument("--lenient", action="store_true", help="leave out lines that do not parse")
+
+
+_.takes_file = False
 
 
 def _write_imported(path, header, events, warnings, threads: int, more: str = "") -> None:

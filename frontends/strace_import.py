@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .futexes import MERGE_GAP, FutexCall, futex_events
 from .trace import TraceError, TraceHeader
 
 _LINE = re.compile(r"^(?:\[pid\s+)?(?P<pid>\d+)\]?\s+(?P<ts>\d+\.\d+)\s+(?P<rest>.*)$")
@@ -67,6 +68,15 @@ OTHER_IO = {"openat": "open", "open": "open", "close": "close", "fsync": "fsync"
             "connect": "connect"}
 SPAWN = {"clone", "clone3", "fork", "vfork"}
 SLEEP = {"nanosleep", "clock_nanosleep"}
+
+
+@dataclass(frozen=True)
+class StraceCost:
+    """What strace adds to each system call, in ns: to the time between calls (``gap``:
+    the stop at the call's entry, the tracer's work) and to the call's own ``-T``
+    duration (``call``).  :func:`calibrate` measures them on this machine."""
+    gap: int
+    call: int
 
 
 @dataclass
@@ -105,11 +115,16 @@ def _requested(args: str) -> int | None:
 
 
 class _Builder:
-    def __init__(self, path: str, strict: bool):
+    def __init__(self, path: str, strict: bool, cost: StraceCost | None = None):
         self.path, self.strict = path, strict
+        self.cost = cost or StraceCost(0, 0)
         self.out = StraceTrace(TraceHeader(source="strace", clock="realtime",
                                            capabilities={"file_io": True, "socket_io": True,
-                                                         "thread_cpu": False}))
+                                                         "thread_cpu": False,
+                                                         "cpu_from_gaps": True}))
+        if cost is not None:
+            self.out.header.extra["strace_cost_ns"] = {"gap": cost.gap, "call": cost.call}
+        self.busy: dict[int, list[int]] = {}   # tid -> [busy ns so far, end of its last call]
         self.fds: dict[tuple[int, int], str] = {}      # (fd table, fd) -> path
         self.table: dict[int, int] = {}                # tid -> its fd table (threads share one)
         self.closing: dict[int, str | None] = {}      # tid -> path of the fd its close freed
@@ -118,6 +133,7 @@ class _Builder:
         self.started: dict[int, dict] = {}      # tid -> its thread_start event (while alive)
         self.seen: set[int] = set()              # every thread id the log has shown
         self.first_pid: int | None = None
+        self.futex: list[FutexCall] = []        # classified at the end (frontends/futexes.py)
 
     def bad(self, no: int, text: str, why: str) -> None:
         if self.strict:
@@ -135,11 +151,21 @@ class _Builder:
             return
         self.alive.add(pid)
         self.seen.add(pid)
-        ev = {"kind": "thread_start", "tid": pid, "ts": ts}
+        self.busy[pid] = [0, ts]
+        ev = {"kind": "thread_start", "tid": pid, "ts": ts, "cpu": 0}
         if parent is not None:
             ev["parent"] = parent
         self.started[pid] = ev
         self.out.events.append(ev)
+
+    def clock(self, pid: int, ts: int) -> int:
+        """The thread's busy time at ``ts``: the time outside its system calls, less
+        strace's own cost per call (``StraceCost.gap``), since it started."""
+        b = self.busy.setdefault(pid, [0, ts])
+        if ts > b[1]:
+            b[0] += max(0, ts - b[1] - self.cost.gap)
+            b[1] = ts
+        return b[0]
 
     def line(self, no: int, text: str) -> None:
         m = _LINE.match(text)
@@ -162,7 +188,8 @@ class _Builder:
         e = _EXITED.match(rest)
         if e:
             self.alive.discard(pid)
-            self.out.events.append({"kind": "thread_end", "tid": pid, "ts": ts})
+            self.out.events.append({"kind": "thread_end", "tid": pid, "ts": ts,
+                                    "cpu": self.clock(pid, ts)})
             if pid == self.first_pid:
                 if e.group("code") is not None:      # killed by a signal: no exit code
                     self.out.header.program["exit_code"] = int(e.group("code"))
@@ -200,7 +227,11 @@ class _Builder:
         d = _ns(dur) if dur else (max(0, end - ts) if end is not None else None)
         value = None if ret == "?" else int(ret, 16) if ret.startswith("0x") else int(ret)
         ok = value is not None and value >= 0 and err is None
-        ev: dict = {"tid": pid, "ts": ts}
+        cpu = self.clock(pid, ts)
+        if d is not None:
+            self.busy[pid][1] = ts + d
+            d = max(0, d - self.cost.call)      # strace's own share of the call's time
+        ev: dict = {"tid": pid, "ts": ts, "cpu": cpu}
         if d is not None:
             ev["dur"] = d
         if name in SPAWN:
@@ -221,25 +252,18 @@ class _Builder:
         if name in ("exit", "exit_group"):
             return                       # the '+++ exited' line ends the thread
         if name == "futex":
-            op = args.split(",")[1].strip() if "," in args else ""
-            addr = re.fullmatch(r"0x([0-9a-f]{1,15})", _first_arg(args))
-            if addr is None:
+            parts = [x.strip() for x in args.split(",")]
+            op = parts[1] if len(parts) > 1 else ""
+            addr = re.fullmatch(r"0x([0-9a-f]{1,15})", parts[0])
+            kind = ("lock" if "LOCK_PI" in op and "UNLOCK" not in op else
+                    "unlock" if "UNLOCK" in op else "wait" if "WAIT" in op else
+                    "wake" if "WAKE" in op or "REQUEUE" in op else None)
+            if addr is None or kind is None:
                 return                           # not an address strace could read
-            obj = int(addr.group(1), 16)
-            if "WAIT" in op or "LOCK_PI" in op:
-                ev.update(kind="wait", on="other", obj=obj, ok=ok)
-                parts = [x.strip() for x in args.split(",")]
-                if "WAIT" in op and len(parts) > 2 and parts[2].isdigit() and \
-                        int(parts[2]) in self.seen and int(parts[2]) != pid:
-                    # pthread_join waits on the thread's tid word until the kernel clears it
-                    # at the thread's exit (CLONE_CHILD_CLEARTID): no wake call is logged
-                    ev.update(on="join", target=int(parts[2]))
-            elif "WAKE" in op or "UNLOCK" in op or "REQUEUE" in op:
-                ev.pop("dur", None)
-                ev.update(kind="notify", obj=obj, waiters=max(0, value or 0))
-            else:
-                return
-            self.out.events.append(ev)
+            val = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+            self.futex.append(FutexCall(pid, ts, d, int(addr.group(1), 16), kind,
+                                        "BITSET" in op, val, value if ok else -1,
+                                        self.table.get(pid, pid), cpu))
             return
         if name in SLEEP:
             ev.update(kind="wait", on="sleep")
@@ -282,9 +306,11 @@ class _Builder:
         self.out.events.append(ev)
 
 
-def strace_to_events(text: str, path: str = "<strace>", *, strict: bool = True) -> StraceTrace:
-    """The neutral events of strace output ``text`` (see the module docstring)."""
-    b = _Builder(path, strict)
+def strace_to_events(text: str, path: str = "<strace>", *, strict: bool = True,
+                     cost: StraceCost | None = None) -> StraceTrace:
+    """The neutral events of strace output ``text`` (see the module docstring); ``cost``:
+    strace's own time per call, taken off the calls' durations and the busy clock."""
+    b = _Builder(path, strict, cost)
     for no, line in enumerate(text.splitlines(), 1):
         if line.strip():
             b.line(no, line)
@@ -298,22 +324,65 @@ def strace_to_events(text: str, path: str = "<strace>", *, strict: bool = True) 
     for pid, (ts, name, _args, no) in sorted(b.pending.items()):
         b.out.warnings.append(f"{path}:{no}: {name} in thread {pid} never resumed (the log ends "
                               f"inside it): left out")
+    # a mutex's back-to-back waits are strace's cost apart
+    fevents, objects = futex_events(b.futex, b.seen,
+                                    merge_gap=MERGE_GAP + 2 * (b.cost.gap + b.cost.call))
+    b.out.events[:0] = objects
+    b.out.events.extend(fevents)
     last = max((e["ts"] for e in b.out.events), default=0)
     for pid in sorted(b.alive):        # the log ended while they ran: end them at its end
-        b.out.events.append({"kind": "thread_end", "tid": pid, "ts": last})
+        b.out.events.append({"kind": "thread_end", "tid": pid, "ts": last, "cpu": b.clock(pid, last)})
     b.out.events.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
     return b.out
 
 
-def read_strace(path: str, *, strict: bool = True) -> StraceTrace:
+def read_strace(path: str, *, strict: bool = True, cost: StraceCost | None = None) -> StraceTrace:
     """:func:`strace_to_events` of the file at ``path``."""
     with open(path, encoding="utf-8", errors="replace") as fh:
-        return strace_to_events(fh.read(), path, strict=strict)
+        return strace_to_events(fh.read(), path, strict=strict, cost=cost)
 
 
-def trace_with_strace(cmd: list[str], *, timeout: float | None = None) -> tuple[StraceTrace, int]:
+def calibrate(calls: int = 4000) -> StraceCost | None:
+    """What strace adds to a system call on this machine, now: ``dd`` copies ``calls / 2``
+    single bytes (a read and a write each, microseconds of work natively) under ``strace
+    -f -ttt -T``; the median ``-T`` of those calls is strace's share of a call's duration, the
+    median time from one call's start to the next less that is its share of the time
+    between calls.  None when strace or dd is missing or the run fails."""
+    import os
+    import shutil
+    import statistics
+    import subprocess
+    import tempfile
+    if shutil.which("strace") is None or shutil.which("dd") is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="qpn-strace-cost-") as d:
+        log = os.path.join(d, "dd.strace")
+        try:
+            subprocess.run(["strace", "-f", "-ttt", "-T", "-q", "-o", log, "dd", "if=/dev/zero",
+                            "of=/dev/null", "bs=1", f"count={max(100, calls // 2)}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
+                           check=True)
+            with open(log, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except (OSError, subprocess.SubprocessError):
+            return None
+    one = re.compile(r"^\d+\s+(\d+\.\d+) (?:read\(0|write\(1)\b.*= 1 <(\d+\.\d+)>$", re.M)
+    hits = [(_ns(a), _ns(b)) for a, b in one.findall(text)]
+    if len(hits) < 100:
+        return None
+    call = int(statistics.median(dur for _, dur in hits))
+    step = int(statistics.median(b[0] - a[0] for a, b in zip(hits, hits[1:])))
+    return StraceCost(gap=max(0, step - call), call=call)
+
+
+def trace_with_strace(cmd: list[str], *, timeout: float | None = None,
+                      cost: StraceCost | None | bool = True, prefix: list[str] = (),
+                      cwd: str | None = None) -> tuple[StraceTrace, int]:
     """Run ``cmd`` under ``strace -f -ttt -T`` and import its log: the trace (its header
-    names the program, its arguments and exit status) and the program's exit status."""
+    names the program, its arguments and exit status) and the program's exit status.
+    ``cost``: strace's own time per call to take off (True: :func:`calibrate` it just
+    before the run; None or False: none).  ``prefix`` runs strace itself (``setsid sh -c
+    ...``: the isolation of a measured run), ``cwd`` is the program's directory."""
     import os
     import shutil
     import subprocess
@@ -325,8 +394,9 @@ def trace_with_strace(cmd: list[str], *, timeout: float | None = None) -> tuple[
     with tempfile.TemporaryDirectory(prefix="qpn-strace-") as d:
         log = os.path.join(d, "run.strace")
         try:
-            proc = subprocess.run(["strace", "-f", "-ttt", "-T", "-q", "-o", log, *cmd],
-                                  timeout=timeout)
+            proc = subprocess.run([*prefix, "strace", "-f", "-ttt", "-T", "-q", "-o", log, *cmd],
+                                  timeout=timeout, cwd=cwd, stdout=subprocess.DEVNULL
+                                  if prefix else None)
         except subprocess.TimeoutExpired:
             raise QPNError(f"the program did not end within {timeout:g} s (--timeout)") from None
         except OSError as exc:
@@ -335,6 +405,6 @@ def trace_with_strace(cmd: list[str], *, timeout: float | None = None) -> tuple[
             raise QPNError(f"strace wrote no log for {' '.join(cmd)!r} (exit status "
                            f"{proc.returncode}): is the command right, and may this user trace "
                            f"processes (ptrace)?")
-        tr = read_strace(log, strict=False)
+        tr = read_strace(log, strict=False, cost=calibrate() if cost is True else cost or None)
     tr.header.program.update(argv=list(cmd), exit_code=proc.returncode)
     return tr, proc.returncode

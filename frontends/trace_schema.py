@@ -28,6 +28,9 @@ VERSION = 1
 #: acquire does not mean the lock was not taken).
 CAPABILITIES = {
     "thread_cpu": "every event carries the thread's CPU time (cpu, ns)",
+    "cpu_from_gaps": "events carry an estimate of the thread's CPU time (cpu, ns): the time "
+                     "outside its blocking calls (less the tracer's cost), true while it had a "
+                     "core of its own",
     "lock_hold": "release events carry hold times",
     "lock_uncontended": "uncontended acquisitions are recorded too",
     "sched_slices": "cpu events give scheduler slices (core, dur)",

@@ -87,6 +87,9 @@ def documented(nodes: list, lines) -> list:
 
 #: a condition's waits in fewer than this share of its waiters' iterations are rare
 PEER_WAIT_SHARE = 0.05
+#: a loop whose counts vary is counted at their mean when it is at least this and their
+#: standard deviation at most this share of it (else: geometric, the same mean)
+NARROW_LOOP = (8, 0.25)
 
 
 def peer_waits(an, assumptions: list) -> set:
@@ -335,7 +338,7 @@ class Writer:
                         + (f", started at {g.start_site}" if g.start_site else ""))
         if r.mode == "forever":
             hdr = self.an.tokens.tokens[r.header]
-            head.append(f"# steady state: the loop starting" + (f" at {hdr[2]}" if hdr[2] else "") + f" ({hdr[0]}), "
+            head.append("# steady state: the loop starting" + (f" at {hdr[2]}" if hdr[2] else "") + f" ({hdr[0]}), "
                         f"{r.iterations} iterations"
                         + (f"; {r.exits} last iteration(s) leaving the loop not modelled"
                            if r.exits else ""))
@@ -616,21 +619,28 @@ class Writer:
         body = self.items(lp.body, ctx)
         if not body:
             return []
-        if len(set(counts)) == 1:
-            n = counts[0]
+        mean = sum(counts) / len(counts)
+        sd = (sum((c - mean) ** 2 for c in counts) / len(counts)) ** 0.5
+        # a count that varies little (a round's share of tasks taken from a shared queue:
+        # 23 to 27) is counted at its mean: a geometric count of the same mean has a spread
+        # as large as the mean, and the threads meeting after it would wait for the longest
+        narrow = len(set(counts)) > 1 and mean >= NARROW_LOOP[0] and sd <= NARROW_LOOP[1] * mean
+        if len(set(counts)) == 1 or narrow:
+            n = counts[0] if not narrow else round(mean)
             if n == 1:
                 return body
             pname = self.loop_params.get(n)
             if pname is None:
                 first = next((lf for lf in leaves(lp.body) if lf.action in ("put", "take")), None)
                 base = f"n_{self.obj(first.token[1])}" if first else "n_iterations"
+                how = (f"always {n}" if not narrow else
+                       f"{min(counts)} to {max(counts)}, mean {mean:.4g}: counted at the mean")
                 pname = self.loop_params[n] = self.param(
                     base, n, f"iterations of the loop at {self._loop_site(lp)} ({len(counts)} "
-                    f"run(s) of it, always {n})")
+                    f"run(s) of it, {how})")
             self.info["loops"].append({"runner": ctx.runner.name, "count": n, "param": pname,
                                        "entries": len(counts), "site": self._loop_site(lp)})
             return [sw.Loop(Ref(pname), tuple(body))]
-        mean = sum(counts) / len(counts)
         text = geometric_mean_text(mean)
         self.info["loops"].append({"runner": ctx.runner.name, "count": mean, "param": None,
                                    "entries": len(counts), "site": self._loop_site(lp)})

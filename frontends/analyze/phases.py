@@ -89,6 +89,7 @@ class SteadyLoop:
     exits: int = 0                    # dropped last iterations (left the loop)
     share: float = 0.0                # loop CPU / thread CPU
     span: tuple | None = None         # (first, end): the kept steps are walk[first:end]
+    latch: int | None = None          # iterations end after this token (an outer loop's)
 
 
 def _cpu(steps) -> float:
@@ -103,6 +104,12 @@ def _work(steps) -> float:
     between the iterations of an inner loop and dropped with it.
     """
     return float(sum((s.cpu or 0) + (s.dur if s.action == "io" else 0) for s in steps))
+
+
+def _awaits_outside(level: list, loop) -> bool:
+    """Whether a barrier is awaited in ``level``'s walks outside ``loop``'s iterations."""
+    inside = {id(s) for entry in loop.iterations for it in entry for s in it}
+    return any(s.action == "await" and id(s) not in inside for w in level for s in w)
 
 
 def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
@@ -126,6 +133,10 @@ def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
         inside = sum(_work(it) for entry in loop.iterations for it in entry)
         if total > 0 and 1.0 - inside / total > slack:
             break
+        if found.header is not None and _awaits_outside(level, loop):
+            # the rounds of a barrier around an inner loop (a round's share of the work, a
+            # task at a time): the barrier couples the threads, the round is the iteration
+            break
         lengths = sorted(len(it) for entry in loop.iterations for it in entry)
         typical = lengths[len(lengths) // 2]
         kept, exits = [], 0
@@ -138,7 +149,7 @@ def steady_loop(walk: list, *, slack: float) -> SteadyLoop:
             break
         kept.sort(key=lambda it: it[0].ts)
         found = SteadyLoop(loop.header, [s for it in kept for s in it], len(kept), exits,
-                           inside / total if total > 0 else 1.0)
+                           inside / total if total > 0 else 1.0, latch=loop.latch)
         level = kept
     return found
 
@@ -162,7 +173,8 @@ def end_cpu_clock(by_thread: dict) -> dict:
     return out
 
 
-def drop_short_exits(tids, walks: dict, header: int, end_cpu: dict) -> int:
+def drop_short_exits(tids, walks: dict, header: int, end_cpu: dict, *,
+                     latch: int | None = None) -> int:
     """Drop each thread's last iteration when it left the loop; returns how many.
 
     An iteration shorter than the pool's typical one took the stop marker and
@@ -172,11 +184,20 @@ def drop_short_exits(tids, walks: dict, header: int, end_cpu: dict) -> int:
     looks as long as the others; it is the last get after which the thread
     used (almost) no CPU before it ended (``end_cpu``, from
     :func:`end_cpu_clock`).  Its item was a stop marker, whose put the model
-    must not make either.
+    must not make either.  With a ``latch`` iterations end after it instead (an outer
+    loop's rounds): what follows a thread's last latch, if anything, left the loop.
     """
     lengths, last = [], {}
     for t in tids:
         toks = [s.tok for s in walks[t] if not s.drop]
+        if latch is not None:
+            ends = [i + 1 for i, x in enumerate(toks) if x == latch]
+            if not ends:
+                continue
+            lengths += [b - a for a, b in zip(ends, ends[1:])]
+            if len(toks) > ends[-1]:
+                last[t] = len(toks) - ends[-1]
+            continue
         pos = [i for i, x in enumerate(toks) if x == header]
         if not pos:
             continue

@@ -30,6 +30,7 @@ import numpy as np
 from qpn.errors import QPNError
 
 from .condqueue import cond_queues
+from .contended import blocking_only
 from .forks import forks_as_semaphores
 from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
@@ -87,6 +88,7 @@ class Runner:
     group: Group
     mode: str                         # forever | counted | omitted
     header: int | None = None
+    latch: int | None = None          # forever: iterations end after this token, not at header
     items: list = field(default_factory=list)
     walks: list = field(default_factory=list)
     exits: int = 0
@@ -154,13 +156,19 @@ def _analyze(trace, options: Options | None) -> Analysis:
     busy = h.busy()
     if busy:
         warnings.append(busy)
-    has_cpu = h.has("thread_cpu")
+    has_cpu = h.has("thread_cpu") or h.has("cpu_from_gaps")
     if not has_cpu:
         warnings.append("the trace has no thread CPU times (capability thread_cpu): the wall "
                         "time between operations stands in for CPU demand")
+    elif not h.has("thread_cpu"):
+        warnings.append("the trace has no thread CPU times (capability thread_cpu): the time "
+                        "between system calls, less the tracer's own, stands in for CPU "
+                        "demand (true when each thread had a core: trace a configuration "
+                        "with no more busy threads than cores)")
     by = trace.by_thread()
     _tick(timings, 'by_thread')
     object_events = [e for e in trace.events if e["kind"] == "object"]
+    by, partial = blocking_only(by, object_events, h.capabilities)  # kernel-side: contended.py
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
     by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
     by, forked = forks_as_semaphores(by)                     # threads started and joined: forks.py
@@ -189,7 +197,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
     inst = per_instance_sites(objects, phase)
     walks, notes = fold_per_instance(walks, inst, per_thread_sites(objects, walks, skip=inst))
-    notes = _handed_notes(handed) + notes
+    notes = partial + _handed_notes(handed) + notes
     sigs = {}                          # tid -> how often it did each token in the work phase
     for tid, w in walks.items():
         i, j = _inside(w, lo, hi)
@@ -379,7 +387,7 @@ def _steady(w: list, opt: Options) -> SteadyLoop:
     end = next((len(w) - k for k, s in enumerate(reversed(w[-TAIL:])) if s is last), len(w))
     d.steps = w[first:end]
     d.span = (first, end)
-    d.iterations = toks[first:end].count(d.header)
+    d.iterations = toks[first:end].count(d.header if d.latch is None else d.latch)
     return d
 
 
@@ -411,6 +419,8 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     if weight < 0.5 * total:
         return False
     r.mode, r.header = "forever", header
+    latches = {d.latch for d in loops.values() if d.header == header}
+    r.latch = latches.pop() if len(latches) == 1 else None
     for t in g.tids:
         d = loops.get(t)
         if d is not None and d.header == header and d.span is not None:
@@ -430,8 +440,9 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
             for s in steps[first:]:
                 s.drop = False
             r.exits += d.exits if d.header == header else 0
-            r.iterations += sum(1 for s in steps[first:] if s.tok == header)
-    exits = drop_short_exits(r.group.tids, walks, header, end_cpu)
+            ends = header if r.latch is None else r.latch
+            r.iterations += sum(1 for s in steps[first:] if s.tok == ends)
+    exits = drop_short_exits(r.group.tids, walks, header, end_cpu, latch=r.latch)
     r.exits += exits
     r.iterations -= exits
     return True
@@ -528,7 +539,9 @@ def _finish(r: Runner, walks: dict) -> None:
         back = round_end(groups, r.header) if groups else None
         for t, w in folded.items():
             toks = toks_of[t]
-            if back is None:
+            if r.latch is not None:        # rounds of an inner loop closed by the latch
+                cuts = [0] + [i + 1 for i, x in enumerate(toks[:-1]) if x == r.latch]
+            elif back is None:
                 cuts = [i for i, x in enumerate(toks) if x == r.header]
             else:
                 cuts = [0] * (toks[:1] == [r.header]) + round_starts(toks, r.header, back)

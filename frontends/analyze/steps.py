@@ -240,7 +240,10 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
                       pend_cpu + frag_cpu + (own if action != "io" else 0), ts - frag_start,
                       own, dur)
             if ids is not None:
-                t = (action, key, site)
+                # without code locations (a kernel-side trace) the file (or, without paths,
+                # the descriptor) tells apart reads of the program's data from the loader's
+                t = (action, key, site if site is not None or action != "io"
+                     else get("path") or (f"fd {get('fd')}" if "fd" in ev else None))
                 i = ids.get(t)
                 if i is None:
                     i = ids[t] = len(toks)

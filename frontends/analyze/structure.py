@@ -66,6 +66,7 @@ class Loop:
     counts: list
     header: int
     iterations: list = field(default_factory=list)
+    latch: int | None = None          # iterations end after this token (a barrier's rounds)
 
 
 @dataclass(eq=False)
@@ -260,9 +261,16 @@ def _loop(parts: list) -> Loop:
             if i + 1 < len(k) and k[i + 1] == k[0]:
                 follows[t] += n
     h = heads.most_common(1)[0][0]
+    # rounds closed by a barrier around an inner loop (each thread's share of a round's
+    # tasks, then the barrier): the barrier ends an iteration, whatever rarer step (taken
+    # once, on the way in) the parts also hold -- unless it is rarer than the header only
+    # by the parts' last passes
+    awaits = {st.tok for ps in parts for st in ps if st.action == "await"}
+    ends = {t: c for t, c in counts_of.items()
+            if t in awaits and t != h and follows[t] and counts_of[h] - c > len(parts)}
+    latch = rounds = min(ends, key=lambda t: (ends[t], -follows[t])) if ends else None
     low = min(counts_of.values())
-    latch = None
-    if low < counts_of[h]:
+    if latch is None and low < counts_of[h]:
         rare = [t for t, c in counts_of.items() if c == low and follows[t]]
         if rare:
             latch = max(rare, key=lambda t: follows[t])
@@ -281,7 +289,7 @@ def _loop(parts: list) -> Loop:
             counts.append(len(its))
             iterations.append(its)
             flat.extend(its)
-    return Loop(structure(flat), counts, h, iterations)
+    return Loop(structure(flat), counts, h, iterations, rounds)
 
 
 def round_starts(toks, h, back) -> list[int]:

@@ -130,7 +130,7 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
     traces = []
     for i, cfg in enumerate(suite.configs):
         path = os.path.join(out_dir, f"trace{i}.jsonl")
-        argv = [sys.executable, suite.program] + suite.argv({**cfg})
+        argv = suite.command({**cfg})
         key = program_key(suite, {**cfg})
         try:
             with open(path + ".key") as fh:
@@ -150,6 +150,20 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             write_atomic(path + ".client", json.dumps({"value": stdout_number(suite, load.stdout)}))
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced the server at {cfg}", file=log)
+        elif (retrace or not same) and suite.tracer in ("strace", "perf"):
+            from qpn.frontends.trace import write_trace
+            if suite.tracer == "perf":
+                from qpn.frontends.perf_import import trace_with_perf as trace_with
+            else:
+                from qpn.frontends.strace_import import trace_with_strace as trace_with
+            tr, code = trace_with(argv, prefix=ISOLATE, cwd=os.path.dirname(suite.program),
+                                  timeout=600)
+            if code != 0:
+                raise QPNError(f"{suite.name}: the traced run `{' '.join(argv)}` exited with {code}")
+            tr.header.program["argv"] = [os.path.basename(argv[0])] + argv[1:]
+            write_trace(path, tr.header, tr.events)
+            write_atomic(path + ".key", key)
+            print(f"verify {suite.name}: traced {cfg} with {suite.tracer}", file=log)
         elif retrace or not same:
             run = trace_command(ISOLATE + argv, path, cwd=os.path.dirname(suite.program),
                                 stdout=subprocess.DEVNULL)

@@ -64,6 +64,41 @@ class Suite:
     group: str = "cpu"                 # cpu | server: which mean eps bound the suite counts in
     outside: str | None = None         # server: unit of the response time; `outside` in expr
     cpu: str = "ps"                    # [build] cpu: how the model shares the cores (qpn build --cpu)
+    tracer: str = "python"             # [build] tracer: python (qpn trace) | strace | perf
+    cflags: tuple = ()                 # [program] cflags: a C program's compiler options
+
+    def command(self, values: dict) -> list[str]:
+        """The program's command line for ``values``: a Python file run by this
+        interpreter, a C file compiled (:meth:`executable`), any other file run as it is."""
+        if self.program.endswith(".py"):
+            return [sys.executable, self.program] + self.argv(values)
+        return [self.executable()] + self.argv(values)
+
+    def executable(self) -> str:
+        """The program to run: a C source compiled once per content and flags by the
+        system's compiler (``cc -O2 -pthread``) into ``SUITE/verify/bin/``."""
+        if not self.program.endswith(".c"):
+            return self.program
+        import hashlib
+        import shutil
+        import subprocess
+        with open(self.program, "rb") as fh:
+            digest = hashlib.sha256(fh.read() + repr(self.cflags).encode()).hexdigest()[:12]
+        stem = os.path.splitext(os.path.basename(self.program))[0]
+        out = os.path.join(os.path.abspath(self.dir), "verify", "bin", f"{stem}-{digest}")
+        if os.path.exists(out):
+            return out
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            raise QPNError(f"{self.name}: [program] {self.program} is C and no compiler (cc) is "
+                           "installed", hint="install the Debian package gcc")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        p = subprocess.run([cc, "-O2", "-pthread", *self.cflags, "-o", out + ".tmp", self.program],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise QPNError(f"{self.name}: compiling {self.program} failed:\n{p.stderr.strip()[-800:]}")
+        os.replace(out + ".tmp", out)
+        return out
 
     def points(self) -> list[dict]:
         """Every combination of the grid's values."""
@@ -84,7 +119,9 @@ class Suite:
         return int(self._fill([self.port], values, "server.port")[0])
 
     def _fill(self, templates: list, values: dict, where: str) -> list[str]:
-        v = {"python": sys.executable, "bin": os.path.dirname(sys.executable),
+        work = os.path.join(os.path.abspath(self.dir), "verify", "work")   # a C suite's files
+        os.makedirs(work, exist_ok=True)
+        v = {"python": sys.executable, "bin": os.path.dirname(sys.executable), "work": work,
              **self.params, **values}
         try:
             return [str(a).format(**v) for a in templates]
@@ -158,7 +195,8 @@ def load_suite(directory: str) -> Suite:
                  grid, configs, kind, expr, repeats, over, values, pattern,
                  dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
                  server, port, setup, _calibrate(pred, path), _group(doc, path),
-                 _outside(pred, kind, server, path), _cpu(build, path))
+                 _outside(pred, kind, server, path), _cpu(build, path),
+                 _tracer(build, program, server, path), _cflags(prog, path))
 
 
 def _choice(table: dict, key: str, default: str, choices, where: str, meaning: str,
@@ -179,6 +217,30 @@ def _cpu(build: dict, path: str) -> str:
     from qpn.frontends.analyze.pipeline import CPU_POLICIES
     return _choice(build, "cpu", "ps", CPU_POLICIES, "[build] ",
                    "how the model shares the cores: qpn build --cpu", path)
+
+
+#: how a suite's build configurations are traced ([build] tracer)
+TRACERS = ("python", "strace", "perf")
+
+
+def _tracer(build: dict, program: str, server, path: str) -> str:
+    default = "python" if program.endswith(".py") else "strace"
+    tracer = _choice(build, "tracer", default, TRACERS, "[build] ",
+                     "qpn trace for a Python program, strace or perf for any program", path)
+    if tracer != "python" and server:
+        raise QPNError(f"{path}: [build] tracer {tracer!r}: a suite with a [server] is traced "
+                       "with qpn trace (tracer = \"python\")")
+    if tracer == "python" and not program.endswith(".py"):
+        raise QPNError(f"{path}: [build] tracer \"python\" traces Python programs; "
+                       f"{os.path.basename(program)} is not one (tracer = \"strace\")")
+    return tracer
+
+
+def _cflags(prog: dict, path: str) -> tuple:
+    flags = prog.get("cflags", [])
+    if not (isinstance(flags, list) and all(isinstance(f, str) for f in flags)):
+        raise QPNError(f"{path}: [program] cflags must be a list of strings, e.g. [\"-O3\"]")
+    return tuple(flags)
 
 
 def _outside(pred: dict, kind: str, server, path: str) -> str | None:

@@ -47,7 +47,7 @@ def run_once(suite, values: dict, timeout: float = 600.0) -> dict:
     """One isolated run of the program: {"wall": s, "value": float | None, "load": 1-min load,
     "loop_ns": the machine's Python speed just before (frontends/calibrate.py)}."""
     from qpn.frontends.calibrate import python_loop_ns
-    argv = [sys.executable, suite.program] + suite.argv(values)
+    argv = suite.command(values)
     loop_ns = round(python_loop_ns(), 3)
     server = contextlib.nullcontext()
     if suite.server:                         # a server, and the program is its load

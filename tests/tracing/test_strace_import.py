@@ -23,10 +23,23 @@ def test_the_fixture_gives_each_kind_of_event_with_its_fields():
     assert tr.header.program == {"pid": 100, "exit_code": 0} and tr.skipped == 1     # SIGCHLD
     start = [e for e in tr.events if e["kind"] == "thread_start"]
     assert [(e["tid"], e.get("parent")) for e in start] == [(100, None), (101, 100)]
-    # a futex wait joined across an interleaved line, then the wake that ended it
-    wait, wake = ev[("wait", "other")], ev[("notify", None)]
-    assert (wait["tid"], wait["dur"], wait["obj"]) == (101, 420_000, 0x5610A040)
-    assert (wake["tid"], wake["waiters"], wake["obj"]) == (100, 1, 0x5610A040)
+    # futex addresses told apart by their waits and wakes (frontends/futexes.py): a mutex
+    # (a wait for 2, joined across an interleaved line; the unlock that woke it) ...
+    acq, rel = ev[("acquire", None)], ev[("release", None)]
+    assert (acq["tid"], acq["dur"], acq["obj"], acq["contended"]) == (101, 420_000, 0x5610A040, True)
+    assert (rel["tid"], rel["obj"]) == (100, 0x5610A040)
+    # ... a condition variable (a bitset wait, a signal), a barrier (woken all at once; the
+    # last to arrive waits 0), an address of neither kind (a wait that timed out)
+    cond, signal = ev[("wait", "cond")], ev[("notify", "cond")]
+    assert (cond["tid"], cond["dur"], cond["obj"], signal["tid"], signal["all"], signal["waiters"]) == \
+        (100, 2_070_000, 0x5610A068, 101, False, 1)
+    bar = sorted((e["tid"], e["dur"]) for e in tr.events if e.get("on") == "barrier")
+    assert bar == [(100, 3_970_000), (101, 0)]
+    other = ev[("wait", "other")]
+    assert (other["tid"], other["obj"], other["ok"], other["dur"]) == (100, 0x5610A0F0, False, 110_000)
+    objs = {e["obj"]: e for e in tr.events if e["kind"] == "object"}
+    assert {o: (e["type"], e.get("parties")) for o, e in objs.items()} == \
+        {0x5610A040: ("lock", None), 0x5610A068: ("cond", None), 0x5610A024: ("barrier", 2)}
     read = [e for e in tr.events if e.get("op") == "read"]
     assert (read[0]["path"], read[0]["bytes"], read[0]["dur"]) == ("/srv/data.bin", 65536, 250_000)
     assert read[1]["ok"] is False and "bytes" not in read[1]           # EBADF
@@ -100,7 +113,11 @@ int main(void) { pthread_t t[3];
     assert len(reads) == 150                                   # 3 threads x 50, every fd resolved
     sleeps = [e for e in tr.events if e["kind"] == "wait" and e["on"] == "sleep"]
     assert len(sleeps) == 153 and all(e["dur"] >= 100_000 for e in sleeps)
-    assert any(e["kind"] == "wait" and e["on"] == "other" for e in tr.events)   # the mutex contended
+    locks = [e for e in tr.events if e["kind"] == "object"]
+    assert [e["type"] for e in locks] == ["lock"]                 # the mutex, contended
+    assert any(e["kind"] == "acquire" and e["obj"] == locks[0]["obj"] and e["contended"]
+               for e in tr.events)
+    assert not any(e.get("on") == "other" for e in tr.events)
     children = {e["tid"] for e in starts[1:]}
     joins = [e for e in tr.events if e["kind"] == "wait" and e["on"] == "join"]
     assert joins and all(e["target"] in children and e["tid"] == starts[0]["tid"] for e in joins)

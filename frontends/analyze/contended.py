@@ -1,0 +1,54 @@
+"""Locks and conditions a trace shows only when a thread blocked on them.
+
+A kernel-side trace (strace, perf: the header lacks ``lock_uncontended``) sees a
+mutex only when a thread had to wait for it and a condition variable only when a
+waiter slept or a notify woke one: the acquisitions that found the lock free, the
+waits that found their predicate true and the notifies nobody waited for made no
+system call.  Read as a model those partial sequences are wrong in both directions
+(a lock taken in one pass of ten; a notify that in the model finds no waiter and
+is lost), so they are left out: their events are removed before the analysis, the
+time a thread spent blocked in them is not CPU (the trace's CPU clock does not
+run in a system call), and the model's header names them.  Barriers and joins,
+which every party reaches through a system call or a wake, stay.
+
+>>> evs = {1: [{"kind": "acquire", "tid": 1, "ts": 5, "obj": 9, "dur": 40},
+...            {"kind": "io", "tid": 1, "ts": 60, "op": "read"}]}
+>>> objs = [{"kind": "object", "tid": 1, "ts": 0, "obj": 9, "type": "lock", "name": "mutex_9"}]
+>>> by, note = blocking_only(evs, objs, {"file_io": True})
+>>> [e["kind"] for e in by[1]], note
+(['io'], ['# Seen only when a thread blocked (no lock_uncontended in the trace), not modelled: lock mutex_9 (1 waits).'])
+"""
+from __future__ import annotations
+
+#: object types whose events are partial without lock_uncontended
+PARTIAL = frozenset({"lock", "rlock", "cond", "sem", "bsem"})
+_KINDS = frozenset({"acquire", "release", "wait", "notify"})
+
+
+def blocking_only(by: dict, objects: list, capabilities: dict) -> tuple[dict, list[str]]:
+    """(events by thread without the partial objects' events, header notes).
+
+    ``capabilities``: the trace header's.  With ``lock_uncontended`` nothing changes."""
+    if capabilities.get("lock_uncontended"):
+        return by, []
+    partial = {o["obj"]: o for o in objects if o.get("type") in PARTIAL}
+    declared = {o["obj"] for o in objects}
+    waits: dict = {}
+    out = {}
+    for tid, evs in by.items():
+        kept = []
+        for e in evs:
+            if e["kind"] == "notify" and e.get("obj") not in declared:
+                continue                  # a wake on an address of unknown use
+            if e["kind"] in _KINDS and e.get("obj") in partial and e.get("on") in (None, "cond"):
+                if e["kind"] in ("acquire", "wait"):
+                    waits[e["obj"]] = waits.get(e["obj"], 0) + 1
+                continue
+            kept.append(e)
+        out[tid] = kept if len(kept) != len(evs) else evs
+    if not waits:
+        return out, []
+    names = ", ".join(f"{partial[o]['type']} {partial[o].get('name', o)} ({n} waits)"
+                      for o, n in sorted(waits.items()))
+    return out, [f"# Seen only when a thread blocked (no lock_uncontended in the trace), not "
+                 f"modelled: {names}."]

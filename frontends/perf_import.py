@@ -1,0 +1,312 @@
+"""Import ``perf`` scheduler and system-call tracepoints into the neutral trace format.
+
+``qpn trace --perf -o run.jsonl -- CMD ARGS`` records, system-wide while the command
+runs (``perf record -a -k mono``), the tracepoints in :data:`EVENTS`: scheduler
+switches, wake-ups, forks and exits, and the entry and exit of futex, file, socket and
+sleep system calls; ``perf script --ns`` prints them::
+
+    15032/15034 [000] 45773.091873012: sched:sched_switch: prev_comm=taskpool prev_pid=15034 ...
+    15032/15035 [001] 45773.108233077: syscalls:sys_enter_futex: uaddr: 0x55dc975ce124, op: 0x00000081, ...
+
+and this module turns the lines of the command's threads (its process and every
+descendant: ``sched_process_fork``) into events.  Unlike strace, perf costs a few
+microseconds per event and sees the scheduler, so each thread's **CPU clock** is exact:
+the sum of its slices between ``sched_switch`` in and out (``thread_cpu: true``); an I/O
+call's own CPU is its ``cpu_dur``.  Futex calls go through :mod:`.futexes` (mutexes,
+conditions, barriers, joins); file and socket calls become ``io`` events with their
+``fd``, ``bytes`` and duration -- not their path: a tracepoint holds the file name's
+address, not the name.
+
+===========================================  =========================================
+perf                                         neutral trace
+===========================================  =========================================
+``sched_process_fork`` of a traced thread    ``thread_start`` of the child (``parent``)
+``sched_process_exit``                       ``thread_end``
+``sched_process_exec`` of the root           the events before it left out (the shell
+                                             that became the command)
+``sched_switch``                             the threads' CPU clocks (``cpu``)
+``sys_enter/exit_futex``                     :func:`.futexes.futex_events`
+``sys_enter/exit_read``, ``pread64``, ...    ``io`` (``op``, ``fd``, ``bytes``, ``dur``,
+                                             ``cpu_dur``, ``ok``; ``accept``'s ``conn``)
+``sys_enter/exit_(clock_)nanosleep``         ``wait`` (``on: sleep``)
+===========================================  =========================================
+
+>>> text = '''10/10 [000] 1.000000000: sched:sched_process_fork: comm=p pid=10 child_comm=p child_pid=11
+... 10/11 [001] 1.000100000: syscalls:sys_enter_pread64: fd: 0x00000003, buf: 0x7f, count: 0x00010000, pos: 0x0
+... 10/11 [001] 1.000130000: syscalls:sys_exit_pread64: 0x10000'''
+>>> tr = perf_to_events(text, root=10)
+>>> [(e["kind"], e.get("op"), e.get("bytes"), e.get("dur")) for e in tr.events]
+[('thread_start', None, None, None), ('thread_start', None, None, None), ('io', 'read', 65536, 30000), ('thread_end', None, None, None), ('thread_end', None, None, None)]
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .futexes import FutexCall, futex_events
+from .strace_import import OTHER_IO, READS, SLEEP, WRITES
+from .trace import TraceError, TraceHeader
+
+#: the system calls recorded (entry and exit tracepoints of each)
+SYSCALLS = ("futex", "read", "pread64", "readv", "write", "pwrite64", "writev", "openat", "close",
+            "fsync", "fdatasync", "recvfrom", "recvmsg", "sendto", "sendmsg", "accept",
+            "accept4", "connect", "nanosleep", "clock_nanosleep")
+#: the tracepoints ``qpn trace --perf`` records
+EVENTS = ("sched:sched_switch", "sched:sched_process_fork", "sched:sched_process_exit",
+          "sched:sched_process_exec",
+          *(f"syscalls:sys_{side}_{name}" for name in SYSCALLS for side in ("enter", "exit")))
+
+_LINE = re.compile(r"^\s*(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<frac>\d+):"
+                   r"\s+(?P<event>[\w]+:[\w]+):\s?(?P<rest>.*)$")
+_FIELD = re.compile(r"(\w+)[:=]\s*(\S+?)(?:,|\s|$)")
+_WAIT = {0, 9, 11}                  # FUTEX_WAIT, WAIT_BITSET, WAIT_REQUEUE_PI
+_WAKE = {1, 3, 4, 5, 10}            # WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP, WAKE_BITSET
+_LOCK = {6, 8, 13}                  # LOCK_PI, TRYLOCK_PI, LOCK_PI2
+
+
+@dataclass
+class PerfTrace:
+    """The events of a ``perf script`` text, its header, and what a lenient read left out."""
+    header: TraceHeader
+    events: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _int(v: str) -> int | None:
+    try:
+        return int(v, 16) if v.startswith(("0x", "-0x")) else int(v)
+    except ValueError:
+        return None
+
+
+def _signed(v: int | None) -> int | None:
+    """A syscall's return value as perf prints it (64-bit hex) -> signed."""
+    return v - (1 << 64) if v is not None and v >= 1 << 63 else v
+
+
+class _Threads:
+    """The traced threads' CPU clocks from their scheduler slices."""
+
+    def __init__(self):
+        self.acc: dict[int, int] = {}
+        self.since: dict[int, int | None] = {}
+
+    def on(self, tid: int, ts: int) -> None:
+        if self.since.get(tid) is None:
+            self.since[tid] = ts
+        self.acc.setdefault(tid, 0)
+
+    def off(self, tid: int, ts: int) -> None:
+        s = self.since.get(tid)
+        if s is not None:
+            self.acc[tid] = self.acc.get(tid, 0) + max(0, ts - s)
+        self.since[tid] = None
+
+    def clock(self, tid: int, ts: int) -> int:
+        """The thread's CPU time at ``ts`` (an event in its context: it runs)."""
+        self.on(tid, ts)
+        return self.acc[tid] + max(0, ts - self.since[tid])
+
+
+def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None = None,
+                   strict: bool = True) -> PerfTrace:
+    """The neutral events of ``perf script --ns -F pid,tid,cpu,time,event,trace`` output.
+
+    ``root``: the traced command's process id; its threads and descendants are kept
+    (None: every process with a system-call event, as when ``perf record`` followed
+    one command)."""
+    out = PerfTrace(TraceHeader(source="perf", clock="monotonic",
+                                capabilities={"thread_cpu": True, "file_io": True,
+                                              "socket_io": True}))
+    ours: set[int] = set()
+    procs: dict[int, int] = {}              # tid -> its process (tgid)
+    cpu = _Threads()
+    pending: dict[int, tuple] = {}          # tid -> (call, args, ts, cpu)
+    futex: list[FutexCall] = []
+    alive: set[int] = set()
+    seen: set[int] = set()
+    first = None
+
+    def start(tid: int, ts: int, parent: int | None = None) -> None:
+        if tid in alive:
+            return
+        alive.add(tid)
+        seen.add(tid)
+        ev = {"kind": "thread_start", "tid": tid, "ts": ts, "cpu": cpu.clock(tid, ts)
+              if parent is None else 0}
+        if parent is not None:
+            ev["parent"] = parent
+        out.events.append(ev)
+
+    for no, line in enumerate(text.splitlines(), 1):
+        m = _LINE.match(line)
+        if not m:
+            if line.strip() and not line.lstrip().startswith("#"):
+                if strict:
+                    raise TraceError("not a perf script line: expected 'PID/TID [CPU] SECONDS: "
+                                     "EVENT: FIELDS'", path, no, 0, line,
+                                     hint="print with perf script --ns -F pid,tid,cpu,time,event,trace")
+                out.warnings.append(f"{path}:{no}: not a perf script line; left out")
+            continue
+        pid, tid = int(m.group("pid")), int(m.group("tid"))
+        ts = int(m.group("sec")) * 1_000_000_000 + int((m.group("frac") + "000000000")[:9])
+        if ts >= 1 << 63 or pid >= 1 << 31 or tid >= 1 << 31:
+            if strict:
+                raise TraceError("a thread id or time out of range", path, no, 0, line)
+            out.warnings.append(f"{path}:{no}: a thread id or time out of range; left out")
+            continue
+        event, rest = m.group("event"), m.group("rest")
+        f = dict(_FIELD.findall(rest))
+        if event == "sched:sched_switch":
+            prev, nxt = _int(f.get("prev_pid", "")), _int(f.get("next_pid", ""))
+            if prev in ours:
+                cpu.off(prev, ts)
+            if nxt in ours:
+                cpu.on(nxt, ts)
+            continue
+        if event == "sched:sched_process_fork":
+            parent, child = _int(f.get("pid", "")), _int(f.get("child_pid", ""))
+            if parent in ours or (root is not None and parent == root and not ours):
+                ours.update((parent, child))
+                procs.setdefault(parent, pid)
+                start(parent, ts)
+                start(child, ts, parent)
+            continue
+        if root is None and not ours and event.startswith("syscalls:") and tid > 0:
+            ours.add(tid)                    # no root given: the first caller's process
+            root = pid
+        if tid not in ours:
+            if root is not None and pid == root and tid > 0:
+                ours.add(tid)                # a thread of the root process seen first here
+            else:
+                continue
+        procs.setdefault(tid, pid)
+        if first is None:
+            first = ts
+            out.header.start_ns = ts
+            out.header.program = {"pid": root if root is not None else pid}
+        start(tid, ts)
+        if event == "sched:sched_process_exec" and tid == root:
+            # the root became the command (perf execs qpn's wrapper shell, which execs the
+            # command): what the images before did is not the program's
+            out.events[:] = [e for e in out.events if e["tid"] != tid or e["kind"] == "thread_start"]
+            futex[:] = [c for c in futex if c.tid != tid]
+            pending.pop(tid, None)
+            continue
+        if event == "sched:sched_process_exit":
+            if tid in alive:
+                alive.discard(tid)
+                out.events.append({"kind": "thread_end", "tid": tid, "ts": ts,
+                                   "cpu": cpu.clock(tid, ts)})
+                cpu.off(tid, ts)
+            continue
+        if not event.startswith("syscalls:sys_"):
+            continue
+        side, _, call = event[len("syscalls:sys_"):].partition("_")
+        now = cpu.clock(tid, ts)
+        if side == "enter":
+            pending[tid] = (call, f, ts, now)
+            continue
+        if tid not in pending or pending[tid][0] != call:
+            continue                         # entered before the recording began
+        call, args, t0, c0 = pending.pop(tid)
+        ret = _signed(_int(rest.strip()))
+        ok = ret is not None and ret >= 0
+        ev = {"tid": tid, "ts": t0, "cpu": c0, "dur": ts - t0}
+        if call == "futex":
+            op = _int(args.get("op", "")) or 0
+            cmd = op & 0x7F
+            kind = ("wait" if cmd in _WAIT else "wake" if cmd in _WAKE else
+                    "lock" if cmd in _LOCK else "unlock" if cmd == 7 else None)
+            addr = _int(args.get("uaddr", ""))
+            if kind is not None and addr:
+                futex.append(FutexCall(tid, t0, ts - t0, addr, kind, cmd in (9, 10),
+                                       _int(args.get("val", "")), ret if ok else -1, pid, c0))
+            continue
+        if call in SLEEP:
+            out.events.append({**ev, "kind": "wait", "on": "sleep", "ok": ok})
+            continue
+        op = READS.get(call) or WRITES.get(call) or OTHER_IO.get(call)
+        if op is None:
+            continue
+        ev.update(kind="io", op=op, ok=ok, cpu_dur=max(0, now - c0))
+        fd = _int(args.get("fd", "")) if op != "open" else (ret if ok else None)
+        if fd is not None and fd >= 0:
+            ev["fd"] = fd
+        if op in ("read", "write", "recv", "send") and ok:
+            ev["bytes"] = ret
+        if op == "accept" and ok:
+            ev["conn"] = ret
+        out.events.append(ev)
+    if first is None:
+        raise TraceError("no event of the traced program here", path, 1, 0,
+                         (text.splitlines() or [""])[0],
+                         hint="record with qpn trace --perf, or perf record -e ... -- CMD and "
+                              "perf script --ns -F pid,tid,cpu,time,event,trace")
+    fevents, objects = futex_events(futex, seen)
+    out.events[:0] = objects
+    out.events.extend(fevents)
+    last = max(e["ts"] for e in out.events)
+    for tid in sorted(alive):
+        out.events.append({"kind": "thread_end", "tid": tid, "ts": last, "cpu": cpu.clock(tid, last)})
+    out.events.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
+    return out
+
+
+def record_command(data: str, pidfile: str, cmd: list[str]) -> list[str]:
+    """The command line that records ``cmd`` into ``data``, its pid into ``pidfile``.
+
+    perf records system-wide (a thread's switch in is seen in the context of the thread
+    it replaces) but not its own reads and writes of its buffers: recorded, they feed
+    back and cost the traced program half its speed.  A shell execs perf, so ``$$`` is
+    perf's pid; perf starts a second shell that writes its pid and execs the command."""
+    events = " ".join(f"-e {e}" + (' --filter "common_pid != $$"' if e.startswith("syscalls:")
+                                   else "") for e in EVENTS)
+    record = f'exec perf record -q -a -k mono -m 1024 -o "$0" {events} -- "$@"'
+    return ["sh", "-c", record, data, "sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *cmd]
+
+
+def trace_with_perf(cmd: list[str], *, timeout: float | None = None, prefix: list[str] = (),
+                    cwd: str | None = None) -> tuple[PerfTrace, int]:
+    """Run ``cmd`` under ``perf record -a`` (the tracepoints :data:`EVENTS`) and import it:
+    the trace (its header names the command and its exit status) and the exit status."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    from qpn.errors import QPNError
+    if shutil.which("perf") is None:
+        raise QPNError("qpn trace --perf needs perf, which is not installed",
+                       hint="install the Debian package linux-perf; recording needs root "
+                            "(or kernel.perf_event_paranoid <= -1)")
+    with tempfile.TemporaryDirectory(prefix="qpn-perf-") as d:
+        data, pidfile = os.path.join(d, "perf.data"), os.path.join(d, "pid")
+        try:
+            proc = subprocess.run([*prefix, *record_command(data, pidfile, cmd)],
+                                  timeout=timeout, cwd=cwd,
+                                  stdout=subprocess.DEVNULL if prefix else None,
+                                  stderr=subprocess.PIPE, text=True)
+        except subprocess.TimeoutExpired:
+            raise QPNError(f"the program did not end within {timeout:g} s (--timeout)") from None
+        except OSError as exc:
+            raise QPNError(f"cannot run perf: {exc}") from None
+        if not os.path.exists(data) or not os.path.exists(pidfile):
+            raise QPNError(f"perf recorded nothing for {' '.join(cmd)!r}: "
+                           f"{proc.stderr.strip()[-400:]}",
+                           hint="recording tracepoints needs root or kernel.perf_event_paranoid "
+                                "<= -1")
+        with open(pidfile) as fh:
+            root = int(fh.read().strip())
+        script = subprocess.run(["perf", "script", "-i", data, "--ns", "-F",
+                                 "pid,tid,cpu,time,event,trace"],
+                                capture_output=True, text=True, errors="replace")
+        if script.returncode != 0:
+            raise QPNError(f"perf script failed: {script.stderr.strip()[-400:]}")
+        tr = perf_to_events(script.stdout, data, root=root, strict=False)
+    # perf's exit status is the command's
+    tr.header.program.update(argv=list(cmd), exit_code=proc.returncode)
+    lost = re.search(r"(\d+) (?:samples|chunks|events) lost", proc.stderr or "")
+    if lost:
+        tr.warnings.append(f"perf lost {lost.group(1)} events (a buffer overflowed): the trace "
+                           "has gaps")
+    return tr, proc.returncode
