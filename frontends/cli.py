@@ -33,10 +33,12 @@ def cmd_trace(args) -> int:
     check_output(args.output)          # before the program runs, not after
     if args.strace and args.perf:
         raise QPNError("qpn trace: --strace or --perf, not both")
+    if args.pthread and not args.perf:
+        raise QPNError("qpn trace: --pthread probes the C library with perf: give --perf too")
     if args.strace or args.perf:
         if args.perf:
             from .perf_import import trace_with_perf
-            tr, code = trace_with_perf(cmd, timeout=args.timeout)
+            tr, code = trace_with_perf(cmd, timeout=args.timeout, pthread=args.pthread)
         else:
             from .strace_import import trace_with_strace
             tr, code = trace_with_strace(cmd, timeout=args.timeout)
@@ -72,6 +74,10 @@ def _(p):
                    help="trace any program with perf's scheduler and system-call tracepoints: "
                         "exact per-thread CPU, futex waits, file and socket I/O (no paths), "
                         "sleeps; needs perf (Debian linux-perf) and root")
+    p.add_argument("--pthread", action="store_true",
+                   help="with --perf: probe the C library's pthread mutex, condition and barrier "
+                        "calls too (every lock operation with its site, not only the blocked "
+                        "ones; costs a few microseconds a call)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, e.g. python prog.py ARGS")
 
 

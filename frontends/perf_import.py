@@ -40,10 +40,12 @@ perf                                         neutral trace
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
 from .futexes import FutexCall, futex_events
+from .perf_pthread import PROBES, RETURN, PthreadEvents
 from .strace_import import OTHER_IO, READS, SLEEP, WRITES
 from .trace import TraceError, TraceHeader
 
@@ -57,7 +59,9 @@ EVENTS = ("sched:sched_switch", "sched:sched_process_fork", "sched:sched_process
           *(f"syscalls:sys_{side}_{name}" for name in SYSCALLS for side in ("enter", "exit")))
 
 _LINE = re.compile(r"^\s*(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<frac>\d+):"
-                   r"\s+(?P<event>[\w]+:[\w]+):\s?(?P<rest>.*)$")
+                   r"\s+(?P<event>PERF_RECORD_\w+|[\w]+:[\w]+(?=:)):?\s?(?P<rest>.*)$")
+_MMAP = re.compile(r"\[0x(?P<start>[0-9a-f]+)\(0x(?P<len>[0-9a-f]+)\) @ (?:0x)?(?P<pgoff>[0-9a-f]+)[^\]]*\]:"
+                   r"\s+(?P<prot>\S+)\s+(?P<path>.+?)\s*$")
 _FIELD = re.compile(r"(\w+)[:=]\s*(\S+?)(?:,|\s|$)")
 _WAIT = {0, 9, 11}                  # FUTEX_WAIT, WAIT_BITSET, WAIT_REQUEUE_PI
 _WAKE = {1, 3, 4, 5, 10}            # WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP, WAKE_BITSET
@@ -125,6 +129,17 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
     futex: list[FutexCall] = []
     alive: set[int] = set()
     seen: set[int] = set()
+    maps: dict[int, list] = {}              # pid -> its executable mappings
+    probed = False
+
+    def site(pid: int, addr: int) -> str:
+        # the latest mapping of an address wins (an exec maps the new image over the old)
+        for start_, length, pgoff, name in reversed(maps.get(pid) or maps.get(root) or ()):
+            if start_ <= addr < start_ + length:
+                return f"{name}+{addr - start_ + pgoff:#x}"
+        return f"{addr:#x}"
+
+    pthread = PthreadEvents(site)
     first = None
 
     def start(tid: int, ts: int, parent: int | None = None) -> None:
@@ -156,6 +171,17 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
             out.warnings.append(f"{path}:{no}: a thread id or time out of range; left out")
             continue
         event, rest = m.group("event"), m.group("rest")
+        if event.startswith("PERF_RECORD_"):
+            if event.startswith("PERF_RECORD_SWITCH") and tid in ours:
+                (cpu.on if rest.startswith("IN") else cpu.off)(tid, ts)
+            elif event.startswith("PERF_RECORD_MMAP"):
+                mm = _MMAP.search(rest)
+                if mm and "x" in mm.group("prot"):
+                    maps.setdefault(pid, []).append((int(mm.group("start"), 16),
+                                                     int(mm.group("len"), 16),
+                                                     int(mm.group("pgoff"), 16),
+                                                     os.path.basename(mm.group("path"))))
+            continue
         f = dict(_FIELD.findall(rest))
         if event == "sched:sched_switch":
             prev, nxt = _int(f.get("prev_pid", "")), _int(f.get("next_pid", ""))
@@ -192,6 +218,16 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
             out.events[:] = [e for e in out.events if e["tid"] != tid or e["kind"] == "thread_start"]
             futex[:] = [c for c in futex if c.tid != tid]
             pending.pop(tid, None)
+            continue
+        probe = event.partition(":")[2]
+        base = probe[:-len(RETURN)] if probe.endswith(RETURN) else probe
+        if base in PROBES:                   # a pthread call (perf_pthread.py)
+            probed = True
+            now = cpu.clock(tid, ts)
+            if probe.endswith(RETURN):
+                pthread.ret(pid, tid, ts, base, now, _signed(_int(f.get("r", ""))))
+            else:
+                pthread.entry(pid, tid, ts, base, f, now)
             continue
         if event == "sched:sched_process_exit":
             if tid in alive:
@@ -244,6 +280,12 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
                          hint="record with qpn trace --perf, or perf record -e ... -- CMD and "
                               "perf script --ns -F pid,tid,cpu,time,event,trace")
     fevents, objects = futex_events(futex, seen)
+    if probed:
+        # the pthread calls themselves are in the trace: the futexes add only the joins
+        fevents, objects = [e for e in fevents if e.get("on") == "join"], []
+        objects = list(pthread.objects.values())
+        fevents += pthread.events
+        out.header.capabilities.update(lock_uncontended=True, lock_hold=True, sites=True)
     out.events[:0] = objects
     out.events.extend(fevents)
     last = max(e["ts"] for e in out.events)
@@ -253,58 +295,78 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
     return out
 
 
-def record_command(data: str, pidfile: str, cmd: list[str]) -> list[str]:
+def record_command(data: str, pidfile: str, cmd: list[str], probes: list[str] = ()) -> list[str]:
     """The command line that records ``cmd`` into ``data``, its pid into ``pidfile``.
 
-    perf records system-wide (a thread's switch in is seen in the context of the thread
-    it replaces) but not its own reads and writes of its buffers: recorded, they feed
-    back and cost the traced program half its speed.  A shell execs perf, so ``$$`` is
-    perf's pid; perf starts a second shell that writes its pid and execs the command."""
-    events = " ".join(f"-e {e}" + (' --filter "common_pid != $$"' if e.startswith("syscalls:")
-                                   else "") for e in EVENTS)
-    record = f'exec perf record -q -a -k mono -m 1024 -o "$0" {events} -- "$@"'
-    return ["sh", "-c", record, data, "sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *cmd]
+    perf follows the command's processes and threads (per task, inherited: not the rest
+    of the machine, not perf's own reads and writes of its buffers) and records each
+    thread's switches in and out (``--switch-events``: its CPU clock), the tracepoints
+    :data:`EVENTS` and ``probes`` (:mod:`.perf_pthread`).  A shell writes its pid and
+    execs the command: the root of the traced tree."""
+    events = [x for e in [*EVENTS, *probes] for x in ("-e", e)]
+    return ["perf", "record", "-q", "-k", "mono", "--switch-events", "-m", "1024", "-o", data,
+            *events, "--", "sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *cmd]
 
 
 def trace_with_perf(cmd: list[str], *, timeout: float | None = None, prefix: list[str] = (),
-                    cwd: str | None = None) -> tuple[PerfTrace, int]:
-    """Run ``cmd`` under ``perf record -a`` (the tracepoints :data:`EVENTS`) and import it:
-    the trace (its header names the command and its exit status) and the exit status."""
-    import os
+                    cwd: str | None = None, pthread: bool = False) -> tuple[PerfTrace, int]:
+    """Run ``cmd`` under ``perf record`` (the tracepoints :data:`EVENTS`, and with
+    ``pthread`` probes on the C library's mutex, condition and barrier calls when perf can
+    set them) and import it: the trace (its header names the command and its exit
+    status) and the exit status."""
     import shutil
     import subprocess
     import tempfile
     from qpn.errors import QPNError
+    from .perf_pthread import add_probes, libc_of, remove_probes
     if shutil.which("perf") is None:
         raise QPNError("qpn trace --perf needs perf, which is not installed",
                        hint="install the Debian package linux-perf; recording needs root "
                             "(or kernel.perf_event_paranoid <= -1)")
-    with tempfile.TemporaryDirectory(prefix="qpn-perf-") as d:
-        data, pidfile = os.path.join(d, "perf.data"), os.path.join(d, "pid")
+    notes = []
+    group, probes = f"qpn_{os.getpid()}", []
+    exe = shutil.which(cmd[0], path=os.pathsep.join([cwd or ".", os.environ.get("PATH", "")]))
+    libc = libc_of(exe or cmd[0]) if pthread else None
+    if pthread and libc is None:
+        notes.append(f"{cmd[0]}: no C library found (ldd): pthread calls not probed, locks "
+                     "seen only when a thread blocked")
+    elif libc is not None:
         try:
-            proc = subprocess.run([*prefix, *record_command(data, pidfile, cmd)],
-                                  timeout=timeout, cwd=cwd,
-                                  stdout=subprocess.DEVNULL if prefix else None,
-                                  stderr=subprocess.PIPE, text=True)
-        except subprocess.TimeoutExpired:
-            raise QPNError(f"the program did not end within {timeout:g} s (--timeout)") from None
+            probes = add_probes(libc, group)
         except OSError as exc:
-            raise QPNError(f"cannot run perf: {exc}") from None
-        if not os.path.exists(data) or not os.path.exists(pidfile):
-            raise QPNError(f"perf recorded nothing for {' '.join(cmd)!r}: "
-                           f"{proc.stderr.strip()[-400:]}",
-                           hint="recording tracepoints needs root or kernel.perf_event_paranoid "
-                                "<= -1")
-        with open(pidfile) as fh:
-            root = int(fh.read().strip())
-        script = subprocess.run(["perf", "script", "-i", data, "--ns", "-F",
-                                 "pid,tid,cpu,time,event,trace"],
-                                capture_output=True, text=True, errors="replace")
-        if script.returncode != 0:
-            raise QPNError(f"perf script failed: {script.stderr.strip()[-400:]}")
-        tr = perf_to_events(script.stdout, data, root=root, strict=False)
+            notes.append(f"pthread calls not probed (perf probe: {exc}): locks seen only when "
+                         "a thread blocked")
+    try:
+        with tempfile.TemporaryDirectory(prefix="qpn-perf-") as d:
+            data, pidfile = os.path.join(d, "perf.data"), os.path.join(d, "pid")
+            try:
+                proc = subprocess.run([*prefix, *record_command(data, pidfile, cmd, probes)],
+                                      timeout=timeout, cwd=cwd,
+                                      stdout=subprocess.DEVNULL if prefix else None,
+                                      stderr=subprocess.PIPE, text=True)
+            except subprocess.TimeoutExpired:
+                raise QPNError(f"the program did not end within {timeout:g} s (--timeout)") from None
+            except OSError as exc:
+                raise QPNError(f"cannot run perf: {exc}") from None
+            if not os.path.exists(data) or not os.path.exists(pidfile):
+                raise QPNError(f"perf recorded nothing for {' '.join(cmd)!r}: "
+                               f"{proc.stderr.strip()[-400:]}",
+                               hint="recording tracepoints needs root or "
+                                    "kernel.perf_event_paranoid <= -1")
+            with open(pidfile) as fh:
+                root = int(fh.read().strip())
+            script = subprocess.run(["perf", "script", "-i", data, "--ns", "--show-switch-events",
+                                     "--show-mmap-events", "-F", "pid,tid,cpu,time,event,trace"],
+                                    capture_output=True, text=True, errors="replace")
+            if script.returncode != 0:
+                raise QPNError(f"perf script failed: {script.stderr.strip()[-400:]}")
+            tr = perf_to_events(script.stdout, data, root=root, strict=False)
+    finally:
+        if probes:
+            remove_probes(group)
     # perf's exit status is the command's
     tr.header.program.update(argv=list(cmd), exit_code=proc.returncode)
+    tr.warnings[:0] = notes
     lost = re.search(r"(\d+) (?:samples|chunks|events) lost", proc.stderr or "")
     if lost:
         tr.warnings.append(f"perf lost {lost.group(1)} events (a buffer overflowed): the trace "

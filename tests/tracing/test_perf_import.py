@@ -137,3 +137,52 @@ def test_recording_costs_a_cpu_bound_program_at_most_a_tenth(tmp_path):
     ratio = statistics.median(traced) / statistics.median(plain)
     print(f"\nplain {sorted(plain)} s, perf {sorted(traced)} s: x{ratio:.3f}")
     assert ratio <= 1.10
+
+
+PTHREAD = os.path.join(TESTS_DIR, "data", "perf", "pthread.perf.txt")
+
+
+def test_pthread_probes_give_every_lock_operation_with_its_site():
+    with open(PTHREAD) as fh:
+        tr = perf_to_events(fh.read(), PTHREAD, root=10)
+    caps = tr.header.capabilities
+    assert caps["lock_uncontended"] and caps["lock_hold"] and caps["sites"]
+    objs = {e["obj"]: e for e in tr.events if e["kind"] == "object"}
+    assert objs[4096]["type"] == "barrier" and objs[4096]["parties"] == 2      # barrier_init
+    assert objs[8256]["type"] == "cond" and objs[8256]["lock"] == 8192         # cond_wait's mutex
+    got = [(e["tid"], e["kind"], e.get("dur"), e.get("hold"), e.get("site"), e.get("cpu"))
+           for e in tr.events if e["kind"] in ("acquire", "release", "wait", "notify")]
+    assert got == [
+        (11, "acquire", 5_000, None, "pool+0x1520", 10_000),    # return address -> binary+offset
+        (11, "wait", 90_000, None, "pool+0x1550", 20_000),       # switched out while waiting
+        (10, "acquire", 2_000, None, "pool+0x11f0", 90_000),
+        (10, "notify", None, None, "pool+0x1210", 100_000),
+        (10, "release", None, 13_000, "pool+0x1220", 105_000),
+        (11, "release", None, 10_000, "pool+0x1570", 45_000),    # held since the wait returned
+        (11, "wait", 115_000, None, "pool+0x1600", 295_000),
+        (10, "wait", 5_000, None, "pool+0x1240", 490_000)]
+
+
+@pytest.mark.skipif(_perf_works() is not None, reason=str(_perf_works()))
+def test_qpn_trace_perf_pthread_probes_a_program_and_removes_its_probes(tmp_path, capsys):
+    exe = tmp_path / "taskpool"
+    subprocess.run(["gcc", "-O2", "-pthread", "-o", str(exe), TASKPOOL], check=True)
+    out = tmp_path / "run.jsonl"
+    args = [str(exe), "2", "3", "10", "2", str(tmp_path / "data.bin"), str(tmp_path / "log.txt")]
+    assert main(["trace", "--perf", "--pthread", "-o", str(out), "--", *args]) == 0
+    tr = read_trace(str(out))
+    assert tr.header.has("lock_uncontended")
+    # every put (3 rounds x (10 tasks + 2 markers) + 2 stop items) takes the queue's lock, and
+    # every get; each signals the condition once
+    cond = next(e["obj"] for e in tr.events if e["kind"] == "object" and e["type"] == "cond"
+                and e.get("lock") is not None)
+    notifies = [e for e in tr.events if e["kind"] == "notify"]
+    assert len(notifies) == 3 * 12 + 2 and all(e["obj"] == cond for e in notifies)
+    # the program's calls are named in its binary (the loader takes its own locks too)
+    sites = {e["site"].split("+")[0] for e in tr.events if e.get("site")}
+    assert "taskpool" in sites and sites <= {"taskpool", "ld-linux-x86-64.so.2", "libc.so.6"}
+    probes = subprocess.run(["perf", "probe", "-l"], capture_output=True, text=True).stdout
+    assert "qpn_" not in probes
+    capsys.readouterr()
+    assert main(["trace", "--pthread", "-o", str(out), "--", *args]) != 0
+    assert "give --perf too" in capsys.readouterr().err
