@@ -45,7 +45,7 @@ class PoolFacts:
     size: int
     work: float            # CPU ns per iteration of one thread
     gil_free: float        # CPU-weighted GIL-free share of its fragments
-    divisible: bool        # loops without taking work items
+    divisible: bool        # runs without taking work items
 
 
 @dataclass
@@ -80,13 +80,16 @@ def pool_facts(an) -> dict[str, PoolFacts]:
     """Each modelled pool of an analysis (the main thread left out)."""
     out = {}
     for r in an.runners:
-        if r.mode == "omitted" or r.group.main or r.iterations <= 0:
+        # a pool that runs its body once per thread (threads forked and joined: its whole
+        # run) has one iteration per thread
+        runs = r.iterations if r.mode == "forever" else len(r.group.tids)
+        if r.mode == "omitted" or r.group.main or runs <= 0:
             continue
         lvs = leaves(r.items)
         cpu = sum(cpu_sum(lf) for lf in lvs)
         free = sum(cpu_sum(lf) * an.shares.get(id(lf), 0.0) for lf in lvs)
-        out[r.name] = PoolFacts(r.size, cpu / r.iterations, free / cpu if cpu > 0 else 0.0,
-                                r.mode == "forever" and not any(lf.action == "take" for lf in lvs))
+        out[r.name] = PoolFacts(r.size, cpu / runs, free / cpu if cpu > 0 else 0.0,
+                                not any(lf.action == "take" for lf in lvs))
     return out
 
 

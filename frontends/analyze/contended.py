@@ -11,6 +11,13 @@ time a thread spent blocked in them is not CPU (the trace's CPU clock does not
 run in a system call), and the model's header names them.  Barriers and joins,
 which every party reaches through a system call or a wake, stay.
 
+A join shows only when the joined thread was still running (:func:`unseen_joins`): a
+worker that only computed and had ended leaves its parent's ``pthread_join`` without a
+call; a worker still waiting for work when the process exits is killed, not joined.
+Such a thread -- no operation left, never seen joined -- is joined, ``inferred``, right
+before its parent's first event after its end (or its parent's end), so that
+:mod:`.forks` reads the pair as a fork and a join.
+
 >>> evs = {1: [{"kind": "acquire", "tid": 1, "ts": 5, "obj": 9, "dur": 40},
 ...            {"kind": "io", "tid": 1, "ts": 60, "op": "read"}]}
 >>> objs = [{"kind": "object", "tid": 1, "ts": 0, "obj": 9, "type": "lock", "name": "mutex_9"}]
@@ -52,3 +59,39 @@ def blocking_only(by: dict, objects: list, capabilities: dict) -> tuple[dict, li
                       for o, n in sorted(waits.items()))
     return out, [f"# Seen only when a thread blocked (no lock_uncontended in the trace), not "
                  f"modelled: {names}."]
+
+
+def unseen_joins(by: dict, capabilities: dict) -> tuple[dict, int]:
+    """(events by thread with the joins a kernel-side trace could not see, how many).
+
+    A thread that ended with its process (``exit`` kills the threads still waiting for
+    work) is joined right before its parent's end.
+
+    Only without ``lock_uncontended`` (a trace that shows blocking calls only)."""
+    if capabilities.get("lock_uncontended"):
+        return by, 0
+    quiet = {"thread_start", "thread_end", "object"}
+    joined = {e.get("target") for evs in by.values() for e in evs
+              if e["kind"] == "wait" and e.get("on") == "join"}
+    out, n = dict(by), 0
+    for tid, evs in by.items():
+        start = evs[0] if evs and evs[0]["kind"] == "thread_start" else None
+        parent = start.get("parent") if start else None
+        if parent not in by or tid in joined or evs[-1]["kind"] != "thread_end" or \
+                any(e["kind"] not in quiet for e in evs) or not out[parent]:
+            continue
+        end = evs[-1]["ts"]
+        pev = out[parent]
+        at = next((i for i, e in enumerate(pev) if e["ts"] > end and e["kind"] != "thread_end"),
+                  None)
+        if at is None and pev[-1]["kind"] == "thread_end":
+            at = len(pev) - 1            # ended with the process (exit kills the threads)
+        if at is None:
+            continue
+        nxt = pev[at]
+        join = {"kind": "wait", "tid": parent, "ts": nxt["ts"], "on": "join", "target": tid,
+                "dur": 0, "ok": True, "inferred": True,
+                **({"cpu": nxt["cpu"]} if "cpu" in nxt else {})}
+        out[parent] = pev[:at] + [join] + pev[at:]
+        n += 1
+    return out, n

@@ -87,6 +87,9 @@ def documented(nodes: list, lines) -> list:
 
 #: a condition's waits in fewer than this share of its waiters' iterations are rare
 PEER_WAIT_SHARE = 0.05
+#: a counted loop of more iterations times leaves than this, whose body only computes and
+#: does I/O, is repeated geometrically (the same mean) rather than unfolded
+LONG_LOOP = 2_000
 #: a loop whose counts vary is counted at their mean when it is at least this and their
 #: standard deviation at most this share of it (else: geometric, the same mean)
 NARROW_LOOP = (8, 0.25)
@@ -625,7 +628,12 @@ class Writer:
         # 23 to 27) is counted at its mean: a geometric count of the same mean has a spread
         # as large as the mean, and the threads meeting after it would wait for the longest
         narrow = len(set(counts)) > 1 and mean >= NARROW_LOOP[0] and sd <= NARROW_LOOP[1] * mean
-        if len(set(counts)) == 1 or narrow:
+        # a counted loop gives every place of its body a color per iteration: thousands of
+        # iterations of a body that only computes (a reader's loop over its input) are
+        # repeated geometrically instead, the same mean
+        long_ = mean * max(1, len(lvs)) > LONG_LOOP and all(
+            lf.action in ("io", "sock", "sleep") for lf in lvs)
+        if (len(set(counts)) == 1 or narrow) and not long_:
             n = counts[0] if not narrow else round(mean)
             if n == 1:
                 return body
@@ -646,7 +654,9 @@ class Writer:
                                    "entries": len(counts), "site": self._loop_site(lp)})
         return [sw.Loop(number(text), tuple(body), geometric=True,
                         doc=f"{len(counts)} runs of this loop, {min(counts)} to {max(counts)} "
-                            "iterations")]
+                            "iterations" + (" (counted, it would give each place of its body a "
+                                            "color per iteration: repeated geometrically, the "
+                                            "same mean)" if long_ else ""))]
 
     def _loop_site(self, lp) -> str:
         return self.an.tokens.tokens[lp.header][2] or "?"

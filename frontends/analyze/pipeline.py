@@ -30,8 +30,8 @@ import numpy as np
 from qpn.errors import QPNError
 
 from .condqueue import cond_queues
-from .contended import blocking_only
-from .forks import forks_as_semaphores
+from .contended import blocking_only, unseen_joins
+from .forks import FORKS_BASE, forks_as_semaphores
 from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
@@ -169,6 +169,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'by_thread')
     object_events = [e for e in trace.events if e["kind"] == "object"]
     by, partial = blocking_only(by, object_events, h.capabilities)  # kernel-side: contended.py
+    by, inferred_joins = unseen_joins(by, h.capabilities)
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
     by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
     by, forked = forks_as_semaphores(by)                     # threads started and joined: forks.py
@@ -197,6 +198,10 @@ def _analyze(trace, options: Options | None) -> Analysis:
     lo, hi = phase if phase is not None else (float("-inf"), float("inf"))
     inst = per_instance_sites(objects, phase)
     walks, notes = fold_per_instance(walks, inst, per_thread_sites(objects, walks, skip=inst))
+    if inferred_joins:
+        partial.append(f"# Joins inferred: {inferred_joins} thread(s) that only computed, ended "
+                       "and were never seen joined (a join that did not block makes no call), "
+                       "joined by their parent at its first event after their end.")
     notes = partial + _handed_notes(handed) + notes
     sigs = {}                          # tid -> how often it did each token in the work phase
     for tid, w in walks.items():
@@ -418,6 +423,15 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     header, weight = votes.most_common(1)[0]
     if weight < 0.5 * total:
         return False
+    for t, d in loops.items():
+        # threads it started and joined around its loop (a fork round outside the loop):
+        # the fork and the join are the run, the loop a part of it
+        inside = {id(s) for s in d.steps}
+        if d.header == header and any(_forked(s) and id(s) not in inside for s in walks[t]):
+            for s in walks[t]:
+                if _forked(s):
+                    s.drop = False
+            return False
     r.mode, r.header = "forever", header
     latches = {d.latch for d in loops.values() if d.header == header}
     r.latch = latches.pop() if len(latches) == 1 else None
@@ -446,6 +460,12 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     r.exits += exits
     r.iterations -= exits
     return True
+
+
+def _forked(s) -> bool:
+    """Whether a step starts or joins threads (a fork semaphore of forks.py)."""
+    return s.action in ("release", "acquire") and isinstance(s.key, tuple) and \
+        isinstance(s.key[0], int) and s.key[0] >= FORKS_BASE
 
 
 #: operations a thread can wait in (a runner that only releases would release without end)

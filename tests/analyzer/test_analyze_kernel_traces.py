@@ -117,3 +117,48 @@ def test_one_worker_predicts_the_serial_round(model):
     # one worker does the round's 50 tasks (WORK + READ each) alone; the main thread's fsync
     # overlaps the next round (the condition it waited on is not in the model)
     assert trip == pytest.approx(1e9 / (TASKS * (WORK + READ)), rel=0.04)
+
+
+def compute_pool_trace(workers: int) -> Trace:
+    """A compressor's shape: the main thread starts WORKERS threads, reads its input and
+    writes its output (a loop of 200 reads and writes); each worker only computes, taking
+    its blocks through a condition that shows when it waited; the process exits with the
+    workers still waiting for more (they are killed, not joined)."""
+    main, tids = 200, [201 + k for k in range(workers)]
+    evs = [{"kind": "thread_start", "tid": main, "ts": 0, "cpu": 0},
+           {"kind": "object", "tid": main, "ts": 1, "obj": COND, "type": "cond", "name": "cond_168"}]
+    for k, t in enumerate(tids):
+        evs.append({"kind": "thread_start", "tid": t, "ts": 10 * US + k, "cpu": 0, "parent": main})
+    ts = cpu = 20 * US
+    for i in range(200):
+        evs.append({"kind": "io", "tid": main, "ts": ts, "cpu": cpu, "op": "read", "fd": 3,
+                    "bytes": 8192, "dur": 3 * US, "cpu_dur": 3 * US, "ok": True})
+        evs.append({"kind": "io", "tid": main, "ts": ts + 5 * US, "cpu": cpu + 5 * US, "op": "write",
+                    "fd": 4, "bytes": 2048, "dur": 5 * US, "cpu_dur": 5 * US, "ok": True})
+        ts, cpu = ts + 1000 * US, cpu + 20 * US
+    per = 200 * 1000 * US // workers                 # the work, divided
+    for t in tids:
+        evs.append({"kind": "wait", "tid": t, "ts": 12 * US, "cpu": 0, "on": "cond", "obj": COND,
+                    "dur": 8 * US, "ok": True})
+        evs.append({"kind": "thread_end", "tid": t, "ts": ts + 50 * US, "cpu": per})
+    evs.append({"kind": "thread_end", "tid": main, "ts": ts + 40 * US, "cpu": cpu})
+    evs.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
+    header = TraceHeader(source="perf", capabilities={"thread_cpu": True, "file_io": True},
+                         program={"pid": main, "argv": ["./zip", str(workers)]},
+                         runtime={"cpus": 2})
+    return Trace(header, evs, f"zip{workers}.jsonl")
+
+
+def test_workers_that_only_compute_are_forked_and_joined():
+    res = build(compute_pool_trace(2), others=(compute_pool_trace(4),))
+    text = res.text
+    qpn.parse(text)
+    assert "# Joins inferred: 2 thread(s)" in text
+    main = text[text.index("pool main"):text.index("pool thread")]
+    # the fork before the main thread's loop, the join after it: the run is both
+    assert main.index("release (threads) sem_start") < main.index("loop ") < \
+        main.index("acquire (threads) sem_done")
+    pool = text[text.index("pool thread"):]
+    assert "acquire sem_start" in pool and "release sem_done" in pool
+    assert "cpu det(100 ms * work_thread" in pool                   # 200 ms of work, 2 threads
+    assert res.info["params"]["split_thread"] == 1                  # 50 ms each at 4 threads
