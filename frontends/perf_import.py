@@ -123,7 +123,6 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
                                 capabilities={"thread_cpu": True, "file_io": True,
                                               "socket_io": True}))
     ours: set[int] = set()
-    procs: dict[int, int] = {}              # tid -> its process (tgid)
     cpu = _Threads()
     pending: dict[int, tuple] = {}          # tid -> (call, args, ts, cpu)
     futex: list[FutexCall] = []
@@ -194,7 +193,6 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
             parent, child = _int(f.get("pid", "")), _int(f.get("child_pid", ""))
             if parent in ours or (root is not None and parent == root and not ours):
                 ours.update((parent, child))
-                procs.setdefault(parent, pid)
                 start(parent, ts)
                 start(child, ts, parent)
             continue
@@ -206,7 +204,6 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
                 ours.add(tid)                # a thread of the root process seen first here
             else:
                 continue
-        procs.setdefault(tid, pid)
         if first is None:
             first = ts
             out.header.start_ns = ts
