@@ -191,6 +191,11 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
             continue
         if event == "sched:sched_process_fork":
             parent, child = _int(f.get("pid", "")), _int(f.get("child_pid", ""))
+            if parent is None or child is None or not 0 < child < 1 << 31:
+                if strict:
+                    raise TraceError("a fork without its pid and child_pid", path, no, 0, line)
+                out.warnings.append(f"{path}:{no}: a fork without its pid and child_pid; left out")
+                continue
             if parent in ours or (root is not None and parent == root and not ours):
                 ours.update((parent, child))
                 start(parent, ts)

@@ -97,7 +97,8 @@ class PthreadEvents:
             o.update((k, v) for k, v in more.items() if k not in o)
 
     def entry(self, pid: int, tid: int, ts: int, probe: str, f: dict, cpu: int) -> None:
-        num = {k: int(v, 0) for k, v in f.items() if re.fullmatch(r"-?(0x[0-9a-f]+|\d+)", v)}
+        num = {k: int(v, 16) if v.startswith(("0x", "-0x")) else int(v)
+               for k, v in f.items() if re.fullmatch(r"-?(0x[0-9a-f]+|\d+)", v)}
         site = self.site(pid, num["ra"]) if "ra" in num else None
         base = {"tid": tid, "ts": ts, "cpu": cpu, **({"site": site} if site else {})}
         if probe == "barrier_init":

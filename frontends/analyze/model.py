@@ -450,7 +450,8 @@ class Writer:
             return out
         if a in OPERATIONS and key in self.forked and self.forked[key] is not ctx.runner:
             # the forking thread starts and joins as many threads as the pool has
-            out.append(OPERATIONS[a](self.obj(key), Ref(self.size_param[self.forked[key].name]),
+            size = self.size_param.get(self.forked[key].name)     # (the main thread's: 1)
+            out.append(OPERATIONS[a](self.obj(key), Ref(size) if size else number("1"),
                                      doc=f"{'fork' if a == 'release' else 'join'}: one permit "
                                          f"per thread of pool '{self.forked[key].name}'"))
         elif a == "acquire" and self.an.objects.info(key).get("batch"):

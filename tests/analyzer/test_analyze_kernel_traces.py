@@ -162,3 +162,16 @@ def test_workers_that_only_compute_are_forked_and_joined():
     assert "acquire sem_start" in pool and "release sem_done" in pool
     assert "cpu det(100 ms * work_thread" in pool                   # 200 ms of work, 2 threads
     assert res.info["params"]["split_thread"] == 1                  # 50 ms each at 4 threads
+
+
+def test_a_log_cut_short_after_a_fork_still_builds_a_model():
+    """Found by mutating strace logs: a log that ends as its one child does (the child
+    forked and joined only by inference, the main thread its parent) once raised KeyError
+    in the model writer; now a model, the fork of one thread."""
+    import os
+    from qpn.frontends.strace_import import read_strace
+    from conftest import TESTS_DIR
+    tr = read_strace(os.path.join(TESTS_DIR, "data", "strace", "cut_short.strace"), strict=False)
+    assert tr.warnings                                   # a resumed line without its start
+    res = build(Trace(tr.header, tr.events, "cut_short.jsonl"))
+    qpn.parse(res.text)

@@ -186,3 +186,18 @@ def test_qpn_trace_perf_pthread_probes_a_program_and_removes_its_probes(tmp_path
     capsys.readouterr()
     assert main(["trace", "--pthread", "-o", str(out), "--", *args]) != 0
     assert "give --perf too" in capsys.readouterr().err
+
+
+def test_mutated_lines_are_errors_not_tracebacks():
+    """Found by mutating perf script texts (28,000 with the strace logs, 0 tracebacks left):
+    a probe's value with a leading zero, a fork whose child_pid does not parse."""
+    with open(PTHREAD) as fh:
+        text = fh.read().replace("m=8192 ra=", "m=08192 ra=", 1)
+    tr = perf_to_events(text, "p.txt", root=10)
+    assert any(e.get("obj") == 8192 and e["kind"] == "acquire" for e in tr.events)
+    with open(FIXTURE) as fh:
+        bad = fh.read().replace("child_pid=101", "child_pid=", 1)
+    with pytest.raises(TraceError, match="p.txt:7: .*fork without its pid"):
+        perf_to_events(bad, "p.txt", root=100)
+    lenient = perf_to_events(bad, "p.txt", root=100, strict=False)
+    assert any("p.txt:7" in w for w in lenient.warnings)
