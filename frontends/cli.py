@@ -5,6 +5,7 @@
     qpn import-persik probes.log -o run.jsonl         convert a PERSIK probe log
     qpn import-strace run.strace -o run.jsonl         convert strace -f -ttt -T output
     qpn import-perf run.perf.txt -o run.jsonl         convert perf script output
+    qpn import-jfr run.json -o run.jsonl              convert a JFR recording (jfr print --json)
     qpn build run.jsonl -o model.qpn                  build a software model from a trace
     qpn synth model.qpn -o run.jsonl [--time T]       run a software model as a program, traced
 """
@@ -31,12 +32,15 @@ def cmd_trace(args) -> int:
         raise QPNError("qpn trace: give the command to run, e.g. "
                        "qpn trace -o run.jsonl -- python prog.py")
     check_output(args.output)          # before the program runs, not after
-    if args.strace and args.perf:
-        raise QPNError("qpn trace: --strace or --perf, not both")
+    if args.strace + args.perf + args.jfr > 1:
+        raise QPNError("qpn trace: one of --strace, --perf, --jfr")
     if args.pthread and not args.perf:
         raise QPNError("qpn trace: --pthread probes the C library with perf: give --perf too")
-    if args.strace or args.perf:
-        if args.perf:
+    if args.strace or args.perf or args.jfr:
+        if args.jfr:
+            from .jfr_import import trace_with_jfr
+            tr, code = trace_with_jfr(cmd, timeout=args.timeout)
+        elif args.perf:
             from .perf_import import trace_with_perf
             tr, code = trace_with_perf(cmd, timeout=args.timeout, pthread=args.pthread)
         else:
@@ -74,6 +78,10 @@ def _(p):
                    help="trace any program with perf's scheduler and system-call tracepoints: "
                         "exact per-thread CPU, futex waits, file and socket I/O (no paths), "
                         "sleeps; needs perf (Debian linux-perf) and root")
+    p.add_argument("--jfr", action="store_true",
+                   help="trace a java command with a Java Flight Recorder recording (qpn's "
+                        "settings: threads, blocked monitors and parks, file and socket I/O, "
+                        "sleeps, with sites); needs a JDK's jfr tool")
     p.add_argument("--pthread", action="store_true",
                    help="with --perf: probe the C library's pthread mutex, condition and barrier "
                         "calls too (every lock operation with its site, not only the blocked "
@@ -159,6 +167,28 @@ def _(p):
                    help="the traced command's process id (its threads and descendants are "
                         "kept; default: the process of the first system call)")
     p.add_argument("--lenient", action="store_true", help="leave out lines that do not parse")
+
+
+_.takes_file = False
+
+
+@command("import-jfr", "convert a Java Flight Recorder recording (jfr print --json) to a neutral "
+                       "trace")
+def cmd_import_jfr(args) -> int:
+    from .jfr_import import read_jfr_json
+    check_output(args.output)
+    tr = read_jfr_json(args.json, strict=not args.lenient)
+    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
+    _write_imported(args.output, tr.header, tr.events, tr.warnings, threads)
+    return 0
+
+
+@cmd_import_jfr.setup
+def _(p):
+    p.add_argument("json", help="jfr print --json --stack-depth 8 run.jfr output, of a recording "
+                               "made with frontends/jfr/qpn.jfc")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
+    p.add_argument("--lenient", action="store_true", help="leave out events that do not parse")
 
 
 _.takes_file = False

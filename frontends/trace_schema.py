@@ -139,7 +139,7 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
 HEADER_OBJECTS = {
     "program": {"argv": "strs", "pid": "int", "cwd": "str", "executable": "str",
                 "exit_code": "int", "end": "str"},
-    "runtime": {"implementation": "str", "version": "str", "gil": "bool",
+    "runtime": {"implementation": "str", "version": "str", "gil": "bool", "jit": "bool",
                 "switch_interval_ns": "uint", "cpus": "uint", "affinity": "uint"},
     "machine": {"cpus": "uint", "loadavg_before": "nums", "loadavg_after": "nums",
                 "samples": "uint", "others_runnable": "num", "others_runnable_max": "num",

@@ -27,6 +27,8 @@ before its parent's first event after its end (or its parent's end), so that
 """
 from __future__ import annotations
 
+import re
+
 #: object types whose events are partial without lock_uncontended
 PARTIAL = frozenset({"lock", "rlock", "cond", "sem", "bsem"})
 _KINDS = frozenset({"acquire", "release", "wait", "notify"})
@@ -55,8 +57,17 @@ def blocking_only(by: dict, objects: list, capabilities: dict) -> tuple[dict, li
         out[tid] = kept if len(kept) != len(evs) else evs
     if not waits:
         return out, []
-    names = ", ".join(f"{partial[o]['type']} {partial[o].get('name', o)} ({n} waits)"
-                      for o, n in sorted(waits.items()))
+    # objects of one kind made per task (a future each) are one line: name_ADDRESS -> name
+    kinds: dict = {}
+    for o, n in sorted(waits.items()):
+        name = str(partial[o].get("name", o))
+        key = (partial[o]["type"], re.sub(r"_[0-9a-f]+$", "", name))
+        got = kinds.setdefault(key, [name, 0, 0])
+        got[1] += 1
+        got[2] += n
+    names = ", ".join(f"{t} {name if k == 1 else base} ({n} waits"
+                      + (f", {k} objects)" if k > 1 else ")")
+                      for (t, base), (name, k, n) in kinds.items())
     return out, [f"# Seen only when a thread blocked (no lock_uncontended in the trace), not "
                  f"modelled: {names}."]
 

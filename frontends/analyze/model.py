@@ -344,7 +344,9 @@ class Writer:
             head.append("# steady state: the loop starting" + (f" at {hdr[2]}" if hdr[2] else "") + f" ({hdr[0]}), "
                         f"{r.iterations} iterations"
                         + (f"; {r.exits} last iteration(s) leaving the loop not modelled"
-                           if r.exits else ""))
+                           if r.exits else "")
+                        + (f"; the first {r.warm} (the JIT's warm-up, warmup.py) left out"
+                           if r.warm else ""))
             cycle = "one iteration of the loop"
         else:
             head.append("# its whole run (the model repeats it); predicted run time = "

@@ -45,6 +45,7 @@ from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
 from .structure import Tokens, leaves, round_end, round_starts, structure
 from .threads import Group, group_threads
+from .warmup import warm_iterations
 
 
 _TOK = operator.attrgetter("tok")
@@ -92,6 +93,7 @@ class Runner:
     items: list = field(default_factory=list)
     walks: list = field(default_factory=list)
     exits: int = 0
+    warm: int = 0                     # forever: first iterations left out (a JIT's warm-up)
     iterations: int = 0
     why: str = ""
     width: int | None = None          # threads at once, where fewer (forked in rounds: forks.py)
@@ -162,9 +164,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
                         "time between operations stands in for CPU demand")
     elif not h.has("thread_cpu"):
         warnings.append("the trace has no thread CPU times (capability thread_cpu): the time "
-                        "between system calls, less the tracer's own, stands in for CPU "
-                        "demand (true when each thread had a core: trace a configuration "
-                        "with no more busy threads than cores)")
+                        "outside the recorded calls and waits, less the tracer's own, stands "
+                        "in for CPU demand (true when each thread had a core: trace a "
+                        "configuration with no more busy threads than cores)")
     by = trace.by_thread()
     _tick(timings, 'by_thread')
     object_events = [e for e in trace.events if e["kind"] == "object"]
@@ -226,11 +228,12 @@ def _analyze(trace, options: Options | None) -> Analysis:
                     s.drop = True
     pairs = pair_items(walks)
     end_cpu = end_cpu_clock(by) if has_cpu else {}
+    jit = bool((h.runtime or {}).get("jit"))
     joiners = batch_joiners(walks, join_evs, phase)
     _tick(timings, 'items')
     for _ in range(3):                 # drops can make another runner a steady loop
         # a thread that waits for the work it handed out runs a batch: its whole run
-        changed = [_decide(r, walks, opt, end_cpu) for r in runners if r.mode == "counted"
+        changed = [_decide(r, walks, opt, end_cpu, jit) for r in runners if r.mode == "counted"
                    and not any(t in joiners for t in r.group.tids)]
         if not propagate_drops(pairs) and not any(changed):
             break
@@ -396,7 +399,7 @@ def _steady(w: list, opt: Options) -> SteadyLoop:
     return d
 
 
-def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
+def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict, jit: bool = False) -> bool:
     """Forever (steady-state loop) or counted (whole life); marks dropped steps.
 
     A thread's steady-state loop is looked for in its whole life first, then
@@ -459,7 +462,27 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict) -> bool:
     exits = drop_short_exits(r.group.tids, walks, header, end_cpu, latch=r.latch)
     r.exits += exits
     r.iterations -= exits
+    if jit:
+        _drop_warmup(r, walks, header)
     return True
+
+
+def _drop_warmup(r: Runner, walks: dict, header: int) -> None:
+    """A JIT runtime's warm-up: each thread's first iterations, until its CPU per
+    iteration settles (warmup.py), are left out."""
+    for t in r.group.tids:
+        live = [s for s in walks[t] if not s.drop]
+        if r.latch is not None:
+            cuts = [0] + [i + 1 for i, s in enumerate(live[:-1]) if s.tok == r.latch]
+        else:
+            cuts = [i for i, s in enumerate(live) if s.tok == header]
+        its = [live[a:b] for a, b in zip(cuts, cuts[1:] + [len(live)])]
+        warm = warm_iterations([_work(it) for it in its])
+        for it in its[:warm]:
+            for s in it:
+                s.drop = True
+        r.warm += warm
+        r.iterations -= warm
 
 
 def _forked(s) -> bool:

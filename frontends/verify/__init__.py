@@ -150,9 +150,11 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             write_atomic(path + ".client", json.dumps({"value": stdout_number(suite, load.stdout)}))
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced the server at {cfg}", file=log)
-        elif (retrace or not same) and suite.tracer in ("strace", "perf"):
+        elif (retrace or not same) and suite.tracer in ("strace", "perf", "jfr"):
             from qpn.frontends.trace import write_trace
-            if suite.tracer == "perf":
+            if suite.tracer == "jfr":
+                from qpn.frontends.jfr_import import trace_with_jfr as trace_with
+            elif suite.tracer == "perf":
                 from qpn.frontends.perf_import import trace_with_perf as trace_with
             else:
                 from qpn.frontends.strace_import import trace_with_strace as trace_with

@@ -64,7 +64,7 @@ class Suite:
     group: str = "cpu"                 # cpu | server: which mean eps bound the suite counts in
     outside: str | None = None         # server: unit of the response time; `outside` in expr
     cpu: str = "ps"                    # [build] cpu: how the model shares the cores (qpn build --cpu)
-    tracer: str = "python"             # [build] tracer: python (qpn trace) | strace | perf
+    tracer: str = "python"             # [build] tracer: python (qpn trace) | strace | perf | jfr
     cflags: tuple = ()                 # [program] cflags: a C program's compiler options
 
     def command(self, values: dict) -> list[str]:
@@ -72,6 +72,8 @@ class Suite:
         interpreter, a C file compiled (:meth:`executable`), any other file run as it is."""
         if self.program.endswith(".py"):
             return [sys.executable, self.program] + self.argv(values)
+        if self.program.endswith(".java"):          # the JDK runs a source file (Java 11+)
+            return ["java", self.program] + self.argv(values)
         return [self.executable()] + self.argv(values)
 
     def executable(self) -> str:
@@ -220,19 +222,24 @@ def _cpu(build: dict, path: str) -> str:
 
 
 #: how a suite's build configurations are traced ([build] tracer)
-TRACERS = ("python", "strace", "perf")
+TRACERS = ("python", "strace", "perf", "jfr")
 
 
 def _tracer(build: dict, program: str, server, path: str) -> str:
-    default = "python" if program.endswith(".py") else "strace"
+    default = ("python" if program.endswith(".py") else "jfr" if program.endswith(".java")
+               else "strace")
     tracer = _choice(build, "tracer", default, TRACERS, "[build] ",
-                     "qpn trace for a Python program, strace or perf for any program", path)
+                     "qpn trace for a Python program, strace or perf for any program, jfr for "
+                     "Java", path)
     if tracer != "python" and server:
         raise QPNError(f"{path}: [build] tracer {tracer!r}: a suite with a [server] is traced "
                        "with qpn trace (tracer = \"python\")")
     if tracer == "python" and not program.endswith(".py"):
         raise QPNError(f"{path}: [build] tracer \"python\" traces Python programs; "
                        f"{os.path.basename(program)} is not one (tracer = \"strace\")")
+    if tracer == "jfr" and not program.endswith(".java"):
+        raise QPNError(f"{path}: [build] tracer \"jfr\" records Java programs (a .java source "
+                       f"the JDK runs); {os.path.basename(program)} is not one")
     return tracer
 
 

@@ -175,3 +175,40 @@ def test_a_log_cut_short_after_a_fork_still_builds_a_model():
     assert tr.warnings                                   # a resumed line without its start
     res = build(Trace(tr.header, tr.events, "cut_short.jsonl"))
     qpn.parse(res.text)
+
+
+def jit_pool_trace(jit: bool) -> Trace:
+    """Two pool threads of a JIT runtime: each task's CPU is 2 ms for the first 60 tasks
+    (interpreted), then 0.7 ms (compiled); a file read per task."""
+    main, tids = 300, [301, 302]
+    evs = [{"kind": "thread_start", "tid": main, "ts": 0, "cpu": 0, "name": "main"}]
+    for t in tids:
+        evs.append({"kind": "thread_start", "tid": t, "ts": 10, "cpu": 0, "parent": main,
+                    "name": f"pool-1-thread-{t - 300}", "site": "App.main:30"})
+        ts = cpu = 100
+        for i in range(400):
+            work = 2 * MS if i < 60 else 700 * US
+            ts, cpu = ts + work, cpu + work
+            evs.append({"kind": "io", "tid": t, "ts": ts, "cpu": cpu, "op": "read", "ok": True,
+                        "path": "/d/data.bin", "bytes": 65536, "dur": 5 * US, "site": "App.task:12"})
+            ts += 5 * US
+        evs.append({"kind": "thread_end", "tid": t, "ts": ts, "cpu": cpu})
+    evs.append({"kind": "thread_end", "tid": main, "ts": max(e["ts"] for e in evs) + 1, "cpu": 50})
+    evs.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
+    header = TraceHeader(source="jfr", capabilities={"cpu_from_gaps": True, "file_io": True,
+                                                     "sites": True},
+                         program={"pid": main}, runtime={"cpus": 2, "jit": jit})
+    return Trace(header, evs, "jit.jsonl")
+
+
+MS = 1_000_000
+
+
+def test_a_jit_s_warm_up_is_left_out():
+    warm, cold = build(jit_pool_trace(True)), build(jit_pool_trace(False))
+    (w,) = [s for s in warm.info["steps"]["pool_1_thread"]]
+    (c,) = [s for s in cold.info["steps"]["pool_1_thread"]]
+    # MSER-5 cuts at the 60th task (the 12th batch of 5): the compiled code's 0.7 ms
+    assert w["mean"] == pytest.approx(700 * US, rel=0.01)
+    assert "the first 120 (the JIT's warm-up, warmup.py) left out" in warm.text
+    assert c["mean"] == pytest.approx((60 * 2 * MS + 339 * 700 * US) / 399, rel=0.01)

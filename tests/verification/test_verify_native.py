@@ -44,6 +44,7 @@ def _suite(tmp_path, tracer="", cflags="", path=TASKPOOL):
     ('tracer = "ltrace"', "", r"\[build\] tracer must be one of python, strace, perf"),
     ('tracer = "python"', "", "traces Python programs; taskpool.c is not one"),
     ("", "cflags = '-O3'", r"\[program\] cflags must be a list of strings"),
+    ('tracer = "jfr"', "", r"tracer \"jfr\" records Java programs"),
 ])
 def test_manifest_errors_for_native_programs(tmp_path, tracer, cflags, msg):
     with pytest.raises(QPNError, match=msg):
@@ -53,6 +54,13 @@ def test_manifest_errors_for_native_programs(tmp_path, tracer, cflags, msg):
 def test_a_c_program_is_traced_with_strace_by_default(tmp_path):
     assert _suite(tmp_path).tracer == "strace"
     assert _suite(tmp_path, 'tracer = "perf"').tracer == "perf"
+
+
+def test_a_java_source_runs_in_the_jdk_and_is_recorded_with_jfr(tmp_path):
+    java = os.path.join(ROOT_DIR, "tests", "programs", "TaskPool.java")
+    suite = _suite(tmp_path, path=java)
+    assert suite.tracer == "jfr"
+    assert suite.command({"threads": 2, "rounds": 3})[:2] == ["java", java]
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
@@ -100,3 +108,17 @@ def test_the_c_pool_is_predicted_within_15_percent_at_1_2_4_8_threads(name, tmp_
         model = fh.read()
     assert "barrier barrier_b parties threads + 1" in model
     assert "loop n_iterations times" in model and "fsync" in model
+
+
+@pytest.mark.measured
+def test_the_java_pool_is_predicted_within_15_percent_at_1_2_4_threads(tmp_path):
+    """Issue 17: a Java pool (synchronized section, file reads) recorded with JFR; every
+    thread count within 15% of the measured rounds per second."""
+    if shutil.which("java") is None or shutil.which("jfr") is None:
+        pytest.skip("needs a JDK with jfr")
+    rep = verify(os.path.join(SUITES, "java_taskpool"), out_dir=str(tmp_path), retrace=True)
+    print("\n" + rep.table())
+    assert [r["point"]["threads"] for r in rep.rows] == [1, 2, 4]
+    assert max(r["eps"] for r in rep.rows) <= 0.15, rep.table()
+    with open(rep.model) as fh:
+        assert "(the JIT's warm-up, warmup.py) left out" in fh.read()
