@@ -90,12 +90,16 @@ def _duration_ns(text: str) -> int:
 
 
 def _site(values: dict) -> str | None:
-    frames = ((values.get("stackTrace") or {}).get("frames")) or []
-    for f in frames:
-        method = f.get("method") or {}
-        cls = ((method.get("type") or {}).get("name")) or ""
-        if cls and not cls.startswith(_JDK):
-            return f"{cls.replace('/', '.')}.{method.get('name', '?')}:{f.get('lineNumber', 0)}"
+    stack = values.get("stackTrace")
+    frames = stack.get("frames") if isinstance(stack, dict) else None
+    for f in frames if isinstance(frames, list) else ():
+        method = f.get("method") if isinstance(f, dict) else None
+        typ = method.get("type") if isinstance(method, dict) else None
+        cls = typ.get("name") if isinstance(typ, dict) else None
+        if isinstance(cls, str) and cls and not cls.startswith(_JDK):
+            line = f.get("lineNumber")
+            return f"{cls.replace('/', '.')}.{method.get('name', '?')}:" \
+                   f"{line if isinstance(line, int) else 0}"
     return None
 
 
@@ -146,74 +150,81 @@ def jfr_to_events(doc, path: str = "<jfr>", *, strict: bool = True) -> JfrTrace:
                                  path, 1, 0, "") from None
             out.warnings.append(f"{path}: {msg}; left out")
             continue
-        if typ == "jdk.ThreadStart":
-            tid = _tid(v.get("thread"))
-            if _jvm_own(v.get("thread")):
-                jvm.add(tid)
-            elif tid is not None:
-                ev = {"kind": "thread_start", "tid": tid, "ts": ts}
-                name = (v.get("thread") or {}).get("javaName")
-                if isinstance(name, str):
-                    ev["name"] = names[tid] = name
-                parent = _tid(v.get("parentThread"))
-                if parent is not None:
-                    ev["parent"] = parent
-                site = _site(v)
-                if site:
-                    ev["site"] = site
-                starts[tid] = ev
-            continue
-        if typ == "jdk.ThreadEnd":
-            tid = _tid(v.get("thread"))
-            if tid is not None:
-                ends[tid] = ts
-            continue
-        tid = _tid(v.get("eventThread"))
-        if tid is None or tid in jvm or _jvm_own(v.get("eventThread")):
-            continue
-        name = (v.get("eventThread") or {}).get("javaName")
-        if isinstance(name, str):
-            names.setdefault(tid, name)
-        ev = {"tid": tid, "ts": ts, "dur": dur}
-        site = _site(v)
-        if site:
-            ev["site"] = site
-        if typ in _IO:
-            op, key = _IO[typ]
-            ev.update(kind="io", op=op, ok=True)
-            if isinstance(v.get("path"), str):
-                ev["path"] = v["path"]
-            if key and isinstance(v.get(key), int) and v[key] >= 0:
-                ev["bytes"] = v[key]
-            if typ.startswith("jdk.Socket") and v.get("host") is not None:
-                ev["peer"] = f"{v.get('host') or v.get('address')}:{v.get('port')}"
-        elif typ == "jdk.ThreadSleep":
-            ev.update(kind="wait", on="sleep", ok=True)
-            t = v.get("time")
-            if isinstance(t, str):
-                try:
-                    ev["requested"] = _duration_ns(t)
-                except ValueError:
-                    pass
-        elif typ in ("jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark"):
-            addr = v.get("address")
-            cls = v.get("monitorClass") if typ != "jdk.ThreadPark" else v.get("parkedClass")
-            cname = ((cls or {}).get("name") or "object").replace("/", ".") \
-                if isinstance(cls, dict) else "object"
-            if not isinstance(addr, int) or not 0 < addr < 1 << 63:
-                continue                     # a park without an object (LockSupport.park())
-            kind = "lock" if typ == "jdk.JavaMonitorEnter" else "cond"
-            if addr not in objects or objects[addr]["type"] != kind:
-                objects[addr] = {"kind": "object", "tid": tid, "ts": ts, "obj": addr, "type": kind,
-                                 "name": f"{cname.rsplit('.', 1)[-1]}_{addr:x}"}
-            if kind == "lock":
-                ev.update(kind="acquire", obj=addr, contended=True, ok=True)
+        try:
+            if typ == "jdk.ThreadStart":
+                tid = _tid(v.get("thread"))
+                if _jvm_own(v.get("thread")):
+                    jvm.add(tid)
+                elif tid is not None:
+                    ev = {"kind": "thread_start", "tid": tid, "ts": ts}
+                    name = (v.get("thread") or {}).get("javaName")
+                    if isinstance(name, str):
+                        ev["name"] = names[tid] = name
+                    parent = _tid(v.get("parentThread"))
+                    if parent is not None:
+                        ev["parent"] = parent
+                    site = _site(v)
+                    if site:
+                        ev["site"] = site
+                    starts[tid] = ev
+                continue
+            if typ == "jdk.ThreadEnd":
+                tid = _tid(v.get("thread"))
+                if tid is not None:
+                    ends[tid] = ts
+                continue
+            tid = _tid(v.get("eventThread"))
+            if tid is None or tid in jvm or _jvm_own(v.get("eventThread")):
+                continue
+            name = (v.get("eventThread") or {}).get("javaName")
+            if isinstance(name, str):
+                names.setdefault(tid, name)
+            ev = {"tid": tid, "ts": ts, "dur": dur}
+            site = _site(v)
+            if site:
+                ev["site"] = site
+            if typ in _IO:
+                op, key = _IO[typ]
+                ev.update(kind="io", op=op, ok=True)
+                if isinstance(v.get("path"), str):
+                    ev["path"] = v["path"]
+                if key and isinstance(v.get(key), int) and v[key] >= 0:
+                    ev["bytes"] = v[key]
+                if typ.startswith("jdk.Socket") and v.get("host") is not None:
+                    ev["peer"] = f"{v.get('host') or v.get('address')}:{v.get('port')}"
+            elif typ == "jdk.ThreadSleep":
+                ev.update(kind="wait", on="sleep", ok=True)
+                t = v.get("time")
+                if isinstance(t, str):
+                    try:
+                        ev["requested"] = _duration_ns(t)
+                    except ValueError:
+                        pass
+            elif typ in ("jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark"):
+                addr = v.get("address")
+                cls = v.get("monitorClass") if typ != "jdk.ThreadPark" else v.get("parkedClass")
+                cname = ((cls or {}).get("name") or "object").replace("/", ".") \
+                    if isinstance(cls, dict) else "object"
+                if not isinstance(addr, int) or not 0 < addr < 1 << 63:
+                    continue                     # a park without an object (LockSupport.park())
+                kind = "lock" if typ == "jdk.JavaMonitorEnter" else "cond"
+                if addr not in objects or objects[addr]["type"] != kind:
+                    objects[addr] = {"kind": "object", "tid": tid, "ts": ts, "obj": addr, "type": kind,
+                                     "name": f"{cname.rsplit('.', 1)[-1]}_{addr:x}"}
+                if kind == "lock":
+                    ev.update(kind="acquire", obj=addr, contended=True, ok=True)
+                else:
+                    ev.update(kind="wait", on="cond", obj=addr,
+                              ok=not v.get("timedOut", False))
             else:
-                ev.update(kind="wait", on="cond", obj=addr,
-                          ok=not v.get("timedOut", False))
-        else:
-            continue
-        evs.append(ev)
+                continue
+            evs.append(ev)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            msg = f"event {i} ({typ}): a field of an unexpected type ({exc})"
+            if strict:
+                raise TraceError(msg, path, 1, 0, "",
+                                 hint="print the recording with jfr print --json") from None
+            out.warnings.append(f"{path}: {msg}; left out")
     if not evs and not starts:
         raise TraceError("no event of the recording's threads here", path, 1, 0, "",
                          hint=f"record with -XX:StartFlightRecording=settings={JFC}")

@@ -64,6 +64,19 @@ def test_mistakes_are_located(tmp_path):
     lenient = jfr_to_events(doc, "x.json", strict=False)
     assert lenient.warnings and "event 2" in lenient.warnings[0]
     assert not any(e.get("op") == "read" for e in lenient.events)
+    # fields of another type (found by mutating recordings: 5,500, no traceback left) are
+    # read as absent: a thread start without its thread, a stack without frames, a monitor
+    # without its class
+    with open(FIXTURE) as fh:
+        doc = json.load(fh)
+    doc["recording"]["events"][3]["values"]["monitorClass"] = 7
+    doc["recording"]["events"][1]["values"]["thread"] = "pool-1"
+    doc["recording"]["events"][2]["values"]["stackTrace"] = {"frames": 2.5}
+    tr = jfr_to_events(doc, "x.json")
+    first = tr.events[0]
+    assert (first["kind"], first["tid"], first["ts"] - T0) == ("thread_start", 110, 2_000_000)
+    assert "parent" not in first and "site" not in tr.events[1]
+    assert any(e.get("name") == "object_1000" for e in tr.events)
 
 
 @pytest.mark.skipif(shutil.which("java") is None or shutil.which("jfr") is None,
