@@ -260,17 +260,43 @@ def jfr_to_events(doc, path: str = "<jfr>", *, strict: bool = True) -> JfrTrace:
 
 
 def read_jfr_json(path: str, *, strict: bool = True) -> JfrTrace:
-    """:func:`jfr_to_events` of a ``jfr print --json`` file."""
+    """:func:`jfr_to_events` of a ``jfr print --json`` file.  A file cut short (a copy
+    stopped, a disk full) is an error at the line where it stops; with ``strict=False``
+    the events complete before it are kept, with a warning."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-        raise TraceError(f"not JSON: {exc.msg}", path, exc.lineno, exc.colno,
-                         lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else "",
-                         hint="print the recording with jfr print --json --stack-depth 8 run.jfr") from None
+        lines = text.splitlines()
+        kept = None if strict else _complete_events(text)
+        if kept is None:
+            raise TraceError(f"not JSON: {exc.msg}", path, exc.lineno, exc.colno,
+                             lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else "",
+                             hint="print the recording with jfr print --json --stack-depth 8 "
+                                  "run.jfr") from None
+        tr = jfr_to_events({"recording": {"events": kept}}, path, strict=False)
+        tr.warnings.insert(0, f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg}): the "
+                              f"{len(kept)} events before it are kept")
+        return tr
     return jfr_to_events(doc, path, strict=strict)
+
+
+def _complete_events(text: str) -> list | None:
+    """The complete event objects at the start of a ``jfr print --json`` text cut short,
+    or None when it is not one."""
+    m = re.search(r'"events"\s*:\s*\[', text)
+    if m is None:
+        return None
+    dec, at, out = json.JSONDecoder(), m.end(), []
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        try:
+            ev, at = dec.raw_decode(text, at)
+        except json.JSONDecodeError:
+            return out
+        out.append(ev)
 
 
 def trace_with_jfr(cmd: list[str], *, timeout: float | None = None, prefix: list[str] = (),

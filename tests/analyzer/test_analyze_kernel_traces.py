@@ -212,3 +212,34 @@ def test_a_jit_s_warm_up_is_left_out():
     assert w["mean"] == pytest.approx(700 * US, rel=0.01)
     assert "the first 120 (the JIT's warm-up, warmup.py) left out" in warm.text
     assert c["mean"] == pytest.approx((60 * 2 * MS + 339 * 700 * US) / 399, rel=0.01)
+
+
+@pytest.mark.parametrize("which", ["strace", "perf", "jfr"])
+def test_a_trace_cut_short_gives_a_partial_model_that_says_so(which, tmp_path):
+    """Each importer keeps what a truncated input holds, with a warning; the model built
+    from it says it describes the valid part only."""
+    import os
+    from conftest import TESTS_DIR
+    data = os.path.join(TESTS_DIR, "data")
+    if which == "strace":
+        from qpn.frontends.strace_import import strace_to_events
+        with open(os.path.join(data, "strace", "server.strace")) as fh:
+            text = fh.read()
+        tr = strace_to_events(text[:text.index("read(3, 0x7ffc") + 20], "cut.strace", strict=False)
+    elif which == "perf":
+        from qpn.frontends.perf_import import perf_to_events
+        with open(os.path.join(data, "perf", "server.perf.txt")) as fh:
+            text = fh.read()
+        tr = perf_to_events(text[:text.index("sys_exit_fsync") + 5], "cut.txt", root=100,
+                            strict=False)
+    else:
+        from qpn.frontends.jfr_import import read_jfr_json
+        with open(os.path.join(data, "jfr", "app.json")) as fh:
+            text = fh.read()
+        cut = tmp_path / "cut.json"
+        cut.write_text(text[:text.index('"jdk.FileWrite"') + 30])
+        tr = read_jfr_json(str(cut), strict=False)
+    assert tr.warnings
+    res = build(Trace(tr.header, tr.events, "cut.jsonl", list(tr.warnings), complete=False))
+    qpn.parse(res.text)
+    assert "# The trace was malformed; this model describes its valid part only." in res.text

@@ -94,3 +94,16 @@ def test_qpn_trace_jfr_on_a_java_pool(tmp_path):
     reads = [e for e in tr.events if e.get("op") == "read" and e.get("bytes") == 65536
              and e.get("path", "").endswith("data.bin")]
     assert len(reads) == 50 and all(e["site"].startswith("TaskPool.task:") for e in reads)
+
+
+def test_a_recording_cut_short_keeps_its_complete_events(tmp_path):
+    with open(FIXTURE) as fh:
+        text = fh.read()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[:text.index('"jdk.ThreadSleep"') + 40])       # inside the sleep event
+    with pytest.raises(TraceError, match=r"cut.json:\d+:\d+: .*not JSON"):
+        read_jfr_json(str(cut))
+    tr = read_jfr_json(str(cut), strict=False)
+    assert "the 6 events before it are kept" in tr.warnings[0]
+    assert [e.get("op") for e in tr.events if e["kind"] == "io"] == ["read"]
+    assert not any(e.get("on") == "sleep" for e in tr.events)
