@@ -430,7 +430,9 @@ def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict, jit: bool = Fal
         # threads it started and joined around its loop (a fork round outside the loop):
         # the fork and the join are the run, the loop a part of it
         inside = {id(s) for s in d.steps}
-        if d.header == header and any(_forked(s) and id(s) not in inside for s in walks[t]):
+        # (a loop that forks and joins in each iteration stays the steady state)
+        if d.header == header and not any(_forked(s) for s in d.steps) and \
+                any(_forked(s) and id(s) not in inside for s in walks[t]):
             for s in walks[t]:
                 if _forked(s):
                     s.drop = False

@@ -243,3 +243,46 @@ def test_a_trace_cut_short_gives_a_partial_model_that_says_so(which, tmp_path):
     res = build(Trace(tr.header, tr.events, "cut.jsonl", list(tr.warnings), complete=False))
     qpn.parse(res.text)
     assert "# The trace was malformed; this model describes its valid part only." in res.text
+
+
+def fork_rounds_trace(children: int) -> Trace:
+    """Rounds of fork and join (tests/programs/forkjoin.c's shape): each round the main
+    thread starts CHILDREN threads that compute 20 ms / CHILDREN each, joins them (a join
+    shows only when a child was still running: the first one), then writes a line."""
+    main, tid = 400, 401
+    evs = [{"kind": "thread_start", "tid": main, "ts": 0, "cpu": 0}]
+    ts = cpu = 1000
+    for r in range(20):
+        kids = []
+        for k in range(children):
+            evs.append({"kind": "thread_start", "tid": tid, "ts": ts + 10 * US * k, "cpu": 0,
+                        "parent": main})
+            kids.append(tid)
+            tid += 1
+        ts, cpu = ts + 100 * US, cpu + 100 * US              # creating them
+        end = ts + 20 * MS // children * max(1, children // 2)
+        for i, kid in enumerate(kids):
+            evs.append({"kind": "thread_end", "tid": kid, "ts": end - 50 * US * i,
+                        "cpu": 20 * MS // children})
+        evs.append({"kind": "wait", "tid": main, "ts": ts, "cpu": cpu, "on": "join",
+                    "target": kids[0], "dur": end - ts, "ok": True})
+        ts, cpu = end + 40 * US, cpu + 40 * US
+        evs.append({"kind": "io", "tid": main, "ts": ts, "cpu": cpu, "op": "write", "fd": 5,
+                    "bytes": 24, "dur": 5 * US, "cpu_dur": 5 * US, "ok": True})
+        ts += 10 * US
+    evs.append({"kind": "thread_end", "tid": main, "ts": ts, "cpu": cpu})
+    evs.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
+    header = TraceHeader(source="perf", capabilities={"thread_cpu": True, "file_io": True},
+                         program={"pid": main}, runtime={"cpus": 2})
+    return Trace(header, evs, f"forks{children}.jsonl")
+
+
+def test_rounds_of_forks_stay_the_main_thread_s_loop():
+    res = build(fork_rounds_trace(2), others=(fork_rounds_trace(1),))
+    text = res.text
+    qpn.parse(text)
+    main = text[text.index("pool main"):text.index("pool thread")]
+    assert "steady state: the loop" in text and "loop " not in main.split("{", 1)[1][:40]
+    assert main.index("release (threads) sem_start") < main.index("acquire (threads) sem_done")
+    assert res.info["params"]["split_thread"] == 1                 # 10 ms each at 2, 20 at 1
+    assert "cpu det(10 ms * work_thread" in text
