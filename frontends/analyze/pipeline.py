@@ -2,7 +2,7 @@
 
 1. steps per thread (:mod:`.steps`), socket channels (:mod:`.sockets`);
 2. the work phase, thread pools (:mod:`.threads`), each pool's steady-state
-   loop or whole life (:mod:`.phases`);
+   loop or whole life (:mod:`.phases`, :mod:`.decide`);
 3. hand-overs follow drops; queues with one side left in the model are
    dropped (no consumer) or fed by a source (no producer: an open workload);
 4. the structure of each runner's body (:mod:`.structure`) and the GIL-free
@@ -31,7 +31,8 @@ from qpn.errors import QPNError
 
 from .condqueue import cond_queues
 from .contended import blocking_only, unseen_joins
-from .forks import FORKS_BASE, forks_as_semaphores
+from .decide import decide, finish, work_of
+from .forks import forks_as_semaphores
 from .futures import futures_as_semaphores
 from .gil import busy, gil_free_shares
 from .handoff import first_holds
@@ -39,13 +40,11 @@ from .instances import fold_per_instance, per_instance_sites, per_thread_sites
 from .joins import batch_joiners, find_joins
 from .naming import Sources, ident, split_site
 from .objects import ObjectTable
-from .phases import (SteadyLoop, drop_short_exits, end_cpu_clock, propagate_drops,
-                     steady_loop, threads_phase, work_phase)
+from .phases import end_cpu_clock, propagate_drops, threads_phase, work_phase
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
-from .structure import Tokens, leaves, round_end, round_starts, structure
+from .structure import Tokens, leaves
 from .threads import Group, group_threads
-from .warmup import warm_iterations
 
 
 _TOK = operator.attrgetter("tok")
@@ -233,7 +232,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'items')
     for _ in range(3):                 # drops can make another runner a steady loop
         # a thread that waits for the work it handed out runs a batch: its whole run
-        changed = [_decide(r, walks, opt, end_cpu, jit) for r in runners if r.mode == "counted"
+        changed = [decide(r, walks, opt.slack, end_cpu, jit) for r in runners if r.mode == "counted"
                    and not any(t in joiners for t in r.group.tids)]
         if not propagate_drops(pairs) and not any(changed):
             break
@@ -247,7 +246,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     external = _balance(runners, walks, opt, warnings)
     _tick(timings, 'decide')
     for r in runners:
-        _finish(r, walks)
+        finish(r, walks)
         if r.group.main and r.mode == "counted" and has_cpu:
             r.serial = _serial_cpu(r, walks, by, end_cpu)
     joins = find_joins(runners, joiners)
@@ -364,142 +363,13 @@ def pair_items(walks: dict) -> list[tuple]:
     return pairs
 
 
-def _cpu(steps) -> float:
-    return float(sum(s.cpu for s in steps if s.cpu is not None and not s.drop))
-
-
-def _work(steps) -> float:
-    """CPU and file I/O time (ns) of the steps kept: what a runner does itself (a
-    disk-bound thread works though it uses little CPU)."""
-    return _cpu(steps) + float(sum(s.dur for s in steps if s.action == "io" and not s.drop))
-
-
-#: a long walk's steady-state loop is found from its first and last steps
-HEAD, TAIL = 5_000, 1_000
-
-
-def _steady(w: list, opt: Options) -> SteadyLoop:
-    """:func:`steady_loop`, on a sample of a long walk: its head and its tail.
-
-    The loop and its header show in the first steps, and the iterations that
-    leave it in the last ones; the steps in between are the same loop.
-    """
-    if len(w) <= HEAD + TAIL:
-        return steady_loop(w, slack=opt.slack)
-    d = steady_loop(w[:HEAD] + w[-TAIL:], slack=opt.slack)
-    if d.header is None or not d.steps:
-        return d
-    toks = list(map(_TOK, w))
-    first = toks.index(d.header)
-    last = d.steps[-1]
-    end = next((len(w) - k for k, s in enumerate(reversed(w[-TAIL:])) if s is last), len(w))
-    d.steps = w[first:end]
-    d.span = (first, end)
-    d.iterations = toks[first:end].count(d.header if d.latch is None else d.latch)
-    return d
-
-
-def _decide(r: Runner, walks: dict, opt: Options, end_cpu: dict, jit: bool = False) -> bool:
-    """Forever (steady-state loop) or counted (whole life); marks dropped steps.
-
-    A thread's steady-state loop is looked for in its whole life first, then
-    in its work phase only (start-up code may hide it, and a loop that runs mostly
-    outside the work phase -- reading the results back after the workers ended --
-    is not the thread's share of the work).  Returns whether the runner became a
-    steady-state loop.
-    """
-    g = r.group
-    kept = {t: [s for s in walks[t] if not s.drop] for t in g.tids}
-    loops = {t: _steady(w, opt) for t, w in kept.items() if w}
-    for t, d in list(loops.items()):
-        if d.header is None or 2 * sum(s.out for s in d.steps) > len(d.steps):
-            inner = [s for s in kept[t] if not s.out]
-            if inner and len(inner) < len(kept[t]):
-                loops[t] = _steady(inner, opt)
-    votes: dict = collections.Counter()
-    for t, d in loops.items():
-        if d.header is not None:
-            votes[d.header] += len(kept[t])
-    total = sum(len(kept[t]) for t in loops) or 1
-    if not votes:
-        return False
-    header, weight = votes.most_common(1)[0]
-    if weight < 0.5 * total:
-        return False
-    for t, d in loops.items():
-        # threads it started and joined around its loop (a fork round outside the loop):
-        # the fork and the join are the run, the loop a part of it
-        inside = {id(s) for s in d.steps}
-        # (a loop that forks and joins in each iteration stays the steady state)
-        if d.header == header and not any(_forked(s) for s in d.steps) and \
-                any(_forked(s) and id(s) not in inside for s in walks[t]):
-            for s in walks[t]:
-                if _forked(s):
-                    s.drop = False
-            return False
-    r.mode, r.header = "forever", header
-    latches = {d.latch for d in loops.values() if d.header == header}
-    r.latch = latches.pop() if len(latches) == 1 else None
-    for t in g.tids:
-        d = loops.get(t)
-        if d is not None and d.header == header and d.span is not None:
-            a, b = d.span                      # one stretch of the walk: drop around it
-            for s in kept[t][:a]:
-                s.drop = True
-            for s in kept[t][b:]:
-                s.drop = True
-            r.exits += d.exits
-            r.iterations += d.iterations
-            continue
-        for s in walks[t]:
-            s.drop = True
-        if d is not None and d.header is not None:
-            steps = d.steps
-            first = next((i for i, s in enumerate(steps) if s.tok == header), len(steps))
-            for s in steps[first:]:
-                s.drop = False
-            r.exits += d.exits if d.header == header else 0
-            ends = header if r.latch is None else r.latch
-            r.iterations += sum(1 for s in steps[first:] if s.tok == ends)
-    exits = drop_short_exits(r.group.tids, walks, header, end_cpu, latch=r.latch)
-    r.exits += exits
-    r.iterations -= exits
-    if jit:
-        _drop_warmup(r, walks, header)
-    return True
-
-
-def _drop_warmup(r: Runner, walks: dict, header: int) -> None:
-    """A JIT runtime's warm-up: each thread's first iterations, until its CPU per
-    iteration settles (warmup.py), are left out."""
-    for t in r.group.tids:
-        live = [s for s in walks[t] if not s.drop]
-        if r.latch is not None:
-            cuts = [0] + [i + 1 for i, s in enumerate(live[:-1]) if s.tok == r.latch]
-        else:
-            cuts = [i for i, s in enumerate(live) if s.tok == header]
-        its = [live[a:b] for a, b in zip(cuts, cuts[1:] + [len(live)])]
-        warm = warm_iterations([_work(it) for it in its])
-        for it in its[:warm]:
-            for s in it:
-                s.drop = True
-        r.warm += warm
-        r.iterations -= warm
-
-
-def _forked(s) -> bool:
-    """Whether a step starts or joins threads (a fork semaphore of forks.py)."""
-    return s.action in ("release", "acquire") and isinstance(s.key, tuple) and \
-        isinstance(s.key[0], int) and s.key[0] >= FORKS_BASE
-
-
 #: operations a thread can wait in (a runner that only releases would release without end)
 _BLOCKING = frozenset({"acquire", "take", "await", "lock", "wait", "io", "sleep", "put"})
 
 
 def _balance(runners, walks, opt, warnings) -> dict:
     """Omit runners without work; drop queues nobody takes from; find sources."""
-    total = sum(_work(walks[t]) for r in runners for t in r.group.tids) or 1.0
+    total = sum(work_of(walks[t]) for r in runners for t in r.group.tids) or 1.0
     external: dict = {}
     for _ in range(3):
         sides: dict = collections.defaultdict(lambda: ([], []))
@@ -515,7 +385,7 @@ def _balance(runners, walks, opt, warnings) -> dict:
                 continue
             kept = [s for t in r.group.tids for s in walks[t] if not s.drop]
             n = len(kept)
-            cpu = _work(kept)
+            cpu = work_of(kept)
             hands = [s for s in kept if s.action == "put" or s.action == "take"]
             for s in hands:
                 sides[s.key][s.action == "take"].append(s)
@@ -567,41 +437,6 @@ def _serial_cpu(r: Runner, walks: dict, by: dict, end_cpu: dict) -> tuple[int, i
     after = end_cpu.get(tid, 0) - (last.ev.get("cpu") or 0) - (last.own_cpu or 0) \
         if tid in end_cpu and last.ev.get("cpu") is not None else 0
     return max(0, before), max(0, after)
-
-
-def _finish(r: Runner, walks: dict) -> None:
-    """Fold dropped steps away and structure the runner's body."""
-    if r.mode == "omitted":
-        return
-    if r.mode == "forever":
-        its = []
-        folded = {t: fold(walks[t], lambda s: not s.drop) for t in r.group.tids}
-        toks_of = {t: list(map(_TOK, w)) for t, w in folded.items()}
-        groups: dict = {}
-        for t, toks in toks_of.items():
-            groups.setdefault(tuple(toks), []).append(folded[t])
-        # rounds of runs (submit N, wait for N): an iteration is a round (structure.round_end)
-        back = round_end(groups, r.header) if groups else None
-        for t, w in folded.items():
-            toks = toks_of[t]
-            if r.latch is not None:        # rounds of an inner loop closed by the latch
-                cuts = [0] + [i + 1 for i, x in enumerate(toks[:-1]) if x == r.latch]
-            elif back is None:
-                cuts = [i for i, x in enumerate(toks) if x == r.header]
-            else:
-                cuts = [0] * (toks[:1] == [r.header]) + round_starts(toks, r.header, back)
-            cuts = cuts + [len(w)]
-            its.extend(w[a:b] for a, b in zip(cuts, cuts[1:]))
-        if its:
-            r.walks = its
-            r.items = structure(its)
-            return
-        r.mode = "counted"
-    r.walks = [fold(walks[t], lambda s: not s.drop) for t in r.group.tids]
-    r.walks = [w for w in r.walks if w]
-    r.items = structure(r.walks)
-    if not r.items:
-        r.mode, r.why = "omitted", "no operations left"
 
 
 #: an operation that waited this long (ns) released the GIL (see gil.py, ``fresh``)
