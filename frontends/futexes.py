@@ -7,21 +7,23 @@ glibc's protocols leave each kind its own mark (nptl, glibc 2.25 and later):
 =====================  ===============================================  ==================
 kind                   waits and wakes                                  events
 =====================  ===============================================  ==================
-join                   ``FUTEX_WAIT`` for a thread's id (the kernel     ``wait on: join``,
-                       clears the word when the thread exits)           ``target``
+join                   a wait (``FUTEX_WAIT_BITSET`` in glibc 2.36)     ``wait on: join``,
+                       for a thread's id; no wake (the kernel clears    ``target``
+                       the word when the thread exits)
 condition variable     ``FUTEX_WAIT_BITSET`` (cond waits take a clock)  ``wait on: cond``,
                                                                         ``notify`` (``all``)
 barrier                ``FUTEX_WAIT``, woken all at once (``INT_MAX``)   ``wait on: barrier``
                        by the last thread to arrive                     (the last: ``dur 0``)
 mutex                  ``FUTEX_WAIT`` for the value 2 (locked, with     ``acquire``
-                       waiters), woken one at a time; ``LOCK_PI``       (``contended``),
-                                                                        ``release``
+                       waiters), woken one at a time (a wake of one     (``contended``),
+                       alone: an unlock whose waiter gave up);          ``release``
+                       ``LOCK_PI``
 =====================  ===============================================  ==================
 
 An address that fits none (a hand-rolled futex, an atomics-based queue) stays
 ``wait on: other`` / ``notify``.  An uncontended lock, a signal nobody waited for and a
 barrier round a thread reached last-but-not-blocked make no call: the trace does not have
-them (its header says ``lock_uncontended: false``).  A barrier's parties are the threads
+them (its header lacks ``lock_uncontended``).  A barrier's parties are the threads
 that ever took part in it (each round every party waits or wakes, apart from rare races).
 
 >>> calls = [FutexCall(2, 10, 50, 0x40, "wait", False, 2, 0),        # 2 blocks on a mutex
