@@ -20,6 +20,8 @@ from qpn.cli import command
 from qpn.errors import QPNError
 from qpn.fileio import check_output
 
+from .tracers import TRACERS, tracer
+
 
 @command("trace", "run a Python program traced (any program with --strace or --perf) and write a "
                   "neutral trace (JSON lines)")
@@ -32,23 +34,15 @@ def cmd_trace(args) -> int:
         raise QPNError("qpn trace: give the command to run, e.g. "
                        "qpn trace -o run.jsonl -- python prog.py")
     check_output(args.output)          # before the program runs, not after
-    if args.strace + args.perf + args.jfr > 1:
-        raise QPNError("qpn trace: one of --strace, --perf, --jfr")
-    if args.pthread and not args.perf:
+    chosen = [name for name in TRACERS if getattr(args, name)]
+    if len(chosen) > 1:
+        raise QPNError("qpn trace: one of " + ", ".join(f"--{n}" for n in TRACERS))
+    if args.pthread and chosen != ["perf"]:
         raise QPNError("qpn trace: --pthread probes the C library with perf: give --perf too")
-    if args.strace or args.perf or args.jfr:
-        if args.jfr:
-            from .jfr_import import trace_with_jfr
-            tr, code = trace_with_jfr(cmd, timeout=args.timeout)
-        elif args.perf:
-            from .perf_import import trace_with_perf
-            tr, code = trace_with_perf(cmd, timeout=args.timeout, pthread=args.pthread)
-        else:
-            from .strace_import import trace_with_strace
-            tr, code = trace_with_strace(cmd, timeout=args.timeout)
-        threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
-        _write_imported(args.output, tr.header, tr.events, tr.warnings, threads,
-                        f" (program exit status {code})" if code else "")
+    if chosen:
+        tr, code = tracer(chosen[0])(cmd, timeout=args.timeout,
+                                     **({"pthread": True} if args.pthread else {}))
+        _write_imported(args.output, tr, f" (program exit status {code})" if code else "")
         return code
     packages = None if args.package is None else [x for x in args.package.split(",") if x]
     run = trace_command(cmd, args.output, timeout=args.timeout, packages=packages)
@@ -135,25 +129,17 @@ def cmd_import_strace(args) -> int:
     from .strace_import import read_strace
     check_output(args.output)
     tr = read_strace(args.log, strict=not args.lenient)
-    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
-    _write_imported(args.output, tr.header, tr.events, tr.warnings, threads,
-                    f"; {tr.skipped} other line(s) skipped" if tr.skipped else "")
+    _write_imported(args.output, tr, f"; {tr.skipped} other line(s) skipped" if tr.skipped else "")
     return 0
 
 
 @command("import-perf", "convert perf script output (scheduler and system-call tracepoints) to a "
                         "neutral trace")
 def cmd_import_perf(args) -> int:
-    from .perf_import import perf_to_events
+    from .perf_import import read_perf_script
     check_output(args.output)
-    try:
-        with open(args.log, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise QPNError(f"{args.log}: cannot read: {exc.strerror}") from None
-    tr = perf_to_events(text, args.log, root=args.pid, strict=not args.lenient)
-    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
-    _write_imported(args.output, tr.header, tr.events, tr.warnings, threads)
+    _write_imported(args.output, read_perf_script(args.log, root=args.pid,
+                                                  strict=not args.lenient))
     return 0
 
 
@@ -177,9 +163,7 @@ _.takes_file = False
 def cmd_import_jfr(args) -> int:
     from .jfr_import import read_jfr_json
     check_output(args.output)
-    tr = read_jfr_json(args.json, strict=not args.lenient)
-    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
-    _write_imported(args.output, tr.header, tr.events, tr.warnings, threads)
+    _write_imported(args.output, read_jfr_json(args.json, strict=not args.lenient))
     return 0
 
 
@@ -194,12 +178,14 @@ def _(p):
 _.takes_file = False
 
 
-def _write_imported(path, header, events, warnings, threads: int, more: str = "") -> None:
-    """An importer's warnings, then its trace written to ``path``, then what was written."""
+def _write_imported(path, tr, more: str = "") -> None:
+    """An importer's warnings, then its trace ``tr`` written to ``path``, then what was
+    written."""
     from .trace import write_trace
-    for w in warnings:
+    for w in tr.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    n = write_trace(path, header, events)
+    n = write_trace(path, tr.header, tr.events)
+    threads = sum(1 for e in tr.events if e["kind"] == "thread_start")
     print(f"wrote {path}: {n} events from {threads} thread(s){more}", file=sys.stderr)
 
 
@@ -218,8 +204,9 @@ def cmd_import_persik(args) -> int:
     from .persik import persik_to_trace, read_persik
     check_output(args.output)
     log = read_persik(args.log, strict=not args.lenient)
+    from .trace import Trace
     header, events = persik_to_trace(log)
-    _write_imported(args.output, header, events, log.warnings, len(log.threads))
+    _write_imported(args.output, Trace(header, events, args.log, list(log.warnings)))
     if args.pcg:
         from .pcg import build_pcg, code_fragments, format_pcg, parse_library, prune
         library = parse_library(args.library)

@@ -297,6 +297,17 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
     return out
 
 
+def read_perf_script(path: str, *, root: int | None = None, strict: bool = True) -> PerfTrace:
+    """:func:`perf_to_events` of the ``perf script`` text in the file at ``path``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        from qpn.errors import QPNError
+        raise QPNError(f"{path}: cannot read: {exc.strerror}") from None
+    return perf_to_events(text, path, root=root, strict=strict)
+
+
 def record_command(data: str, pidfile: str, cmd: list[str], probes: list[str] = ()) -> list[str]:
     """The command line that records ``cmd`` into ``data``, its pid into ``pidfile``.
 

@@ -24,6 +24,7 @@ from qpn.fileio import check_output_dir, write_atomic
 from qpn.texttable import aligned
 
 from qpn.frontends.calibrate import loop_spread, speed_ratio
+from qpn.frontends.tracers import TRACERS, tracer
 
 from .manifest import Suite, load_suite
 from .measure import ISOLATE, measure, setup, stdout_number
@@ -150,16 +151,10 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
             write_atomic(path + ".client", json.dumps({"value": stdout_number(suite, load.stdout)}))
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced the server at {cfg}", file=log)
-        elif (retrace or not same) and suite.tracer in ("strace", "perf", "jfr"):
+        elif (retrace or not same) and suite.tracer in TRACERS:
             from qpn.frontends.trace import write_trace
-            if suite.tracer == "jfr":
-                from qpn.frontends.jfr_import import trace_with_jfr as trace_with
-            elif suite.tracer == "perf":
-                from qpn.frontends.perf_import import trace_with_perf as trace_with
-            else:
-                from qpn.frontends.strace_import import trace_with_strace as trace_with
-            tr, code = trace_with(argv, prefix=ISOLATE, cwd=os.path.dirname(suite.program),
-                                  timeout=600)
+            tr, code = tracer(suite.tracer)(argv, prefix=ISOLATE, timeout=600,
+                                            cwd=os.path.dirname(suite.program))
             if code != 0:
                 raise QPNError(f"{suite.name}: the traced run `{' '.join(argv)}` exited with {code}")
             tr.header.program["argv"] = [os.path.basename(argv[0])] + argv[1:]

@@ -31,6 +31,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from qpn.errors import QPNError
+from qpn.frontends.tracers import TRACERS as KERNEL_TRACERS
 
 KINDS = ("wall", "rate", "stdout")
 #: what a suite's ``group`` may say: programs run to completion, or servers under a load
@@ -221,8 +222,9 @@ def _cpu(build: dict, path: str) -> str:
                    "how the model shares the cores: qpn build --cpu", path)
 
 
-#: how a suite's build configurations are traced ([build] tracer)
-TRACERS = ("python", "strace", "perf", "jfr")
+#: how a suite's build configurations are traced ([build] tracer): qpn trace, or a tracer of
+#: any program (frontends/tracers.py)
+TRACERS = ("python", *KERNEL_TRACERS)
 
 
 def _tracer(build: dict, program: str, server, path: str) -> str:
