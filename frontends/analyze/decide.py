@@ -131,10 +131,7 @@ def _drop_warmup(r, walks: dict, header: int) -> None:
     iteration settles (warmup.py), are left out."""
     for t in r.group.tids:
         live = [s for s in walks[t] if not s.drop]
-        if r.latch is not None:
-            cuts = [0] + [i + 1 for i, s in enumerate(live[:-1]) if s.tok == r.latch]
-        else:
-            cuts = [i for i, s in enumerate(live) if s.tok == header]
+        cuts = _starts(list(map(_TOK, live)), header, r.latch)
         its = [live[a:b] for a, b in zip(cuts, cuts[1:] + [len(live)])]
         warm = warm_iterations([work_of(it) for it in its])
         for it in its[:warm]:
@@ -142,6 +139,14 @@ def _drop_warmup(r, walks: dict, header: int) -> None:
                 s.drop = True
         r.warm += warm
         r.iterations -= warm
+
+
+def _starts(toks: list, header: int, latch: int | None) -> list[int]:
+    """Where a thread's iterations begin: at each header, or after each latch (the rounds
+    of an inner loop closed by a barrier)."""
+    if latch is not None:
+        return [0] + [i + 1 for i, x in enumerate(toks[:-1]) if x == latch]
+    return [i for i, x in enumerate(toks) if x == header]
 
 
 def _forked(s) -> bool:
@@ -165,10 +170,8 @@ def finish(r, walks: dict) -> None:
         back = round_end(groups, r.header) if groups else None
         for t, w in folded.items():
             toks = toks_of[t]
-            if r.latch is not None:        # rounds of an inner loop closed by the latch
-                cuts = [0] + [i + 1 for i, x in enumerate(toks[:-1]) if x == r.latch]
-            elif back is None:
-                cuts = [i for i, x in enumerate(toks) if x == r.header]
+            if r.latch is not None or back is None:
+                cuts = _starts(toks, r.header, r.latch)
             else:
                 cuts = [0] * (toks[:1] == [r.header]) + round_starts(toks, r.header, back)
             cuts = cuts + [len(w)]
