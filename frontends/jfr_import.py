@@ -117,6 +117,100 @@ def _jvm_own(thread) -> bool:
     return isinstance(group, dict) and group.get("name") in JVM_GROUPS
 
 
+class _Reader:
+    """The events of a recording's threads, read one JFR event at a time."""
+
+    def __init__(self):
+        self.evs: list[dict] = []
+        self.jvm: set = set()                        # the JVM's own threads (left out)
+        self.objects: dict[int, dict] = {}
+        self.names: dict[int, str] = {}
+        self.starts: dict[int, dict] = {}
+        self.ends: dict[int, int] = {}
+
+    def read(self, typ: str, v: dict, ts: int, dur: int) -> None:
+        if typ == "jdk.ThreadStart":
+            self.thread_start(v, ts)
+            return
+        if typ == "jdk.ThreadEnd":
+            tid = _tid(v.get("thread"))
+            if tid is not None:
+                self.ends[tid] = ts
+            return
+        tid = _tid(v.get("eventThread"))
+        if tid is None or tid in self.jvm or _jvm_own(v.get("eventThread")):
+            return
+        name = (v.get("eventThread") or {}).get("javaName")
+        if isinstance(name, str):
+            self.names.setdefault(tid, name)
+        ev = {"tid": tid, "ts": ts, "dur": dur}
+        site = _site(v)
+        if site:
+            ev["site"] = site
+        if typ in _IO:
+            op, key = _IO[typ]
+            ev.update(kind="io", op=op, ok=True)
+            if isinstance(v.get("path"), str):
+                ev["path"] = v["path"]
+            if key and isinstance(v.get(key), int) and v[key] >= 0:
+                ev["bytes"] = v[key]
+            if typ.startswith("jdk.Socket") and v.get("host") is not None:
+                ev["peer"] = f"{v.get('host') or v.get('address')}:{v.get('port')}"
+        elif typ == "jdk.ThreadSleep":
+            ev.update(kind="wait", on="sleep", ok=True)
+            t = v.get("time")
+            if isinstance(t, str):
+                try:
+                    ev["requested"] = _duration_ns(t)
+                except ValueError:
+                    pass
+        elif typ in ("jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark"):
+            if not self.blocked(typ, v, ev):
+                return                               # a park without an object
+        else:
+            return
+        self.evs.append(ev)
+
+    def thread_start(self, v: dict, ts: int) -> None:
+        thread = v.get("thread")
+        tid = _tid(thread)
+        if _jvm_own(thread):
+            self.jvm.add(tid)
+            return
+        if tid is None:
+            return
+        ev = {"kind": "thread_start", "tid": tid, "ts": ts}
+        name = (thread or {}).get("javaName")
+        if isinstance(name, str):
+            ev["name"] = self.names[tid] = name
+        parent = _tid(v.get("parentThread"))
+        if parent is not None:
+            ev["parent"] = parent
+        site = _site(v)
+        if site:
+            ev["site"] = site
+        self.starts[tid] = ev
+
+    def blocked(self, typ: str, v: dict, ev: dict) -> bool:
+        """A monitor enter, monitor wait or park into ``ev``; False for a park without an
+        object (``LockSupport.park()``)."""
+        addr = v.get("address")
+        cls = v.get("monitorClass") if typ != "jdk.ThreadPark" else v.get("parkedClass")
+        cname = ((cls or {}).get("name") or "object").replace("/", ".") \
+            if isinstance(cls, dict) else "object"
+        if not isinstance(addr, int) or not 0 < addr < 1 << 63:
+            return False
+        kind = "lock" if typ == "jdk.JavaMonitorEnter" else "cond"
+        if addr not in self.objects or self.objects[addr]["type"] != kind:
+            self.objects[addr] = {"kind": "object", "tid": ev["tid"], "ts": ev["ts"], "obj": addr,
+                                  "type": kind, "name": f"{cname.rsplit('.', 1)[-1]}_{addr:x}"}
+        if kind == "lock":
+            ev.update(kind="acquire", obj=addr, contended=True, ok=True)
+        else:
+            ev.update(kind="wait", on="cond", obj=addr, ok=not v.get("timedOut", False))
+        return True
+
+
 def jfr_to_events(doc, path: str = "<jfr>", *, strict: bool = True) -> JfrTrace:
     """The neutral events of ``jfr print --json`` output (parsed JSON)."""
     out = JfrTrace(TraceHeader(source="jfr", clock="realtime",
@@ -132,12 +226,14 @@ def jfr_to_events(doc, path: str = "<jfr>", *, strict: bool = True) -> JfrTrace:
         raise TraceError("not a 'jfr print --json' document: expected "
                          "{\"recording\": {\"events\": [...]}}", path, 1, 0, "",
                          hint="print the recording with jfr print --json --stack-depth 8 run.jfr") from None
-    evs: list[dict] = []
-    jvm: set = set()                          # the JVM's own threads (left out)
-    objects: dict[int, dict] = {}
-    names: dict[int, str] = {}
-    starts: dict[int, dict] = {}
-    ends: dict[int, int] = {}
+    r = _Reader()
+
+    def bad(msg: str, what: str) -> None:
+        if strict:
+            raise TraceError(what, path, 1, 0, "", hint="print the recording with jfr print "
+                                                        "--json --stack-depth 8 run.jfr")
+        out.warnings.append(f"{path}: {msg}; left out")
+
     for i, rec in enumerate(records):
         try:
             typ, v = rec["type"], rec["values"]
@@ -145,86 +241,14 @@ def jfr_to_events(doc, path: str = "<jfr>", *, strict: bool = True) -> JfrTrace:
             dur = _duration_ns(v["duration"]) if "duration" in v else 0
         except (KeyError, TypeError, ValueError) as exc:
             msg = f"event {i}: {exc.__class__.__name__}: {exc}"
-            if strict:
-                raise TraceError(f"a JFR event without its type, time or duration ({msg})",
-                                 path, 1, 0, "") from None
-            out.warnings.append(f"{path}: {msg}; left out")
+            bad(msg, f"a JFR event without its type, time or duration ({msg})")
             continue
         try:
-            if typ == "jdk.ThreadStart":
-                tid = _tid(v.get("thread"))
-                if _jvm_own(v.get("thread")):
-                    jvm.add(tid)
-                elif tid is not None:
-                    ev = {"kind": "thread_start", "tid": tid, "ts": ts}
-                    name = (v.get("thread") or {}).get("javaName")
-                    if isinstance(name, str):
-                        ev["name"] = names[tid] = name
-                    parent = _tid(v.get("parentThread"))
-                    if parent is not None:
-                        ev["parent"] = parent
-                    site = _site(v)
-                    if site:
-                        ev["site"] = site
-                    starts[tid] = ev
-                continue
-            if typ == "jdk.ThreadEnd":
-                tid = _tid(v.get("thread"))
-                if tid is not None:
-                    ends[tid] = ts
-                continue
-            tid = _tid(v.get("eventThread"))
-            if tid is None or tid in jvm or _jvm_own(v.get("eventThread")):
-                continue
-            name = (v.get("eventThread") or {}).get("javaName")
-            if isinstance(name, str):
-                names.setdefault(tid, name)
-            ev = {"tid": tid, "ts": ts, "dur": dur}
-            site = _site(v)
-            if site:
-                ev["site"] = site
-            if typ in _IO:
-                op, key = _IO[typ]
-                ev.update(kind="io", op=op, ok=True)
-                if isinstance(v.get("path"), str):
-                    ev["path"] = v["path"]
-                if key and isinstance(v.get(key), int) and v[key] >= 0:
-                    ev["bytes"] = v[key]
-                if typ.startswith("jdk.Socket") and v.get("host") is not None:
-                    ev["peer"] = f"{v.get('host') or v.get('address')}:{v.get('port')}"
-            elif typ == "jdk.ThreadSleep":
-                ev.update(kind="wait", on="sleep", ok=True)
-                t = v.get("time")
-                if isinstance(t, str):
-                    try:
-                        ev["requested"] = _duration_ns(t)
-                    except ValueError:
-                        pass
-            elif typ in ("jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark"):
-                addr = v.get("address")
-                cls = v.get("monitorClass") if typ != "jdk.ThreadPark" else v.get("parkedClass")
-                cname = ((cls or {}).get("name") or "object").replace("/", ".") \
-                    if isinstance(cls, dict) else "object"
-                if not isinstance(addr, int) or not 0 < addr < 1 << 63:
-                    continue                     # a park without an object (LockSupport.park())
-                kind = "lock" if typ == "jdk.JavaMonitorEnter" else "cond"
-                if addr not in objects or objects[addr]["type"] != kind:
-                    objects[addr] = {"kind": "object", "tid": tid, "ts": ts, "obj": addr, "type": kind,
-                                     "name": f"{cname.rsplit('.', 1)[-1]}_{addr:x}"}
-                if kind == "lock":
-                    ev.update(kind="acquire", obj=addr, contended=True, ok=True)
-                else:
-                    ev.update(kind="wait", on="cond", obj=addr,
-                              ok=not v.get("timedOut", False))
-            else:
-                continue
-            evs.append(ev)
+            r.read(typ, v, ts, dur)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             msg = f"event {i} ({typ}): a field of an unexpected type ({exc})"
-            if strict:
-                raise TraceError(msg, path, 1, 0, "",
-                                 hint="print the recording with jfr print --json") from None
-            out.warnings.append(f"{path}: {msg}; left out")
+            bad(msg, msg)
+    evs, objects, names, starts, ends = r.evs, r.objects, r.names, r.starts, r.ends
     if not evs and not starts:
         raise TraceError("no event of the recording's threads here", path, 1, 0, "",
                          hint=f"record with -XX:StartFlightRecording=settings={JFC}")
