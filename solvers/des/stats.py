@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from qpn.truncation import mser
+
 NB_PER_DECADE = 100
 MAX_EPOCHS = 24                    # closed epochs kept: the last 1/64 of a run and on are fine-grained
 LOG_MIN, LOG_MAX = -9, 7           # 1 ns .. 10^7 s
@@ -257,28 +259,6 @@ class Stats:
         for e in range(e0, len(self.epochs)):
             h += self.epochs[e][:, p]
         return h
-
-
-def mser(x: np.ndarray) -> np.ndarray:
-    """MSER truncation per lane for series x (L, n, channels): the first kept
-    observation d (d <= n/2) minimizing sum_{i>=d}(x_i - mean)^2 / (n-d)^2, the
-    largest d over the channels."""
-    L, n = x.shape[:2]
-    if n < 4:
-        return np.zeros(L, dtype=np.int64)
-    xs = x.reshape(L, n, -1)
-    rev = xs[:, ::-1]
-    cnt = (n - np.arange(n))[None, :, None]
-    # measures near 1e308 (a service time of 1e300 s) overflow here: inf/nan statistics,
-    # not numpy warning lines (their truncation is as good as any)
-    with np.errstate(over="ignore", invalid="ignore"):
-        cs = np.cumsum(rev, axis=1)[:, ::-1]              # sums of x[d:]
-        cs2 = np.cumsum(rev * rev, axis=1)[:, ::-1]
-        var = cs2 - cs * cs / cnt                         # sum of squared deviations
-        stat = var / cnt ** 2
-    dmax = n // 2
-    d = np.argmin(stat[:, :dmax + 1], axis=1)             # (L, channels)
-    return d.max(axis=1).astype(np.int64)
 
 
 def student_t(level: float, df: np.ndarray | int) -> np.ndarray:
