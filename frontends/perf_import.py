@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from .futexes import FutexCall, futex_events
 from .perf_pthread import PROBES, RETURN, PthreadEvents
-from .strace_import import OTHER_IO, READS, SLEEP, WRITES
+from .strace_import import OTHER_IO, READS, SLEEP, WRITES, seconds_ns
 from .trace import TraceError, TraceHeader
 
 #: the system calls recorded (entry and exit tracepoints of each)
@@ -163,7 +163,7 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
                 out.warnings.append(f"{path}:{no}: not a perf script line; left out")
             continue
         pid, tid = int(m.group("pid")), int(m.group("tid"))
-        ts = int(m.group("sec")) * 1_000_000_000 + int((m.group("frac") + "000000000")[:9])
+        ts = seconds_ns(f'{m.group("sec")}.{m.group("frac")}')
         if ts >= 1 << 63 or pid >= 1 << 31 or tid >= 1 << 31:
             if strict:
                 raise TraceError("a thread id or time out of range", path, no, 0, line)

@@ -88,7 +88,8 @@ class StraceTrace:
     skipped: int = 0
 
 
-def _ns(seconds: str) -> int:
+def seconds_ns(seconds: str) -> int:
+    """``"1700000000.123456"`` (seconds, a decimal fraction of up to 9 digits) -> ns."""
     whole, _, frac = seconds.partition(".")
     return int(whole) * 1_000_000_000 + int((frac + "000000000")[:9])
 
@@ -172,7 +173,7 @@ class _Builder:
         if not m:
             self.out.skipped += 1
             return
-        pid, ts, rest = int(m.group("pid")), _ns(m.group("ts")), m.group("rest").strip()
+        pid, ts, rest = int(m.group("pid")), seconds_ns(m.group("ts")), m.group("rest").strip()
         if pid >= 2 ** 31 or ts >= 2 ** 63:
             self.bad(no, text, "a thread id or time out of range (thread ids below 2^31, times "
                                "below 2^63 ns)")
@@ -224,7 +225,7 @@ class _Builder:
 
     def call(self, pid: int, ts: int, name: str, args: str, ret: str, err: str | None,
              dur: str | None, end: int | None = None) -> None:
-        d = _ns(dur) if dur else (max(0, end - ts) if end is not None else None)
+        d = seconds_ns(dur) if dur else (max(0, end - ts) if end is not None else None)
         value = None if ret == "?" else int(ret, 16) if ret.startswith("0x") else int(ret)
         ok = value is not None and value >= 0 and err is None
         cpu = self.clock(pid, ts)
@@ -367,7 +368,7 @@ def calibrate(calls: int = 4000) -> StraceCost | None:
         except (OSError, subprocess.SubprocessError):
             return None
     one = re.compile(r"^\d+\s+(\d+\.\d+) (?:read\(0|write\(1)\b.*= 1 <(\d+\.\d+)>$", re.M)
-    hits = [(_ns(a), _ns(b)) for a, b in one.findall(text)]
+    hits = [(seconds_ns(a), seconds_ns(b)) for a, b in one.findall(text)]
     if len(hits) < 100:
         return None
     call = int(statistics.median(dur for _, dur in hits))
