@@ -122,8 +122,9 @@ class Suite:
         return int(self._fill([self.port], values, "server.port")[0])
 
     def _fill(self, templates: list, values: dict, where: str) -> list[str]:
-        work = os.path.join(os.path.abspath(self.dir), "verify", "work")   # a C suite's files
-        os.makedirs(work, exist_ok=True)
+        work = os.path.join(os.path.abspath(self.dir), "verify", "work")   # the program's files
+        if any("{work}" in str(a) for a in templates):
+            os.makedirs(work, exist_ok=True)
         v = {"python": sys.executable, "bin": os.path.dirname(sys.executable), "work": work,
              **self.params, **values}
         try:
