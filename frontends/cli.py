@@ -45,13 +45,17 @@ def cmd_trace(args) -> int:
         _write_imported(args.output, tr, f" (program exit status {code})" if code else "")
         return code
     packages = None if args.package is None else [x for x in args.package.split(",") if x]
-    run = trace_command(cmd, args.output, timeout=args.timeout, packages=packages)
+    run = trace_command(cmd, args.output, timeout=args.timeout, packages=packages,
+                        follow=not args.no_follow)
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
     threads = sum(1 for e in run.trace.events if e["kind"] == "thread_start")
     print(f"wrote {args.output}: {len(run.trace.events)} events, {threads} threads"
           + (f" (program exit status {run.returncode})" if run.returncode else ""),
           file=sys.stderr)
+    for path in run.children:
+        print(f"wrote {path}: a child process (qpn build {args.output} joins it)",
+              file=sys.stderr)
     return run.returncode
 
 
@@ -64,6 +68,9 @@ def _(p):
                    help="installed packages whose code is the program's own, so the objects they "
                         "create are traced (default: the package of a console script or of "
                         "python -m PKG; '' for none)")
+    p.add_argument("--no-follow", action="store_true",
+                   help="trace only the command's own process (default: also every Python "
+                        "process it starts, each into OUTPUT's STEM.PID.jsonl)")
     p.add_argument("--strace", action="store_true",
                    help="trace any program (C, Java, ...) with strace -f -ttt -T: its threads, futex "
                         "waits, file and socket I/O and sleeps (no CPU times: the gaps between "

@@ -222,6 +222,8 @@ class Trace:
     path: str = "<trace>"
     warnings: list[str] = field(default_factory=list)
     complete: bool = True
+    #: tid -> process name, in a trace joined from several processes (frontends/processes.py)
+    processes: dict = field(default_factory=dict)
 
     def by_thread(self) -> dict[int, list[dict]]:
         """Events of each thread, sorted by ts (stable: file order breaks ties)."""

@@ -117,7 +117,7 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
           item="int", size="uint", ok="bool"),
     _spec("io", "file or socket I/O by the thread", ("op",), op=IO_OPS,
           path="str", fd="int", bytes="uint", peer="str", ok="bool", calls="uint",
-          conn="int"),
+          conn="int", local="str"),
     _spec("disk", "a block-device request", ("op", "bytes"), op="str", bytes="uint",
           dev="str", sector="uint", queue_dur="uint"),
     _spec("cpu", "a scheduler slice: the thread ran for dur", ("dur",), core="int"),
@@ -137,8 +137,9 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
 # The header's objects and the types of the fields readers use ("num" = a finite
 # number >= 0, "strs"/"nums"/"ints" = lists of them).  Other fields are kept, unread.
 HEADER_OBJECTS = {
-    "program": {"argv": "strs", "pid": "int", "cwd": "str", "executable": "str",
-                "exit_code": "int", "end": "str"},
+    "program": {"argv": "strs", "pid": "int", "ppid": "int", "children": "strs",
+                "processes": "strs", "cwd": "str",
+                "executable": "str", "exit_code": "int", "end": "str"},
     "runtime": {"implementation": "str", "version": "str", "gil": "bool", "jit": "bool",
                 "switch_interval_ns": "uint", "cpus": "uint", "affinity": "uint"},
     "machine": {"cpus": "uint", "loadavg_before": "nums", "loadavg_after": "nums",

@@ -42,6 +42,8 @@ _site_rows: list = []             # site ids not yet written: (id, filename, lin
 _kind: dict = {}                  # filename -> 0 user code, 1 library, 2 this tracer
 _state = {"fd": None, "done": False, "child": False}
 _flush_lock = _thread.allocate_lock()
+#: with children followed (boot.install_from_env): the directory of every process's record
+FOLLOW_DIR: str | None = None
 
 _AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
 # The standard library is where os.py lives (sysconfig would cost milliseconds
@@ -243,9 +245,12 @@ def finish(reason: str = "exit") -> None:
         return
     _state["done"] = True
     try:
-        # a second Ctrl-C (a user's, or a server's stop script) must not cut the last
-        # write short: the program is ending anyway, and the trace is all it leaves
-        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        # a second Ctrl-C or SIGTERM (a user's, a server's stop script, or both a parent
+        # process and a kill of the whole session) must not cut the last write short: the
+        # program is ending anyway, and the trace is all it leaves (_on_signal re-raises
+        # the first with the default action once the record is written)
+        for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+            _signal.signal(sig, _signal.SIG_IGN)
     except ValueError:                      # not the main thread: signals go there
         pass
     emit(("thread_end", gettid(), mono(), cpu(), None))
@@ -261,12 +266,20 @@ def finish(reason: str = "exit") -> None:
 
 
 def _after_fork_in_child() -> None:
-    # A forked child (multiprocessing) is not traced: it must not interleave
-    # records with its parent's.  Its wrappers still append, so a spiller that
-    # discards keeps its memory bounded.
-    _state["child"] = True
-    _state["fd"] = None
+    # A forked child must not interleave records with its parent's.  When children
+    # are followed it starts a record of its own (the forking thread is its main
+    # thread; the sites already named go in again); else it is not traced, and a
+    # spiller that discards keeps its memory bounded (its wrappers still append).
     BUF.clear()
+    if FOLLOW_DIR is not None:
+        _site_rows[:] = [(sid, fn, line) for (fn, line), sid in _sites.items()]
+        _state["fd"] = None
+        start = open_record(os.path.join(FOLLOW_DIR, f"{os.getpid()}.bin"))
+        emit(("thread_start", gettid(), start, cpu(), None, "MainThread", None, False,
+              native_tid()))
+    else:
+        _state["child"] = True
+        _state["fd"] = None
     _thread.start_new_thread(_spiller, ())
 
 
@@ -281,7 +294,7 @@ def open_record(raw_path: str) -> int:
     _state["fd"] = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     start = mono()
     _write(("H", {
-        "pid": os.getpid(), "argv": list(sys.argv), "executable": sys.executable,
+        "pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv), "executable": sys.executable,
         "cwd": os.getcwd(), "python": sys.version.split()[0], "packages": sorted(_USER_PKGS),
         "implementation": sys.implementation.name, "start_ns": start,
         "epoch_ns": time.time_ns(), "cpus": os.cpu_count(),

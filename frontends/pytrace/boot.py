@@ -82,8 +82,19 @@ def when_imported(name: str, callback) -> None:
 
 
 def install_from_env() -> None:
-    """Entry point of the generated sitecustomize (reads QPN_TRACE_* variables)."""
-    raw = os.environ.pop("QPN_TRACE_RAW", None)
+    """Entry point of the generated sitecustomize (reads QPN_TRACE_* variables).
+
+    ``QPN_TRACE_RAW`` is the raw record's file, or with ``QPN_TRACE_FOLLOW=1`` a
+    directory where each Python process of the program (the command and every child
+    it starts, by exec or fork) records into ``PID.bin``: the variables are then left
+    for the children to inherit."""
+    raw = os.environ.get("QPN_TRACE_RAW")
+    if os.environ.get("QPN_TRACE_FOLLOW") == "1":
+        if raw:
+            agent.FOLLOW_DIR = raw
+            install(os.path.join(raw, f"{os.getpid()}.bin"))
+        return
+    os.environ.pop("QPN_TRACE_RAW", None)
     os.environ.pop("QPN_TRACE_PACKAGES", None)
     orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
     # Children of the traced program are not traced: restore their environment.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import stat
 import time
 import weakref
 
@@ -64,12 +65,17 @@ class TracedFile:
     (their CPU, at most that long, counts to the next fragment).
     """
 
-    __slots__ = ("_f", "_path", "_fd", "_it", "__weakref__")
+    __slots__ = ("_f", "_path", "_fd", "_it", "_rd", "_wr", "__weakref__")
 
     def __init__(self, f, path: str):
         self._f, self._path, self._it = f, path, None
+        self._rd, self._wr = "read", "write"
         try:
             self._fd = f.fileno()
+            # a pipe (another process's stdout, a subprocess's stdin) is a channel between
+            # processes, as a socket is: its reads and writes are receives and sends
+            if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
+                self._rd, self._wr = "recv", "send"
         except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
             self._fd = None
 
@@ -86,7 +92,7 @@ class TracedFile:
         t0 = mono()
         data = self._f.read(*args)
         d, cd = spent(t0, c0)
-        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, len(data),
+        emit(("io", gettid(), t0, c0, s, self._rd, id(self), self._path, self._fd, len(data),
               d, cd))
         return data
 
@@ -97,7 +103,7 @@ class TracedFile:
         t0 = mono()
         data = self._f.readline(*args)
         d, cd = spent(t0, c0)
-        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, len(data),
+        emit(("io", gettid(), t0, c0, s, self._rd, id(self), self._path, self._fd, len(data),
               d, cd))
         return data
 
@@ -108,7 +114,7 @@ class TracedFile:
         t0 = mono()
         n = self._f.readinto(buffer)
         d, cd = spent(t0, c0)
-        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, n or 0,
+        emit(("io", gettid(), t0, c0, s, self._rd, id(self), self._path, self._fd, n or 0,
               d, cd))
         return n
 
@@ -116,14 +122,14 @@ class TracedFile:
         """As the file's ``read1``; records an I/O event."""
         s, c0, t0 = site(), cpu(), mono()
         data = self._f.read1(*args)
-        self._record("read", s, t0, c0, len(data))
+        self._record(self._rd, s, t0, c0, len(data))
         return data
 
     def readlines(self, *args):
         """As the file's ``readlines``; records an I/O event."""
         s, c0, t0 = site(), cpu(), mono()
         lines = self._f.readlines(*args)
-        self._record("read", s, t0, c0, sum(map(len, lines)))
+        self._record(self._rd, s, t0, c0, sum(map(len, lines)))
         return lines
 
     def write(self, data):
@@ -133,7 +139,7 @@ class TracedFile:
         t0 = mono()
         n = self._f.write(data)
         d, cd = spent(t0, c0)
-        emit(("io", gettid(), t0, c0, s, "write", id(self), self._path, self._fd, len(data),
+        emit(("io", gettid(), t0, c0, s, self._wr, id(self), self._path, self._fd, len(data),
               d, cd))
         return n
 
@@ -142,7 +148,7 @@ class TracedFile:
         lines = list(lines)
         s, c0, t0 = site(), cpu(), mono()
         self._f.writelines(lines)
-        self._record("write", s, t0, c0, sum(map(len, lines)))
+        self._record(self._wr, s, t0, c0, sum(map(len, lines)))
 
     def close(self) -> None:
         """As the file's ``close`` (pending iteration reads recorded first)."""
@@ -183,7 +189,7 @@ class TracedFile:
     def _flush_iter(self) -> None:
         t0, c0, s, calls, nbytes, dur = self._it
         self._it = None
-        emit(("io", gettid(), t0, c0, s, "read", id(self), self._path, self._fd, nbytes, dur,
+        emit(("io", gettid(), t0, c0, s, self._rd, id(self), self._path, self._fd, nbytes, dur,
               None, None, None, calls))
 
     # frequent untraced calls, defined here because __getattr__ is slow
@@ -217,6 +223,15 @@ class TracedFile:
 
     def __repr__(self) -> str:
         return f"<traced {self._f!r}>"
+
+
+def _name(sock, peer: bool = False) -> str | None:
+    """The socket's own address (``getsockname``), or its peer's: the two name the
+    connection on both ends, so traces of two processes can be linked."""
+    try:
+        return str(sock.getpeername() if peer else sock.getsockname())
+    except OSError:
+        return None
 
 
 def _wrap_socket(socket) -> None:
@@ -299,7 +314,7 @@ def _wrap_socket(socket) -> None:
             raise
         d, cd = spent(t0, c0)
         emit(("io", gettid(), t0, c0, s, "accept", id(self), None, self.fileno(), None,
-              d, cd, str(addr), None, None, conn.fileno()))
+              d, cd, str(addr), None, None, conn.fileno(), _name(conn)))
         return conn, addr
 
     def t_connect(self, address):
@@ -311,7 +326,7 @@ def _wrap_socket(socket) -> None:
             raise
         d, cd = spent(t0, c0)
         emit(("io", gettid(), t0, c0, s, "connect", id(self), None, self.fileno(), None,
-              d, cd, str(address)))
+              d, cd, _name(self, True) or str(address), None, None, None, _name(self)))
 
     for name, fn in (("send", t_send), ("sendall", t_sendall), ("sendto", t_sendto),
                      ("recv", t_recv), ("recv_into", t_recv_into), ("recvfrom", t_recvfrom),

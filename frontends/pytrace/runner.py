@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -70,6 +71,7 @@ class TraceRun:
     trace: Trace
     warnings: list[str] = field(default_factory=list)
     program_seconds: float = 0.0     # wall time of the traced process alone
+    children: list[str] = field(default_factory=list)   # traces of its Python children
 
 
 def _read_raw(path: str) -> tuple[list, list[str]]:
@@ -123,7 +125,7 @@ def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, 
     tids: dict[int, int] = {}
     events = [to_event(r, sites, tids) for r in recs]
     events.sort(key=lambda e: e["ts"])
-    program = {k: meta.get(k) for k in ("argv", "pid", "executable", "cwd")}
+    program = {k: meta.get(k) for k in ("argv", "pid", "ppid", "executable", "cwd")}
     argv = program.get("argv") or []
     if argv[:1] in (["-m"], ["-c"]) and end and end.get("argv"):
         program["argv"] = end["argv"]         # `python -m pkg`: the module's path, as runpy set it
@@ -190,13 +192,19 @@ def program_packages(cmd: list[str], cwd: str | None = None) -> list[str]:
 
 def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
                   env: dict[str, str] | None = None, timeout: float | None = None,
-                  stdout=None, packages: list[str] | None = None) -> TraceRun:
+                  stdout=None, packages: list[str] | None = None,
+                  follow: bool = True) -> TraceRun:
     """Run ``cmd`` (a Python program) traced and write the neutral trace to ``out``
     (``stdout``: where the program's output goes, as for ``subprocess``; default ours).
 
     Code of the standard library and of installed packages is the program's
     plumbing, and objects it creates for itself are not traced; the installed
     ``packages`` (default: :func:`program_packages`) are the program itself.
+
+    With ``follow`` every Python process the program starts (``subprocess``,
+    ``multiprocessing``, ``os.fork``) is traced too, each into a trace of its own
+    beside ``out`` (``STEM.PID.jsonl``, listed in ``out``'s header as
+    ``program.children``; :func:`frontends.analyze.build_file` joins them).
 
     The program's exit status is returned, not raised: a failing program still
     gives a trace.  Raises :class:`QPNError` if the command cannot be started or
@@ -211,12 +219,14 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         os.mkdir(boot)
         with open(os.path.join(boot, "sitecustomize.py"), "w", encoding="utf-8") as fh:
             fh.write(BOOT)
-        raw = os.path.join(tmp, "raw.bin")
+        raw = os.path.join(tmp, "raw")
+        os.mkdir(raw)
         env = dict(os.environ if env is None else env)
         orig = env.get("PYTHONPATH", "")
         env["QPN_TRACE_ORIG_PYTHONPATH"] = orig
         env["PYTHONPATH"] = os.pathsep.join([boot, ROOT] + ([orig] if orig else []))
-        env["QPN_TRACE_RAW"] = raw
+        env["QPN_TRACE_RAW"] = raw if follow else os.path.join(raw, "root.bin")
+        env["QPN_TRACE_FOLLOW"] = "1" if follow else "0"
         pkgs = program_packages(cmd, cwd) if packages is None else list(packages)
         env["QPN_TRACE_PACKAGES"] = ",".join(pkgs)
         from qpn.frontends.calibrate import python_loop_ns
@@ -228,7 +238,8 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
             raise QPNError(f"qpn trace: cannot run {cmd[0]!r}: {exc.strerror or exc}") from None
         # Ctrl-C goes to the whole process group: let the program handle it and
         # keep going here, so its trace is still converted.
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        main = threading.current_thread() is threading.main_thread()   # (signals go there)
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         sampler = MachineSampler(proc.pid).start()
         try:
             returncode = proc.wait(timeout=timeout)
@@ -236,19 +247,54 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
             proc.terminate()
             returncode = proc.wait()
         finally:
-            signal.signal(signal.SIGINT, old)
+            if main:
+                signal.signal(signal.SIGINT, old)
             machine = sampler.stop()
         seconds = time.perf_counter() - t0
         machine["python_loop_ns"] = [round(loop_before, 3), round(python_loop_ns(), 3)]
-        records, warnings = _read_raw(raw)
-        if not records:
+        root, children = _records(raw, proc.pid)
+        if root is None:
             raise QPNError(f"qpn trace: {cmd[0]!r} recorded nothing (exit status {returncode}); "
                            "the command must start a Python 3 interpreter without -S/-I/-E")
+        records, warnings = root
         header, events, more = convert(records, returncode)
         header.machine = machine
         warnings += more
+        names = _write_children(children, out, machine, warnings)
+        if names:
+            header.program["children"] = names
         write_trace(out, header, events)
         trace = Trace(header, events, out, warnings, complete=not warnings)
-        return TraceRun(out, returncode, trace, warnings, seconds)
+        return TraceRun(out, returncode, trace, warnings, seconds,
+                        [os.path.join(os.path.dirname(out), n) for n in names])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _records(raw: str, pid: int) -> tuple:
+    """(records and warnings of the command's process or None, [(pid, records, warnings)]
+    of the others).  The command's process is the one with ``pid`` (a shell that execs
+    keeps it), else the first to start."""
+    found = []
+    for name in sorted(os.listdir(raw)):
+        records, warnings = _read_raw(os.path.join(raw, name))
+        if records and records[0][0] == "H":
+            found.append((records[0][1].get("pid"), records, warnings))
+    if not found:
+        return None, []
+    found.sort(key=lambda f: (f[0] != pid, f[1][0][1].get("start_ns") or 0))
+    return found[0][1:], found[1:]
+
+
+def _write_children(children: list, out: str, machine: dict, warnings: list) -> list[str]:
+    """Write each child process's trace beside ``out``; their file names."""
+    stem, ext = os.path.splitext(out)
+    names = []
+    for pid, records, warns in children:
+        header, events, more = convert(records, None)
+        header.machine = machine
+        path = f"{stem}.{pid}{ext or '.jsonl'}"
+        write_trace(path, header, events)
+        names.append(os.path.basename(path))
+        warnings += [f"child {pid}: {w}" for w in warns + more]
+    return names
