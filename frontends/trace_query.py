@@ -103,31 +103,48 @@ def lock_holds(events: Iterable[dict]) -> dict[int, list[int]]:
     return dict(out)
 
 
-def connection_spans(events: Iterable[dict]) -> list[int]:
-    """ns from each ``accept`` to the end of the last socket I/O on the connection it
-    returned (its ``conn`` fd), by any thread: how long the traced server held the
-    connection.  The time before the accept (the handshake, the accept queue) and after
-    the last send (the client reading the rest) are outside it.
+def connection_spans(events: Iterable[dict], processes: dict | None = None) -> list[int]:
+    """ns from the end of each ``accept`` to the end of the last socket I/O on the
+    connection it returned (its ``conn`` fd), by any thread: how long the traced server
+    held the connection.  The time before the accept returned (the handshake, the accept
+    queue, a worker blocked in accept while idle) and after the last send (the client
+    reading the rest) are outside it.  In a trace of several
+    processes (``processes``: tid -> process, frontends/processes.py) an fd is its
+    process's, and connections that a traced thread made (its connect's addresses are
+    the accept's) are calls between the processes, not the clients' (in one process's
+    trace every connection counts: its clients may be threads of the program).
 
     >>> evs = [{"kind": "io", "tid": 1, "ts": 0, "dur": 5, "op": "accept", "fd": 3, "conn": 7},
     ...        {"kind": "io", "tid": 2, "ts": 20, "dur": 10, "op": "recv", "fd": 7},
     ...        {"kind": "io", "tid": 2, "ts": 50, "dur": 30, "op": "send", "fd": 7},
     ...        {"kind": "io", "tid": 1, "ts": 90, "dur": 5, "op": "accept", "fd": 3, "conn": 7}]
     >>> connection_spans(evs)             # the second accept got fd 7 again: no I/O on it
-    [80, 5]
+    [75, 0]
     """
-    held: dict[int, list[int]] = {}
+    proc = (processes or {}).get
+    ios = sorted((e for e in events if e["kind"] == "io"), key=lambda e: e["ts"])
+    inner = {(e.get("local"), e.get("peer")) for e in ios if e.get("op") == "connect"
+             and e.get("local")} if processes else set()
+    held: dict[tuple, list[int]] = {}
     out = []
-    for ev in sorted((e for e in events if e["kind"] == "io"), key=lambda e: e["ts"]):
+    for ev in ios:
         op = ev.get("op")
         if op == "accept" and ev.get("conn") is not None:
-            if ev["conn"] in held:
-                out.append(held[ev["conn"]][1] - held[ev["conn"]][0])
-            held[ev["conn"]] = [ev["ts"], end_ts(ev)]
-        elif op in ("send", "recv") and ev.get("fd") in held:
-            span = held[ev["fd"]]
+            key = (proc(ev["tid"]), ev["conn"])
+            if key in held:
+                span = held.pop(key)
+                if span[2]:
+                    out.append(span[1] - span[0])
+            mine = (ev.get("peer"), ev.get("local")) not in inner
+            held[key] = [end_ts(ev), end_ts(ev), mine]
+        elif op == "connect" and (proc(ev["tid"]), ev.get("fd")) in held:
+            span = held.pop((proc(ev["tid"]), ev.get("fd")))   # the fd was closed, reused
+            if span[2]:
+                out.append(span[1] - span[0])
+        elif op in ("send", "recv") and (proc(ev["tid"]), ev.get("fd")) in held:
+            span = held[(proc(ev["tid"]), ev.get("fd"))]
             span[1] = max(span[1], end_ts(ev))
-    out += [b - a for a, b in held.values()]
+    out += [b - a for a, b, mine in held.values() if mine]
     return out
 
 

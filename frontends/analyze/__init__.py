@@ -82,10 +82,14 @@ def build_file(path, output, options: Options | None = None, *, strict: bool = T
 
     from qpn.fileio import write_atomic
 
+    from qpn.frontends.processes import join_traces, same_run
+
     from .pipeline import no_gc
     with no_gc():
-        trace = read_grouped(path, strict=strict)
-        more = tuple(read_grouped(p, strict=strict) for p in others)
+        trace, *more = (read_run(p, strict=strict) for p in (path, *others))
+        if more and same_run([trace, *more]):     # processes of one run, named one by one
+            trace, more = join_traces([trace, *more]), []
+        more = tuple(more)
     stem = os.path.splitext(os.path.basename(output))[0]
     res = build(trace, options, name=name, samples_dir=f"{stem}_samples", others=more)
     base = os.path.dirname(os.path.abspath(output))
@@ -95,6 +99,23 @@ def build_file(path, output, options: Options | None = None, *, strict: bool = T
         write_atomic(full, text)
     write_atomic(output, res.text)
     return res
+
+
+def read_run(path, *, strict: bool = True):
+    """:func:`read_grouped` of a trace, joined with the traces of the Python processes
+    its program started (``program.children``: frontends/processes.py)."""
+    import os
+
+    from qpn.frontends.processes import children_of, join_traces
+    trace = read_grouped(path, strict=strict)
+    kids = [p for p in children_of(trace) if os.path.exists(p)]
+    if len(kids) < len(children_of(trace)):
+        trace.warnings.append("the traces of some child processes are missing: "
+                              + ", ".join(os.path.basename(p) for p in children_of(trace)
+                                          if not os.path.exists(p)))
+    if not kids:
+        return trace
+    return join_traces([trace] + [read_grouped(p, strict=strict) for p in kids])
 
 
 def read_grouped(path, *, strict: bool = True):

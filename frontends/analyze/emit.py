@@ -46,10 +46,11 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
                                      if an.gil else "")
             + ("; each core is shared by the threads placed on it when they woke"
                if w.opt.cpu == "jsq-ps" else ""))))
-    if an.gil and "gil" in w.cpus:
-        cpus.append(sw.Mutex("gil", doc=(
-            "the GIL: one thread at a time runs Python code, on one of the cores; it keeps "
-            "the GIL\nuntil its fragment ends (fragments are mostly shorter than the "
+    for gil in sorted(c for c in w.cpus if c == "gil" or c.startswith("gil_")) if an.gil else ():
+        whose = "" if gil == "gil" else f" of process {gil[4:]}"
+        cpus.append(sw.Mutex(gil, doc=(
+            f"the GIL{whose}: one thread at a time runs Python code, on one of the cores; it "
+            "keeps the GIL\nuntil its fragment ends (fragments are mostly shorter than the "
             f"switch interval, {fmt_time(w.quantum)})")))
     if w.disk:
         n = _concurrency(w.disk_busy)

@@ -20,6 +20,7 @@ at a time, on a core (docs/analyzer.md, the GIL).
 from __future__ import annotations
 
 import bisect
+import math
 import os
 from dataclasses import dataclass, field, replace
 
@@ -148,13 +149,18 @@ class Writer:
         self.opt = an.options
         self.names = Names()
         self.names.used.update(("gil", "host", "disk"))     # the model's own resources
+        self.names.used.update(f"gil_{p}" for p in set(getattr(an.trace, "processes", {})
+                                                       .values()))
         self.net = ident(name, "model")
+        if self.net in RESERVED:               # `net service`: a keyword is no name
+            self.net += "_model"
         self.samples_dir = samples_dir
         self.side: dict = {}
         self.params: list = []                 # (name, value expression, comment)
         self.decls: dict = {}                  # key -> (order, declaration)
         self.objnames: dict = {}
         self.cpus: set = set()
+        self.gil = "gil"                       # the GIL of the runner being written
         self.loop_params: dict = {}
         self.disk = False
         self.disk_busy: list = []              # (start, end) of device accesses
@@ -213,7 +219,8 @@ class Writer:
             flow = self.an.queue_flow.get(key, {})
             cap = info.get("capacity")
             if key[0] == "accept":
-                lines.append(f"# the OS accept queue of listening socket fd {key[1]}")
+                lines.append("# the OS accept queue of listening socket "
+                             + (f"fd {key[1]}" if isinstance(key[1], int) else str(key[1])))
             elif key[0] == "reply":
                 lines.append(f"# replies sent at {key[1]} and received by the requesting thread")
             else:
@@ -309,6 +316,14 @@ class Writer:
         inter = [b - a for a, b in zip(times, times[1:]) if b >= a]
         if len(inter) < 1:
             return []
+        # a first gap that no Poisson stream of the others' rate gives (its longest of n
+        # gaps exceeds m (ln n + ln 1000) once in a thousand) is no part of the stream: an
+        # arrival before the load began (a readiness probe's connection, seconds early)
+        while len(inter) > 2:
+            m = sum(inter[1:]) / (len(inter) - 1)
+            if inter[0] <= m * (math.log(len(inter) - 1) + math.log(1000)):
+                break
+            inter, times = inter[1:], times[1:]
         f = fit(inter)
         rate = 1e9 / f.mean if f.mean > 0 else 1.0
         p = self.param(f"rate_{q}", float(f"{rate:.4g}"),
@@ -323,6 +338,8 @@ class Writer:
         """A runner's lines: a header comment (threads, steady state, pruning) and its pool
         with the body."""
         ctx = _Ctx(r)
+        # a GIL per process in a model of several (frontends/processes.py)
+        self.gil = f"gil_{r.group.process}" if r.group.process else "gil"
         lvs = leaves(r.items)
         ctx.cpu_total = sum(_cpu_sum(lf) for lf in lvs)
         ctx.io_total = sum(_io_sum(lf) for lf in lvs)
@@ -536,8 +553,9 @@ class Writer:
         was a server of its own until 2026-11-27: a third core for Python on two)."""
         if which != "gil" or not self.an.gil:
             return [sw.Compute(dist, self._on(which), name)]
-        self.cpus.add("gil")
-        return [sw.Lock("gil"), sw.Compute(dist, self._on("host"), name), sw.Unlock("gil")]
+        self.cpus.add(self.gil)
+        return [sw.Lock(self.gil), sw.Compute(dist, self._on("host"), name),
+                sw.Unlock(self.gil)]
 
     def _on(self, which: str) -> str | None:
         """The cpu a step runs on: ``which`` with a GIL, else the host (not named)."""

@@ -25,6 +25,8 @@ import ast
 import os
 import re
 
+from qpn.dsl.grammar import KEYWORDS
+
 #: Words of the model language that cannot name a model element.
 RESERVED = frozenset("""
     net param place transition queue mode when unless weight delay init on service
@@ -35,7 +37,7 @@ RESERVED = frozenset("""
     timeout else fifo lifo ps fcfs rr random inf quantum switch prefer writers is
     exp det uniform erlang hyperexp gamma lognormal normal empirical replay
     min max sqrt log ceil floor abs round subnet instance port include color colors
-""".split())
+""".split()) | KEYWORDS
 
 #: Calls that do not name a code fragment's work.
 TRIVIAL_CALLS = frozenset("""
@@ -85,12 +87,17 @@ def split_site(site: str | None) -> tuple[str | None, int | None]:
 class Sources:
     """Lines and call names of the traced program's files (read on demand).
 
-    Only files under the program's working directory are read: library code is
-    not what a model names things after.
+    Only files under the program's working directory, or under the directory of a
+    script it ran (``scripts``: its ``argv[0]``, not an installed package's), are read:
+    library code is not what a model names things after.
     """
 
-    def __init__(self, cwd: str | None):
+    def __init__(self, cwd: str | None, scripts: tuple = ()):
         self.cwd = cwd if cwd and os.path.isdir(cwd) else None
+        roots = [self.cwd] + [os.path.dirname(os.path.join(self.cwd, p)) for p in scripts
+                              if self.cwd and p and p.endswith(".py")
+                              and not re.search(r"[/\\](site|dist)-packages[/\\]", p)]
+        self.roots = tuple(dict.fromkeys(os.path.normpath(r) + os.sep for r in roots if r))
         self._lines: dict[str, list[str] | None] = {}
         self._calls: dict[str, dict[int, list[str]] | None] = {}
         self._loops: dict[str, list] = {}
@@ -100,7 +107,7 @@ class Sources:
             return None
         full = path if os.path.isabs(path) else os.path.join(self.cwd, path)
         full = os.path.normpath(full)
-        if not full.startswith(os.path.normpath(self.cwd) + os.sep) or not full.endswith(".py"):
+        if not full.startswith(self.roots) or not full.endswith(".py"):
             return None
         return full if os.path.isfile(full) else None
 

@@ -44,7 +44,7 @@ from .phases import end_cpu_clock, propagate_drops, threads_phase, work_phase
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
 from .structure import Tokens, leaves
-from .threads import Group, group_threads
+from .threads import Group, group_processes
 
 
 _TOK = operator.attrgetter("tok")
@@ -212,7 +212,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
         for s in w[j:]:
             s.out = True
         sigs[tid] = collections.Counter(map(_TOK, w[i:j]))
-    groups = group_threads(sigs, info, main)
+    groups = group_processes(sigs, info, main, getattr(trace, "processes", {}))
     runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
     for o in forked:                   # a pool forked in rounds: a round's threads at once
         for r in runners:
@@ -258,7 +258,12 @@ def _analyze(trace, options: Options | None) -> Analysis:
     gil = h.runtime.get("gil", False) if opt.gil is None else opt.gil
     cores = int(h.runtime.get("cpus") or os.cpu_count() or 1)
     interval = float(h.runtime.get("switch_interval_ns") or 5e6)
-    shares = _gil_shares(runners, walks, cores, interval) if gil and has_cpu else {}
+    shares = {}
+    if gil and has_cpu:                # a GIL per process: each one's threads share it
+        for proc in dict.fromkeys(r.group.process for r in runners):
+            shares.update(_gil_shares([r for r in runners if r.group.process == proc],
+                                      {t: w for t, w in walks.items()
+                                       if getattr(trace, "processes", {}).get(t) == proc}, cores, interval))
     _tick(timings, 'gil')
     # every step's token is numbered; socket operations left the walks (folded
     # or rewritten as queue operations with tokens of their own)
@@ -295,7 +300,7 @@ def _sources(header, opt: Options, sites: set, warnings: list) -> Sources:
             warnings.append(f"the program's files are not at {where} (the working directory "
                             f"the trace recorded): model elements are named after line numbers; "
                             f"--source-dir DIR says where they are")
-    return Sources(where)
+    return Sources(where, tuple((header.program.get("argv") or [])[:1]))
 
 
 def _tick(timings: dict, what: str) -> dict:
@@ -307,14 +312,21 @@ def _tick(timings: dict, what: str) -> dict:
 
 
 def _runner_name(g: Group, objects: ObjectTable) -> str:
-    """``main``, the thread-name stem, or ``worker`` for an executor's threads."""
+    """``main``, the thread-name stem, or ``worker`` for an executor's threads; in a
+    trace of several processes, the name of the group's process before it (``back_main``
+    for another process's main thread)."""
     if g.main:
         return "main"
+    name = None
     for key in objects.by_type("pool"):
         pname = objects.info(key).get("name")
         if pname and all(n.startswith(pname) for n in g.thread_names):
-            return "worker"
-    return ident(g.name, "threads")
+            name = "worker"
+    if name is None:
+        name = "main" if g.process and set(g.thread_names) == {"MainThread"} else g.name
+    if g.process and not name.startswith(g.process):    # not 'front_front'
+        name = f"{g.process}_{name}"
+    return ident(name, "threads")
 
 
 def _inside(w: list, lo, hi) -> tuple[int, int]:

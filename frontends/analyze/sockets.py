@@ -4,8 +4,11 @@ Two patterns are recognized, both from timing alone (the trace has no socket
 addresses on both ends):
 
 * **connections**: ``accept`` on a listening socket takes a connection from
-  the OS accept queue; a ``connect`` of a traced thread puts one there.  The
-  i-th connection made is the i-th accepted (the queue is FIFO), so when the
+  the OS accept queue; a ``connect`` of a traced thread puts one there.  When
+  both ends recorded their addresses (the Python tracer does), a connect's own
+  address and its peer's are the accept's peer and own: matched exactly, also
+  between processes (frontends/processes.py).  Without addresses, the i-th
+  connection made is the i-th accepted (the queue is FIFO), so when the
   traced connects and accepts balance, the connects are the producers.  When
   nobody in the trace connects, the clients are outside: an open workload.
 * **replies**: a ``recv`` that follows a ``send`` on the same socket of the
@@ -65,8 +68,8 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
                 cands[s.site].append(s)
             last[fd] = op
     by_fd = collections.defaultdict(list)
-    for s in accepts:
-        by_fd[-1 if s.fd is None else s.fd].append(s)
+    for s in accepts:       # the listener: its address if the trace has it, else its fd
+        by_fd[s.ev.get("local") or (-1 if s.fd is None else s.fd)].append(s)
     for fd, acc in by_fd.items():
         key = ("accept", fd)
         for s in acc:
@@ -75,6 +78,8 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
         links.listeners[key] = {"accepts": len(acc), "connects": 0,
                                 "sites": sorted({s.site for s in acc if s.site})}
     if by_fd and connects:
+        connects = _link_endpoints(connects, accepts, links)
+    if by_fd and connects:
         _link_connects(connects, accepts, links)
     for key, info in links.listeners.items():
         if info["connects"] == 0:
@@ -82,6 +87,27 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
     if sends and cands:
         _link_replies(sends, cands, links, block_ns)
     return links
+
+
+def _link_endpoints(connects, accepts, links) -> list:
+    """Match connects to accepts by the connection's two addresses (a connect's own
+    and its peer's are an accept's peer and own: exact, also across processes); the
+    connects left (no addresses, or to a server outside the trace) are returned."""
+    ends = {(s.ev.get("peer"), s.ev.get("local")): s for s in accepts
+            if s.ev.get("peer") and s.ev.get("local")}
+    if not ends:
+        return connects
+    left = []
+    for c in connects:
+        a = ends.get((c.ev.get("local"), c.ev.get("peer")))
+        if a is None:
+            if not (c.ev.get("local") and c.ev.get("peer")):
+                left.append(c)
+            continue
+        c.action, c.key = "put", a.key
+        links.rewritten.append(c)
+        links.listeners[a.key]["connects"] += 1
+    return left
 
 
 def _link_connects(connects, accepts, links) -> None:

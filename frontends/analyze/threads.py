@@ -57,6 +57,22 @@ class Group:
     main: bool = False
     thread_names: list = field(default_factory=list)
     start_site: str | None = None
+    process: str | None = None         # its process, in a trace of several (processes.py)
+
+
+def group_processes(signatures: dict, info: dict, main, processes: dict) -> list[Group]:
+    """:func:`group_threads` within each process of a trace of several (``processes``:
+    tid -> process name; ``main``: the root process's main thread): a pool never
+    spans processes, and each group knows its process."""
+    if not processes:
+        return group_threads(signatures, info, main)
+    out = []
+    for proc in dict.fromkeys(processes.get(t) for t in sorted(signatures)):
+        mine = {t: s for t, s in signatures.items() if processes.get(t) == proc}
+        for g in group_threads(mine, info, main if main in mine else None):
+            g.process = proc
+            out.append(g)
+    return out
 
 
 def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:

@@ -1,0 +1,141 @@
+"""Traces of several processes of one run, joined into one trace to model.
+
+``qpn trace`` follows the Python processes a command starts and writes each
+one's trace beside the command's (``program.children`` in its header);
+``qpn build`` reads those too, and joins traces named on its command line that
+were recorded at the same time by different processes (a client and a server
+traced separately).  All of them read ``CLOCK_MONOTONIC`` of one machine, so
+their timestamps are already on one clock: a send precedes its receive.
+
+The joined trace keeps every thread, each tagged with its process's name
+(``Trace.processes``: tid -> name), so the analyzer forms pools, GILs and
+socket endpoints per process.  Object ids (addresses) of different processes
+may coincide: those of the second and later processes are moved apart.
+
+>>> from qpn.frontends.trace import Trace, TraceHeader
+>>> def one(pid, argv, t0):
+...     h = TraceHeader(source="pytrace", program={"pid": pid, "argv": argv})
+...     evs = [{"kind": "thread_start", "tid": pid, "ts": t0, "name": "MainThread"},
+...            {"kind": "acquire", "tid": pid, "ts": t0 + 5, "obj": 77}]
+...     return Trace(h, evs, f"{pid}.jsonl")
+>>> a, b = one(10, ["front.py"], 0), one(20, ["back.py"], 3)
+>>> same_run([a, b])
+True
+>>> j = join_traces([a, b])
+>>> j.processes, [e["obj"] for e in j.events if e["kind"] == "acquire"]
+({10: 'front', 20: 'back'}, [77, 4503599627370573])
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from qpn.errors import QPNError
+
+from .trace import Trace, TraceHeader
+
+#: event fields that hold an object id (an address inside one process)
+OBJECT_FIELDS = ("obj", "item", "lock", "queue", "pool")
+#: how far apart the object ids of two processes are moved (above any address)
+SPACING = 1 << 52
+
+
+def children_of(trace: Trace) -> list[str]:
+    """Paths of the traces of the Python processes ``trace``'s program started
+    (``program.children``, relative to ``trace``'s file)."""
+    names = (trace.header.program or {}).get("children") or []
+    base = os.path.dirname(os.path.abspath(trace.path))
+    return [os.path.join(base, n) for n in names]
+
+
+def span(trace: Trace) -> tuple[int, int]:
+    """First and last timestamp of the trace's events (ns)."""
+    ts = [e["ts"] for e in trace.events]
+    return (min(ts), max(ts)) if ts else (0, 0)
+
+
+def same_run(traces: list[Trace]) -> bool:
+    """True when the traces are processes of one run: different pids, and each one's
+    events overlap in time with the first's (repeats of one program do not)."""
+    pids = [(t.header.program or {}).get("pid") for t in traces]
+    if len(traces) < 2 or None in pids or len(set(pids)) < len(pids):
+        return False
+    lo, hi = span(traces[0])
+    return all(s < hi and e > lo for s, e in map(span, traces[1:]))
+
+
+def process_name(header: TraceHeader) -> str:
+    """A process's name for the model: its script's (or executable's) stem."""
+    argv = (header.program or {}).get("argv") or [header.program.get("executable") or "process"]
+    stem = os.path.splitext(os.path.basename(argv[0] or "process"))[0]
+    return re.sub(r"\W+", "_", stem).strip("_") or "process"
+
+
+def _names(traces: list[Trace]) -> list[str]:
+    """Distinct process names: the stem, then its first differing argument, then the pid."""
+    names = [process_name(t.header) for t in traces]
+    for name in set(names):
+        same = [i for i, n in enumerate(names) if n == name]
+        if len(same) < 2:
+            continue
+        for i in same:
+            argv = traces[i].header.program.get("argv") or []
+            arg = next((a for a in argv[1:] if re.fullmatch(r"[A-Za-z_]\w*", a)), None)
+            names[i] = f"{name}_{arg}" if arg else f"{name}_{traces[i].header.program['pid']}"
+        if len({names[i] for i in same}) < len(same):
+            for i in same:
+                names[i] = f"{name}_{traces[i].header.program['pid']}"
+    return names
+
+
+def join_traces(traces: list[Trace]) -> Trace:
+    """One trace of the processes ``traces`` (the first is the run's root: its header
+    and program are the joined trace's); ``processes`` maps each thread to its
+    process's name."""
+    if len(traces) == 1:
+        return traces[0]
+    root = traces[0]
+    sources = {t.header.source for t in traces}
+    if len(sources) > 1:
+        raise QPNError("qpn build: the traces of one run come from different tracers ("
+                       + ", ".join(sorted(sources)) + "): join traces of one tracer")
+    names = _names(traces)
+    events: list = []
+    groups: dict = {}
+    processes: dict = {}
+    warnings = list(root.warnings)
+    for k, (t, name) in enumerate(zip(traces, names)):
+        by = t.by_thread()
+        clash = set(by) & set(groups)
+        if clash:
+            raise QPNError(f"{t.path}: thread ids {sorted(clash)[:3]} are also in another "
+                           "process's trace: these traces are not of one run on one machine")
+        if k:
+            for evs in by.values():
+                for ev in evs:
+                    for f in OBJECT_FIELDS:
+                        v = ev.get(f)
+                        if type(v) is int:
+                            ev[f] = v + k * SPACING
+            warnings += [f"{os.path.basename(t.path)}: {w}" for w in t.warnings]
+        for tid, evs in by.items():
+            processes[tid] = t.processes.get(tid, name)
+            groups[tid] = evs
+            events += evs
+    caps = {c: all(t.header.capabilities.get(c, False) for t in traces)
+            for c in root.header.capabilities}
+    h = root.header
+    header = TraceHeader(h.source, caps, h.clock, dict(h.program), dict(h.runtime), h.start_ns,
+                         h.epoch_ns, h.version, h.probe_ns, h.probe_cond_ns, dict(h.machine),
+                         dict(h.extra))
+    header.program["processes"] = names
+    events.sort(key=lambda e: e["ts"])
+    joined = _Joined(header, events, root.path, warnings,
+                     all(t.complete for t in traces), processes)
+    joined._groups = groups
+    return joined
+
+
+class _Joined(Trace):
+    def by_thread(self):
+        return self._groups

@@ -1,0 +1,193 @@
+"""Programs of several processes: `qpn trace` follows Python children, `qpn build` joins the
+traces of one run (frontends/processes.py), and the model has a pool and a GIL per
+process, with the calls between them as queues matched by the connections' addresses."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from qpn.errors import QPNError
+from qpn.frontends.analyze import build, read_run
+from qpn.frontends.analyze.sockets import link_sockets
+from qpn.frontends.analyze.steps import Step
+from qpn.frontends.processes import join_traces, process_name, same_run
+from qpn.frontends.pytrace import trace_command
+from qpn.frontends.trace import Trace, TraceHeader, write_trace
+from qpn.frontends.trace_query import connection_spans
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIERS = os.path.join(ROOT, "tests", "programs", "tiers")
+
+
+def _trace(pid, argv, events, path="t.jsonl", **program):
+    return Trace(TraceHeader(source="pytrace", capabilities={"thread_cpu": True},
+                             program={"pid": pid, "argv": argv, **program}), events, path)
+
+
+def test_traces_of_one_run_are_joined_and_repeats_are_not():
+    a = _trace(10, ["front.py"], [{"kind": "thread_start", "tid": 10, "ts": 0},
+                                  {"kind": "acquire", "tid": 10, "ts": 50, "obj": 5}])
+    b = _trace(20, ["back.py"], [{"kind": "thread_start", "tid": 20, "ts": 30},
+                                 {"kind": "acquire", "tid": 20, "ts": 40, "obj": 5}])
+    later = _trace(30, ["front.py"], [{"kind": "thread_start", "tid": 30, "ts": 100}])
+    again = _trace(10, ["front.py"], [{"kind": "thread_start", "tid": 10, "ts": 20}])
+    assert same_run([a, b]) and not same_run([a, later]) and not same_run([a, again])
+    j = join_traces([a, b])
+    assert j.processes == {10: "front", 20: "back"}
+    assert [e["tid"] for e in j.events] == [10, 20, 20, 10]          # one clock, sorted
+    objs = [e["obj"] for e in j.events if e["kind"] == "acquire"]
+    assert objs[0] != objs[1]                # the same address in two processes: two objects
+    assert j.header.program["processes"] == ["front", "back"] and j.header.program["pid"] == 10
+
+
+def test_processes_of_one_script_are_named_by_their_role():
+    h = [_trace(p, ["/x/tiers.py", role, "8000"], [{"kind": "thread_start", "tid": p, "ts": 0}])
+         for p, role in ((1, "front"), (2, "back"))]
+    assert [process_name(t.header) for t in h] == ["tiers", "tiers"]
+    assert join_traces(h).header.program["processes"] == ["tiers_front", "tiers_back"]
+
+
+def test_joining_traces_from_two_tracers_or_with_one_thread_twice_is_refused():
+    a = _trace(1, ["a.py"], [{"kind": "thread_start", "tid": 1, "ts": 0}])
+    b = _trace(2, ["b.py"], [{"kind": "thread_start", "tid": 1, "ts": 0}])
+    with pytest.raises(QPNError, match="thread ids .* also in another"):
+        join_traces([a, b])
+    b.header.source = "strace"
+    with pytest.raises(QPNError, match="different tracers"):
+        join_traces([a, b])
+
+
+def _sock(tid, op, ts, dur, **ev):
+    e = {"kind": "io", "tid": tid, "ts": ts, "dur": dur, "op": op, **ev}
+    return Step(tid, "sock", op, e.get("site"), e, ts, 0, 0, 0, dur)
+
+
+def test_connects_are_matched_to_accepts_by_their_addresses_across_processes():
+    # two listeners on fd 3 in two processes; the front's connect reaches the back end
+    # although the front's own accept finished later than the back end's
+    front_acc = _sock(1, "accept", 0, 900, fd=3, conn=5, peer="('127.0.0.1', 5001)",
+                      local="('127.0.0.1', 8000)", site="front.py:9")
+    front_con = _sock(1, "connect", 1000, 10, fd=6, local="('127.0.0.1', 6001)",
+                      peer="('127.0.0.1', 8001)", site="front.py:20")
+    back_acc = _sock(2, "accept", 0, 1005, fd=3, conn=4, peer="('127.0.0.1', 6001)",
+                     local="('127.0.0.1', 8001)", site="back.py:9")
+    links = link_sockets({1: [front_acc, front_con], 2: [back_acc]})
+    assert front_con.action == "put" and front_con.key == back_acc.key == \
+        ("accept", "('127.0.0.1', 8001)")
+    assert front_acc.key == ("accept", "('127.0.0.1', 8000)")
+    assert links.external == [("accept", "('127.0.0.1', 8000)")]     # its clients are outside
+
+
+def test_connection_spans_keep_each_process_s_fds_and_leave_out_calls_between_them():
+    evs = [  # front (tid 1) accepts a client on fd 5; calls the back end (tid 2) on fd 6
+        {"kind": "io", "tid": 1, "ts": 0, "dur": 100, "op": "accept", "fd": 3, "conn": 5,
+         "peer": "('127.0.0.1', 5001)", "local": "('127.0.0.1', 8000)"},
+        {"kind": "io", "tid": 1, "ts": 110, "dur": 10, "op": "connect", "fd": 6,
+         "local": "('127.0.0.1', 6001)", "peer": "('127.0.0.1', 8001)"},
+        {"kind": "io", "tid": 2, "ts": 0, "dur": 130, "op": "accept", "fd": 3, "conn": 5,
+         "peer": "('127.0.0.1', 6001)", "local": "('127.0.0.1', 8001)"},
+        {"kind": "io", "tid": 2, "ts": 200, "dur": 10, "op": "send", "fd": 5},
+        {"kind": "io", "tid": 1, "ts": 400, "dur": 20, "op": "send", "fd": 5}]
+    assert connection_spans(evs, {1: "front", 2: "back"}) == [320]    # 100 -> 420
+    # one fd number closed and reused by a connect: its sends are not the client's
+    reuse = [{"kind": "io", "tid": 1, "ts": 0, "dur": 10, "op": "accept", "fd": 3, "conn": 5},
+             {"kind": "io", "tid": 1, "ts": 50, "dur": 10, "op": "send", "fd": 5},
+             {"kind": "io", "tid": 1, "ts": 70, "dur": 5, "op": "connect", "fd": 5},
+             {"kind": "io", "tid": 1, "ts": 900, "dur": 10, "op": "send", "fd": 5}]
+    assert connection_spans(reuse) == [50]
+
+
+def test_build_joins_the_children_its_trace_lists_and_warns_of_missing_ones(tmp_path):
+    from qpn.frontends.analyze.synth import batch_trace
+    t = batch_trace(tasks=10, workers=2)
+    t.header.program.update(pid=4242, children=["run.77.jsonl"])
+    write_trace(str(tmp_path / "run.jsonl"), t.header, t.events)
+    run = read_run(str(tmp_path / "run.jsonl"))
+    assert not run.processes and any("run.77.jsonl" in w for w in run.warnings)
+
+
+def _service(tmp_path, port):
+    """Trace tests/programs/tiers/service.py (2 + 2 workers) under 150 requests at 300/s."""
+    out = str(tmp_path / "svc.jsonl")
+    argv = [sys.executable, os.path.join(TIERS, "service.py"), str(port), "2", "2", "200", "100"]
+    res: dict = {}
+
+    def drive():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        load = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "programs",
+                                                            "http_load.py"),
+                               "127.0.0.1", str(port), "300", "150", "/"],
+                              capture_output=True, text=True, timeout=60)
+        res["load"] = load
+        for pid in os.listdir("/proc"):              # the launcher: it stops its children
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if cmd[1:3] == [argv[1].encode(), str(port).encode()]:
+                os.kill(int(pid), signal.SIGTERM)
+    th = threading.Thread(target=drive, daemon=True)
+    th.start()
+    run = trace_command(argv, out, stdout=subprocess.DEVNULL, timeout=90)
+    th.join()
+    assert res["load"].returncode == 0, res["load"].stderr
+    return run
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_two_tier_service_traced_as_processes_becomes_a_model_of_two_tiers(tmp_path):
+    port = _free_port()
+    while _free_port() == port + 1:
+        port = _free_port()
+    run = _service(tmp_path, port)
+    assert len(run.children) == 2                      # back.py and front.py, each traced
+    trace = read_run(run.path)
+    assert set(trace.processes.values()) == {"service", "front", "back"}
+    res = build(trace)
+    text = res.text
+    runners = res.info["runners"]
+    assert runners["front"]["size"] == 2 and runners["back"]["size"] == 2
+    # a GIL each; the front's connects put into the back end's accept queue (matched by
+    # addresses), its recv takes the back end's replies; the clients' arrivals are a source
+    assert "mutex gil_front" in text and "mutex gil_back" in text
+    front = text[text.index("pool front "):]
+    back = text[text.index("pool back "):text.index("pool front ")]
+    assert "lock gil_front" in front and "gil_back" not in front
+    backlog_back = back.split("take ")[1].split()[0]
+    assert f"put {backlog_back}" in front and "take replies" in front and "put replies" in back
+    [(queue, source)] = res.info["sources"].items()
+    assert queue != backlog_back and f"take {queue}" in front
+    assert f"source arrivals_{queue} every" in text and f"put {queue}" in text
+    assert 250 < source["rate"] < 360                  # 300 requests/s, from the accepts
+
+
+def test_reads_and_writes_on_pipes_are_receives_and_sends_not_disk_io(tmp_path):
+    p = tmp_path / "pipes.py"
+    p.write_text("import subprocess, sys\n"
+                 "child = subprocess.Popen([sys.executable, '-c', 'print(input())'],\n"
+                 "                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+                 "child.stdin.write(b'ready\\n'); child.stdin.flush()\n"
+                 "print(child.stdout.readline()); child.wait()\n"
+                 "open(sys.argv[1], 'w').write('x')\n")
+    run = trace_command([sys.executable, str(p), str(tmp_path / "f.txt")],
+                        str(tmp_path / "p.jsonl"), stdout=subprocess.DEVNULL, follow=False)
+    ops = [(e["op"], e.get("path", "")[:3]) for e in run.trace.of_kind("io") if e["op"] != "open"]
+    assert ("send", "fd:") in ops and ("recv", "fd:") in ops     # the child's stdin, stdout
+    assert ("write", str(tmp_path)[:3]) in ops                  # a file is still a file
