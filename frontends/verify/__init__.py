@@ -13,6 +13,7 @@ every element the pattern names), and of the grid point's parameters.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import json
 import math
 import os
@@ -123,9 +124,8 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
     model."""
     import subprocess
 
-    from qpn.frontends.analyze import build
+    from qpn.frontends.analyze import build, read_run
     from qpn.frontends.pytrace import trace_command
-    from qpn.frontends.trace import read_trace
 
     from .measure import program_key
     traces = []
@@ -138,12 +138,17 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
                 same = fh.read() == key and os.path.exists(path)
         except OSError:
             same = False
+        if retrace or not same:                  # the children of an earlier trace
+            for old in glob.glob(os.path.join(glob.escape(out_dir), f"trace{i}.*jsonl")):
+                os.remove(old)
         if (retrace or not same) and suite.server:
             # the server is the program traced; the load program drives it meanwhile
             from .server import traced_server
-            load = traced_server(suite, {**cfg}, path, lambda: subprocess.run(
-                ISOLATE + argv, capture_output=True, text=True,
-                cwd=os.path.dirname(suite.program), timeout=600))
+            run_load = ((lambda: _traced_load(suite, argv, path + ".load.jsonl"))
+                        if suite.trace_load else lambda: subprocess.run(
+                            ISOLATE + argv, capture_output=True, text=True,
+                            cwd=os.path.dirname(suite.program), timeout=600))
+            load = traced_server(suite, {**cfg}, path, run_load)
             if load.returncode != 0:
                 raise QPNError(f"{suite.name}: the load `{' '.join(argv)}` of the traced server "
                                f"exited with {load.returncode}: {load.stderr.strip()[-500:]}")
@@ -169,13 +174,31 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
                                f"{run.returncode}")
             write_atomic(path + ".key", key)
             print(f"verify {suite.name}: traced {cfg}", file=log)
-        traces.append(read_trace(path))
+        trace = read_run(path)                    # with its child processes' traces
+        if suite.trace_load:                      # and the load's, traced beside it
+            from qpn.frontends.processes import join_traces
+            trace = join_traces([trace, read_run(path + ".load.jsonl")])
+        traces.append(trace)
     from qpn.frontends.analyze import Options
     res = build(traces[0], Options(cpu=suite.cpu), others=tuple(traces[1:]), name=suite.name)
     if suite.outside:
         res.info["outside"] = _outside(suite, out_dir, traces, log)
     res.info["traced_loop_ns"] = [x for t in traces for x in (t.header.machine or {}).get("python_loop_ns") or []]
     return res
+
+
+def _traced_load(suite: Suite, argv: list, out: str):
+    """Run the load program traced into ``out`` (``[build] trace_load``); its exit status
+    and output as :func:`subprocess.run` gives them."""
+    import subprocess
+    import tempfile
+
+    from qpn.frontends.pytrace import trace_command
+    with tempfile.TemporaryFile("w+") as fh:
+        run = trace_command(ISOLATE + argv, out, cwd=os.path.dirname(suite.program), stdout=fh,
+                            timeout=600)
+        fh.seek(0)
+        return subprocess.CompletedProcess(argv, run.returncode, fh.read(), "")
 
 
 def _outside(suite: Suite, out_dir: str, traces: list, log) -> dict:
@@ -193,7 +216,7 @@ def _outside(suite: Suite, out_dir: str, traces: list, log) -> dict:
             raise QPNError(f"{suite.name}: [predict] outside needs the load program's response "
                            f"time in the traced run of trace{i}.jsonl, which was not kept: "
                            "qpn verify --retrace")
-        runs.append((client, trace.events))
+        runs.append((client, trace.events, trace.processes))
     value, detail = outside_latency(runs, suite.outside)
     print(f"verify {suite.name}: outside the traced server: {value:g} {suite.outside} (the load "
           "program's response time less the server's connection spans: "

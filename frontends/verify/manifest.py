@@ -67,6 +67,7 @@ class Suite:
     cpu: str = "ps"                    # [build] cpu: how the model shares the cores (qpn build --cpu)
     tracer: str = "python"             # [build] tracer: python (qpn trace) | strace | perf | jfr
     cflags: tuple = ()                 # [program] cflags: a C program's compiler options
+    trace_load: bool = False           # [build] trace_load: trace the server's load too
 
     def command(self, values: dict) -> list[str]:
         """The program's command line for ``values``: a Python file run by this
@@ -200,7 +201,23 @@ def load_suite(directory: str) -> Suite:
                  dict(pred.get("set", {})), pred.get("bound"), dict(pred.get("solve", {})),
                  server, port, setup, _calibrate(pred, path), _group(doc, path),
                  _outside(pred, kind, server, path), _cpu(build, path),
-                 _tracer(build, program, server, path), _cflags(prog, path))
+                 _tracer(build, program, server, path), _cflags(prog, path),
+                 _trace_load(build, server, program, path))
+
+
+def _trace_load(build: dict, server, program: str, path: str) -> bool:
+    """[build] trace_load = true: the load program is traced beside the server, and the
+    model holds both (the clients' own CPU on the machine, a closed loop of clients)."""
+    value = build.get("trace_load", False)
+    if not isinstance(value, bool):
+        raise QPNError(f"{path}: [build] trace_load must be true or false, got {value!r}")
+    if value and not server:
+        raise QPNError(f"{path}: [build] trace_load needs a [server]: the load program is "
+                       "the program traced otherwise")
+    if value and not program.endswith(".py"):
+        raise QPNError(f"{path}: [build] trace_load: the load program must be a Python "
+                       "program (qpn trace)")
+    return value
 
 
 def _choice(table: dict, key: str, default: str, choices, where: str, meaning: str,

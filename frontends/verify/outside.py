@@ -10,8 +10,8 @@ response time in the traced runs less the server's connection spans in their tra
 averaged over the traces.  It is a constant: the prediction at another load or pool
 size assumes this part does not change.
 
->>> evs = [{"kind": "io", "tid": 1, "ts": 0, "dur": 5, "op": "accept", "fd": 3, "conn": 7},
-...        {"kind": "io", "tid": 2, "ts": 200_000, "dur": 100_000, "op": "send", "fd": 7}]
+>>> evs = [{"kind": "io", "tid": 1, "ts": 0, "dur": 5_000, "op": "accept", "fd": 3, "conn": 7},
+...        {"kind": "io", "tid": 2, "ts": 205_000, "dur": 100_000, "op": "send", "fd": 7}]
 >>> outside_latency([(0.5, evs)], "ms")        # 0.5 ms seen by the client, 0.3 ms held
 (0.2, [{'client': 0.5, 'server': 0.3, 'connections': 1}])
 """
@@ -31,13 +31,14 @@ def outside_latency(runs: list, unit: str) -> tuple[float, list[dict]]:
 
     Parameters
     ----------
-    runs : list of (client's mean response time in ``unit``, the trace's events)
+    runs : list of (client's mean response time in ``unit``, the trace's events), or of
+        (..., events, tid -> process) for a trace of several processes
     unit : ``"s"``, ``"ms"`` or ``"us"``
     """
     scale = UNITS[unit]
     detail = []
-    for client, events in runs:
-        spans = connection_spans(events)
+    for client, events, *processes in runs:
+        spans = connection_spans(events, *processes)
         if not spans:
             raise QPNError("outside: the trace has no accepted connections with their fd "
                            "(traced before `conn` was recorded, or the server accepts none): "
