@@ -45,7 +45,9 @@ def children_of(trace: Trace) -> list[str]:
     (``program.children``, relative to ``trace``'s file)."""
     names = (trace.header.program or {}).get("children") or []
     base = os.path.dirname(os.path.abspath(trace.path))
-    return [os.path.join(base, n) for n in names]
+    # file names beside the trace only: a header does not send the reader elsewhere
+    return [os.path.join(base, n) for n in names
+            if n and n == os.path.basename(n) and n not in (".", "..")]
 
 
 def span(trace: Trace) -> tuple[int, int]:
