@@ -32,6 +32,7 @@ import re
 
 from qpn.errors import QPNError
 
+from .clocks import offset as clock_offset
 from .trace import Trace, TraceHeader
 
 #: event fields that hold an object id (an address inside one process)
@@ -56,14 +57,37 @@ def span(trace: Trace) -> tuple[int, int]:
     return (min(ts), max(ts)) if ts else (0, 0)
 
 
+def host(trace: Trace) -> str | None:
+    """The machine the trace was taken on (``machine.host``), None if not recorded."""
+    return (trace.header.machine or {}).get("host")
+
+
+def wall_shift(trace: Trace, root: Trace) -> int:
+    """ns to add to ``trace``'s timestamps to put them on ``root``'s clock: 0 on one
+    machine (one CLOCK_MONOTONIC), else through the two wall clocks (``epoch_ns`` at
+    ``start_ns``)."""
+    if host(trace) == host(root) or host(trace) is None or host(root) is None:
+        return 0
+    h, r = trace.header, root.header
+    if None in (h.epoch_ns, h.start_ns, r.epoch_ns, r.start_ns):
+        return 0
+    return (h.epoch_ns - h.start_ns) - (r.epoch_ns - r.start_ns)
+
+
 def same_run(traces: list[Trace]) -> bool:
-    """True when the traces are processes of one run: different pids, and each one's
-    events overlap in time with the first's (repeats of one program do not)."""
-    pids = [(t.header.program or {}).get("pid") for t in traces]
-    if len(traces) < 2 or None in pids or len(set(pids)) < len(pids):
+    """True when the traces are processes of one run: different processes (pids, or
+    machines), and each one's events overlap in time with the first's (repeats of one
+    program do not); traces of other machines are compared through the wall clocks."""
+    ids = [((t.header.program or {}).get("pid"), host(t)) for t in traces]
+    if len(traces) < 2 or any(i[0] is None for i in ids) or len(set(ids)) < len(ids):
         return False
     lo, hi = span(traces[0])
-    return all(s < hi and e > lo for s, e in map(span, traces[1:]))
+    for t in traces[1:]:
+        s, e = span(t)
+        d = wall_shift(t, traces[0])
+        if not (s + d < hi and e + d > lo):
+            return False
+    return True
 
 
 def process_name(header: TraceHeader) -> str:
@@ -106,6 +130,7 @@ def join_traces(traces: list[Trace]) -> Trace:
     groups: dict = {}
     processes: dict = {}
     warnings = list(root.warnings)
+    clocks = _align(traces, names)
     for k, (t, name) in enumerate(zip(traces, names)):
         by = t.by_thread()
         clash = set(by) & set(groups)
@@ -131,11 +156,37 @@ def join_traces(traces: list[Trace]) -> Trace:
                          h.epoch_ns, h.version, h.probe_ns, h.probe_cond_ns, dict(h.machine),
                          dict(h.extra))
     header.program["processes"] = names
+    hosts = [host(t) or "" for t in traces]
+    if len(set(hosts)) > 1:
+        header.program["hosts"] = hosts
+        header.program["host_cpus"] = [int(t.header.runtime.get("cpus") or 0) for t in traces]
+    warnings += clocks
     events.sort(key=lambda e: e["ts"])
     joined = _Joined(header, events, root.path, warnings,
                      all(t.complete for t in traces), processes)
     joined._groups = groups
     return joined
+
+
+def _align(traces: list[Trace], names: list[str]) -> list[str]:
+    """Put the traces of other machines on the first one's clock (frontends/clocks.py):
+    first the wall clocks' offset, then the messages to and from the processes already
+    placed (those of the first machine, then each machine aligned before).  Shifts the
+    events in place; says how each was aligned."""
+    root = traces[0]
+    placed = [e for t in traces if not wall_shift(t, root) for e in t.events]
+    notes = []
+    for t, name in zip(traces, names):
+        guess = wall_shift(t, root)
+        if not guess:
+            continue
+        d, how = clock_offset(placed, t.events, guess)
+        for ev in t.events:
+            ev["ts"] += d
+        placed += t.events
+        notes.append(f"{name} (host {host(t)}): clock aligned to {names[0]}'s (host "
+                     f"{host(root)}) by {how}")
+    return notes
 
 
 class _Joined(Trace):

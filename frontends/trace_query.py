@@ -122,7 +122,10 @@ def connection_spans(events: Iterable[dict], processes: dict | None = None) -> l
     [75, 0]
     """
     proc = (processes or {}).get
-    ios = sorted((e for e in events if e["kind"] == "io"), key=lambda e: e["ts"])
+    # an accept takes effect when it returns: one blocked while another thread served the
+    # fd's previous connection must not cut that connection's span short
+    ios = sorted((e for e in events if e["kind"] == "io"),
+                 key=lambda e: end_ts(e) if e.get("op") == "accept" else e["ts"])
     inner = {(e.get("local"), e.get("peer")) for e in ios if e.get("op") == "connect"
              and e.get("local")} if processes else set()
     held: dict[tuple, list[int]] = {}

@@ -138,13 +138,14 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
 # number >= 0, "strs"/"nums"/"ints" = lists of them).  Other fields are kept, unread.
 HEADER_OBJECTS = {
     "program": {"argv": "strs", "pid": "int", "ppid": "int", "children": "strs",
-                "processes": "strs", "cwd": "str",
+                "processes": "strs", "hosts": "strs",
+                "host_cpus": "ints", "cwd": "str",
                 "executable": "str", "exit_code": "int", "end": "str"},
     "runtime": {"implementation": "str", "version": "str", "gil": "bool", "jit": "bool",
                 "switch_interval_ns": "uint", "cpus": "uint", "affinity": "uint"},
     "machine": {"cpus": "uint", "loadavg_before": "nums", "loadavg_after": "nums",
                 "samples": "uint", "others_runnable": "num", "others_runnable_max": "num",
-                "steal_share": "num", "python_loop_ns": "nums"},
+                "steal_share": "num", "python_loop_ns": "nums", "host": "str"},
 }
 HEADER_FIELDS = {"source": "str", "clock": "str", "start_ns": "int", "epoch_ns": "int",
                  "probe_ns": "uint", "probe_cond_ns": "uint"}

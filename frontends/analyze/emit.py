@@ -46,6 +46,12 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
                                      if an.gil else "")
             + ("; each core is shared by the threads placed on it when they woke"
                if w.opt.cpu == "jsq-ps" else ""))))
+    for host in sorted(c for c in w.cpus if c.startswith("host_")):     # several machines
+        n = w.host_cores.get(host) or w.cores
+        cp = w.param(f"cores_{host[5:]}", n, f"CPU cores of machine {host[5:]} (its trace's "
+                     "runtime.cpus)")
+        cpus.append(sw.Cpu(host, cores=Ref(cp), discipline=w.opt.cpu,
+                           doc=f"the cores of machine {host[5:]}"))
     for gil in sorted(c for c in w.cpus if c == "gil" or c.startswith("gil_")) if an.gil else ():
         whose = "" if gil == "gil" else f" of process {gil[4:]}"
         cpus.append(sw.Mutex(gil, doc=(

@@ -161,6 +161,8 @@ class Writer:
         self.objnames: dict = {}
         self.cpus: set = set()
         self.gil = "gil"                       # the GIL of the runner being written
+        self.host = "host"                     # the cores of the runner being written
+        self.host_of, self.host_cores = _hosts(an.trace)
         self.loop_params: dict = {}
         self.disk = False
         self.disk_busy: list = []              # (start, end) of device accesses
@@ -340,6 +342,7 @@ class Writer:
         ctx = _Ctx(r)
         # a GIL per process in a model of several (frontends/processes.py)
         self.gil = f"gil_{r.group.process}" if r.group.process else "gil"
+        self.host = self.host_of.get(r.group.process, "host")     # traces of several machines
         lvs = leaves(r.items)
         ctx.cpu_total = sum(_cpu_sum(lf) for lf in lvs)
         ctx.io_total = sum(_io_sum(lf) for lf in lvs)
@@ -560,8 +563,10 @@ class Writer:
     def _on(self, which: str) -> str | None:
         """The cpu a step runs on: ``which`` with a GIL, else the host (not named)."""
         if not self.an.gil:
-            self.cpus.add("host")
-            return None
+            self.cpus.add(self.host)
+            return None if self.host == "host" else self.host
+        if which == "host":
+            which = self.host
         self.cpus.add(which)
         return which
 
@@ -710,3 +715,16 @@ class Writer:
             ctx.last_site = start
             alts.append(sw.Alternative(p, tuple(self.items(alt, ctx))))
         return [sw.Branch(tuple(alts), doc=comment)]
+
+
+def _hosts(trace) -> tuple[dict, dict]:
+    """In a trace joined from several machines (frontends/processes.py): process -> the
+    name of its machine's cores (``host_NAME``), and those names -> their cores."""
+    prog = getattr(trace, "header", None) and trace.header.program or {}
+    procs, hosts = prog.get("processes") or [], prog.get("hosts") or []
+    if len(set(hosts)) < 2 or len(hosts) != len(procs):
+        return {}, {}
+    cores = prog.get("host_cpus") or [None] * len(hosts)
+    names = {h: "host_" + ident(h, "machine") for h in hosts}
+    return ({p: names[h] for p, h in zip(procs, hosts)},
+            {names[h]: c for h, c in zip(hosts, cores)})

@@ -252,6 +252,7 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
             machine = sampler.stop()
         seconds = time.perf_counter() - t0
         machine["python_loop_ns"] = [round(loop_before, 3), round(python_loop_ns(), 3)]
+        machine["host"] = os.uname().nodename     # traces of several machines: processes.py
         root, children = _records(raw, proc.pid)
         if root is None:
             raise QPNError(f"qpn trace: {cmd[0]!r} recorded nothing (exit status {returncode}); "

@@ -152,11 +152,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_two_tier_service_traced_as_processes_becomes_a_model_of_two_tiers(tmp_path):
+@pytest.fixture(scope="module")
+def service_run(tmp_path_factory):
     port = _free_port()
     while _free_port() == port + 1:
         port = _free_port()
-    run = _service(tmp_path, port)
+    return _service(tmp_path_factory.mktemp("svc"), port)
+
+
+def test_a_two_tier_service_traced_as_processes_becomes_a_model_of_two_tiers(service_run):
+    run = service_run
     assert len(run.children) == 2                      # back.py and front.py, each traced
     trace = read_run(run.path)
     assert set(trace.processes.values()) == {"service", "front", "back"}
@@ -191,3 +196,39 @@ def test_reads_and_writes_on_pipes_are_receives_and_sends_not_disk_io(tmp_path):
     ops = [(e["op"], e.get("path", "")[:3]) for e in run.trace.of_kind("io") if e["op"] != "open"]
     assert ("send", "fd:") in ops and ("recv", "fd:") in ops     # the child's stdin, stdout
     assert ("write", str(tmp_path)[:3]) in ops                  # a file is still a file
+
+
+def test_traces_of_two_machines_are_aligned_by_their_messages(service_run, tmp_path):
+    """The back end's trace as if taken on another machine: its monotonic clock 7 days
+    ahead and its wall clock 40 ms wrong.  The messages between the tiers put it back
+    within their bounds, and the model gives each machine its cores."""
+    from qpn.frontends.analyze import read_grouped
+    from qpn.frontends.trace import read_trace
+    kids = [read_trace(p) for p in service_run.children]
+    back = next(k for k in kids if k.header.program["argv"][0].endswith("back.py"))
+    true_ts = [e["ts"] for e in back.events]
+    shift, wall_error = 7 * 86_400 * 10**9, 40 * 10**6
+    for e in back.events:
+        e["ts"] += shift
+    back.header.start_ns += shift
+    back.header.epoch_ns += wall_error
+    back.header.machine["host"] = "other"
+    moved = tmp_path / "back_elsewhere.jsonl"
+    write_trace(str(moved), back.header, back.events)
+    others = [read_grouped(str(moved))] + [read_grouped(p) for p in service_run.children
+                                           if "back" not in read_trace(p).header.program["argv"][0]]
+    assert same_run([read_grouped(service_run.path)] + others)
+    joined = join_traces([read_grouped(service_run.path)] + others)
+    note = next(w for w in joined.warnings if "clock aligned" in w)
+    assert "connection(s) between them: offset within +-" in note, note
+    back_tids = {t for t, p in joined.processes.items() if p == "back"}
+    errors = [abs(e["ts"] - t) for e, t in zip(
+        sorted((e for e in joined.events if e["tid"] in back_tids), key=lambda e: e["ts"]),
+        sorted(true_ts))]
+    assert max(errors) < 2_000_000                     # within 2 ms (the wall clocks: 40)
+    text = build(joined).text
+    assert "cpu host_other cores cores_other" in text
+    front = text[text.index("pool front "):]
+    assert "on host_" in front and "on host_other" not in front
+    back_pool = text[text.index("pool back "):text.index("pool front ")]
+    assert "on host_other" in back_pool and "put replies" in back_pool
