@@ -134,6 +134,9 @@ def join_traces(traces: list[Trace]) -> Trace:
     for k, (t, name) in enumerate(zip(traces, names)):
         by = t.by_thread()
         clash = set(by) & set(groups)
+        if clash and wall_shift(t, root):            # another machine: thread ids of its own
+            by = _renumbered(by, k * SPACING)
+            clash = set(by) & set(groups)
         if clash:
             raise QPNError(f"{t.path}: thread ids {sorted(clash)[:3]} are also in another "
                            "process's trace: these traces are not of one run on one machine")
@@ -166,6 +169,21 @@ def join_traces(traces: list[Trace]) -> Trace:
                      all(t.complete for t in traces), processes)
     joined._groups = groups
     return joined
+
+
+#: event fields that hold a thread id
+THREAD_FIELDS = ("tid", "parent", "target")
+
+
+def _renumbered(by: dict, shift: int) -> dict:
+    """The threads of another machine's trace with ids moved by ``shift`` (in place)."""
+    for evs in by.values():
+        for ev in evs:
+            for f in THREAD_FIELDS:
+                if type(ev.get(f)) is int and (f != "target" or ev["kind"] == "wakeup"
+                                               or ev.get("on") == "join"):
+                    ev[f] += shift
+    return {tid + shift: evs for tid, evs in by.items()}
 
 
 def _align(traces: list[Trace], names: list[str]) -> list[str]:

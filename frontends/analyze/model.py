@@ -226,7 +226,7 @@ class Writer:
             elif key[0] == "reply":
                 lines.append(f"# replies sent at {key[1]} and received by the requesting thread")
             else:
-                lines.append(f"# {typ}{where}")
+                lines.append(f"# {info['why']}" if info.get("why") else f"# {typ}{where}")
             if flow.get("items"):
                 onward = ", ".join(f"{n} on to {self.obj(k)}" for k, n in flow["onward"].items())
                 lines.append(f"# {flow['items']} item{'s' if flow['items'] != 1 else ''} handed over"

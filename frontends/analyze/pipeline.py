@@ -44,6 +44,7 @@ from .phases import end_cpu_clock, propagate_drops, threads_phase, work_phase
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
 from .structure import Tokens, leaves
+from .spawns import spawns_as_pool
 from .threads import Group, group_processes
 
 
@@ -171,10 +172,11 @@ def _analyze(trace, options: Options | None) -> Analysis:
     object_events = [e for e in trace.events if e["kind"] == "object"]
     by, partial = blocking_only(by, object_events, h.capabilities)  # kernel-side: contended.py
     by, inferred_joins = unseen_joins(by, h.capabilities)
+    by, spawned = spawns_as_pool(by)                        # a thread per item: spawns.py
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
     by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
     by, forked = forks_as_semaphores(by)                     # threads started and joined: forks.py
-    objects = ObjectTable(object_events + waited + items + forked)
+    objects = ObjectTable(object_events + spawned + waited + items + forked)
     info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
     main = h.program.get("pid") if h.program.get("pid") in by else next(
         (t for t, e in info.items() if e.get("name") == "MainThread"), None)

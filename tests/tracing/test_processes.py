@@ -52,6 +52,27 @@ def test_processes_of_one_script_are_named_by_their_role():
     assert join_traces(h).header.program["processes"] == ["tiers_front", "tiers_back"]
 
 
+def test_two_machines_may_have_the_same_thread_ids():
+    a = _trace(10, ["front.py"], [{"kind": "thread_start", "tid": 10, "ts": 0},
+                                  {"kind": "wait", "tid": 10, "ts": 90, "on": "join",
+                                   "target": 11, "dur": 5}])
+    b = _trace(10, ["back.py"], [{"kind": "thread_start", "tid": 10, "ts": 5_000},
+                                 {"kind": "thread_start", "tid": 11, "ts": 5_010,
+                                  "parent": 10}])
+    a.header.machine, b.header.machine = {"host": "one"}, {"host": "two"}
+    a.header.start_ns, a.header.epoch_ns = 0, 10**18
+    b.header.start_ns, b.header.epoch_ns = 5_000, 10**18 + 2      # started 2 ns after a
+    assert same_run([a, b])                            # the same pid, but two machines
+    j = join_traces([a, b])
+    assert sorted(j.processes.items()) == [(10, "front"), (10 + (1 << 52), "back"),
+                                            (11 + (1 << 52), "back")]
+    moved = [e for e in j.events if e["tid"] != 10]
+    assert [e["ts"] for e in moved] == [2, 12]          # on a's clock, by the wall clocks
+    assert moved[1]["parent"] == 10 + (1 << 52)
+    assert any("the wall clocks' offset (no connection" in w for w in j.warnings)
+    assert j.header.program["hosts"] == ["one", "two"]
+
+
 def test_joining_traces_from_two_tracers_or_with_one_thread_twice_is_refused():
     a = _trace(1, ["a.py"], [{"kind": "thread_start", "tid": 1, "ts": 0}])
     b = _trace(2, ["b.py"], [{"kind": "thread_start", "tid": 1, "ts": 0}])
