@@ -18,7 +18,8 @@ from qpn.net import Net
 from qpn.software import ast as sw
 
 from .fit import fmt_time
-from .model import ModelText, Writer, doc
+from .comments import doc
+from .model import ModelText, Writer
 
 
 def write_model(an, *, name: str | None = None, samples_dir: str | None = None,

@@ -19,7 +19,6 @@ at a time, on a core (docs/analyzer.md, the GIL).
 """
 from __future__ import annotations
 
-import bisect
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -29,10 +28,13 @@ from qpn.expr import BinOp, Num, Ref
 from qpn.software import ast as sw
 
 from . import joins
-from .exprs import atom, ratio, total
-from .fit import fit, fmt_time, number
+from .exprs import atom, total
+from .fit import fit, number
 from .naming import RESERVED, Names, ident, split_site
+from .diskio import file_io
+from .comments import doc, documented, probs
 from .objects import kind_of
+from .peers import peer_waits
 from .blocks import Ctx as _Ctx
 from .blocks import cpu_sum as _cpu_sum
 from .blocks import io_sum as _io_sum
@@ -44,7 +46,6 @@ from .assumptions import (barrier_parties, divided_work, geometric_mean_text, op
 from .structure import Leaf, Loop, leaves
 from .threads import stem
 
-DISK_OPS = frozenset({"read", "write", "open", "stat", "fsync"})
 STATION = frozenset({"take", "lock", "acquire", "await", "wait", "cpu", "io", "sleep"})
 SUFFIX = {"mutex": "m", "semaphore": "sem", "barrier": "b", "condition": "cv", "queue": "q"}
 #: trace operations that are one step on one object
@@ -61,83 +62,12 @@ class ModelText:
     info: dict = field(default_factory=dict)
 
 
-def probs(counts) -> list:
-    """Branch probabilities as exact fractions of the counts (expressions)."""
-    n_all = sum(counts)
-    return [ratio(n, n_all) for n in counts]
-
-
-def doc(lines) -> str:
-    """Comment lines (``# text``) as a declaration's or a step's ``doc``, as the parser
-    keeps them (the ``#`` and one space dropped)."""
-    out = []
-    for ln in lines:
-        body = ln[1:] if ln.startswith("#") else ln
-        out.append(body[1:] if body.startswith(" ") else body)
-    return "\n".join(out)
-
-
-def documented(nodes: list, lines) -> list:
-    """``nodes`` with the comment ``lines`` above the first of them."""
-    if not lines or not nodes:
-        return nodes
-    first = nodes[0]
-    text = doc(lines) + ("\n" + first.doc if first.doc else "")
-    return [replace(first, doc=text)] + nodes[1:]
-
-
-#: a condition's waits in fewer than this share of its waiters' iterations are rare
-PEER_WAIT_SHARE = 0.05
 #: a counted loop of more iterations times leaves than this, whose body only computes and
 #: does I/O, is repeated geometrically (the same mean) rather than unfolded
 LONG_LOOP = 2_000
 #: a loop whose counts vary is counted at their mean when it is at least this and their
 #: standard deviation at most this share of it (else: geometric, the same mean)
 NARROW_LOOP = (8, 0.25)
-
-
-def peer_waits(an, assumptions: list) -> set:
-    """Conditions whose waits are left out of the model (their CPU stays): waits that only
-    the waiting pool's own threads notify, in fewer than ``PEER_WAIT_SHARE`` of the pool's
-    iterations (a pass that waits again and again, woken while the state is still not
-    right, counts once).  Such a wait is for the state of its peers (a readers-writer
-    lock's count, a turn), which the model does not carry: as a synchronisation it would
-    wait for a notify that may never come (with one thread, never), so the model
-    deadlocks where the program could not.  A hand-made barrier waits in most iterations
-    and stays."""
-    waits: dict = {}
-    notifiers: dict = {}
-    for r in an.runners:
-        if r.mode != "forever" or not r.iterations:
-            continue
-        header = an.tokens.tokens[r.header]
-        starts: dict = {}                  # thread -> when its iterations began
-        for lf in leaves(r.items):
-            if lf.token == header:
-                for st in lf.steps:
-                    starts.setdefault(st.tid, []).append(st.ts)
-            if lf.action == "wait":
-                waits.setdefault(lf.token[1], {}).setdefault(r.name, [r, starts, []])[2].extend(lf.steps)
-            elif lf.action in ("notify", "notify_all"):
-                notifiers.setdefault(lf.token[1], set()).add(r.name)
-    out = set()
-    for key, by in waits.items():
-        if len(by) != 1:
-            continue
-        ((name, (r, starts, steps)),) = by.items()
-        for ts in starts.values():
-            ts.sort()
-        passes = len({(st.tid, bisect.bisect_right(starts.get(st.tid, []), st.ts)) for st in steps})
-        if notifiers.get(key, set()) - {name} or passes >= PEER_WAIT_SHARE * r.iterations:
-            continue
-        out.add(key)
-        site = an.objects.info(key).get("site", "?")
-        assumptions.append((f"waits at {site}", (
-            f"left out: {len(steps)} waits in {passes} of the {r.iterations} iterations of "
-            f"'{name}' ({100 * passes / r.iterations:.2g}%), notified only by its own threads: "
-            "a wait for its peers' state (a readers-writer lock, a turn), which the model "
-            "does not carry")))
-    return out
 
 
 class Writer:
@@ -578,65 +508,8 @@ class Writer:
         return rel, tuple(float(t) for t in texts)
 
     def io(self, lf, ctx) -> list:
-        """A file operation: page-cache hits as CPU, device accesses as I/O on the disk, a
-        branch by their counts when both occur."""
-        if lf.token[1] not in DISK_OPS:
-            if _cpu_sum(lf) + _io_sum(lf) > 0 and self._keeps_cpu(lf, ctx):
-                return self.cpu(lf, ctx)
-            ctx.prune(_io_sum(lf) + _cpu_sum(lf))
-            return []
-        if not self._keeps_io(lf, ctx):
-            # the I/O is too small to keep, the code before it may not be (reading a
-            # log back and checking each record: the checking is the work)
-            keep = self._keeps_cpu(lf, ctx)
-            ctx.prune(_io_sum(lf) + (0 if keep else _cpu_sum(lf)))
-            return self.cpu(lf, ctx) if keep else []
-        out = self.cpu(lf, ctx) if self._keeps_cpu(lf, ctx) else []
-        op, site = lf.token[1], lf.token[2]
-        thr = self.opt.io_threshold
-        gil_wait = self.an.shares.get(("gil_wait", id(lf))) or [0.0] * len(lf.steps)
-        device = [max(0.0, s.blocked - g) for s, g in zip(lf.steps, gil_wait)]
-        fast = sum(1 for d in device if d < thr)
-        rare = 0 < fast < self.opt.prune * len(device)
-        if rare:
-            # a few quick accesses among device accesses (an exponential service
-            # time is sometimes tiny) are the device's too, not a page cache
-            thr = 0
-        hits = [s.own_cpu or s.dur for s, d in zip(lf.steps, device) if d < thr]
-        miss = [d for d in device if d >= thr]
-        n = len(lf.steps)
-        name = self.names.unique(f"{op}_{split_site(site)[1] or ''}")
-        comment = [f"# {op}" + (f" at {site}" if site else "") + f": {n} calls, {fast} waited less than "
-                   f"{fmt_time(self.opt.io_threshold)} "
-                   + ("(too few for a page cache: the device's)" if rare else
-                      f"(page cache), {len(miss)} longer (device)")
-                   + ("; waits for the GIL held by other threads not counted" if self.an.gil
-                      else "")]
-        alts = []
-        if hits:
-            f = fit(hits)
-            alts.append((len(hits), (sw.Compute(f.dist(), self._on("host"), f"{name}_hit",
-                                                doc=f"page-cache hits: {f.describe()}"),)))
-        if miss:
-            f = fit(miss)
-            self.disk = True
-            self.disk_busy += [(s.ts, s.end) for s, d in zip(lf.steps, device) if d >= thr]
-            steps = [sw.Io(f.dist(), "disk", f"{name}_miss", doc=f"device accesses: {f.describe()}")]
-            # a device access costs CPU too (filling the page cache, copying out): a cold
-            # 512 KiB read used 0.31 ms of CPU beside its wait, a warm one 0.08 ms
-            own = [s.own_cpu for s, d in zip(lf.steps, device) if d >= thr]
-            if sum(own) > self.opt.prune * sum(miss):
-                g = fit(own)
-                steps.append(sw.Compute(g.dist(), self._on("host"), f"{name}_miss_cpu",
-                                        doc=f"the device accesses' own CPU: {g.describe()}"))
-            alts.append((len(miss), tuple(steps)))
-        if len(alts) == 1:
-            return out + documented(list(alts[0][1]), comment)
-        ps = probs([c for c, _ in alts])
-        self.info["branches"].append({"io": name, "counts": [c for c, _ in alts]})
-        branch = sw.Branch(tuple(sw.Alternative(p, steps) for p, (_, steps) in zip(ps, alts)),
-                           doc=doc(comment))
-        return out + [branch]
+        """A file operation (:func:`.diskio.file_io`)."""
+        return file_io(self, lf, ctx)
 
     def loop(self, lp, ctx) -> list:
         """A loop: counted (a parameter) when every run had the same count, geometric

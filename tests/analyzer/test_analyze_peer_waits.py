@@ -1,4 +1,4 @@
-"""Condition waits that only the waiting pool's own threads notify (model.peer_waits).
+"""Condition waits that only the waiting pool's own threads notify (peers.py).
 
 Found on rwcache.py (a readers-writer lock on a Condition): its rare waits (1-2% of the
 requests, when a writer was in) became `wait` steps in a branch, and at 1 and 2 workers
