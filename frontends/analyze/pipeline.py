@@ -245,7 +245,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
                     if s.out:
                         s.drop = True
     propagate_drops(pairs)
-    external = _balance(runners, walks, opt, warnings)
+    external = _balance(runners, walks, opt, warnings, links.outside)
     _tick(timings, 'decide')
     for r in runners:
         finish(r, walks)
@@ -381,8 +381,11 @@ def pair_items(walks: dict) -> list[tuple]:
 _BLOCKING = frozenset({"acquire", "take", "await", "lock", "wait", "io", "sleep", "put"})
 
 
-def _balance(runners, walks, opt, warnings) -> dict:
-    """Omit runners without work; drop queues nobody takes from; find sources."""
+def _balance(runners, walks, opt, warnings, outside: dict | None = None) -> dict:
+    """Omit runners without work; drop queues nobody takes from; find sources: a queue
+    nobody in the trace puts into, and an accept queue whose connections came mostly from
+    outside the trace (``outside``: its accepts of connections no traced thread made),
+    whatever traced threads also connected there (a readiness probe, a health check)."""
     total = sum(work_of(walks[t]) for r in runners for t in r.group.tids) or 1.0
     external: dict = {}
     for _ in range(3):
@@ -425,6 +428,9 @@ def _balance(runners, walks, opt, warnings) -> dict:
                 for s in puts:
                     s.drop = True
                 changed = True
+            elif takes and puts and len(outs := [s for s in (outside or {}).get(key, ())
+                                                  if not s.drop]) >= max(3, len(puts)):
+                external[key] = sorted(s.end for s in outs)      # both: the outside's part
             elif takes and not puts:
                 if len(takes) >= 3:            # fed from outside the trace: a source
                     external[key] = sorted(s.end for s in takes)

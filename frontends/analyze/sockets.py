@@ -45,6 +45,8 @@ class SocketLinks:
     listeners: dict = field(default_factory=dict)    # key -> {"accepts", "connects", "sites"}
     replies: dict = field(default_factory=dict)      # key -> {"puts", "takes", "consumer"}
     external: list = field(default_factory=list)     # accept keys fed from outside the trace
+    #: accept key -> its accepts of connections no traced thread made (known by address)
+    outside: dict = field(default_factory=dict)
     rewritten: list = field(default_factory=list)    # the steps that became puts and takes
 
 
@@ -98,6 +100,7 @@ def _link_endpoints(connects, accepts, links) -> list:
     if not ends:
         return connects
     left = []
+    made = set()
     for c in connects:
         a = ends.get((c.ev.get("local"), c.ev.get("peer")))
         if a is None:
@@ -107,6 +110,11 @@ def _link_endpoints(connects, accepts, links) -> list:
         c.action, c.key = "put", a.key
         links.rewritten.append(c)
         links.listeners[a.key]["connects"] += 1
+        made.add(id(a))
+    # the accepts of connections no traced thread made: clients outside the trace
+    for a in ends.values():
+        if id(a) not in made:
+            links.outside.setdefault(a.key, []).append(a)
     return left
 
 

@@ -253,3 +253,43 @@ def test_traces_of_two_machines_are_aligned_by_their_messages(service_run, tmp_p
     assert "on host_" in front and "on host_other" not in front
     back_pool = text[text.index("pool back "):text.index("pool front ")]
     assert "on host_other" in back_pool and "put replies" in back_pool
+
+
+PROBED = '''
+import socket, subprocess, sys, threading
+listener = socket.create_server(("127.0.0.1", 0))
+port = listener.getsockname()[1]
+
+def serve():
+    while True:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(100)
+            acc = 0
+            for i in range(20_000):
+                acc = (acc * 31 + i) % 65_521
+            conn.sendall(b"ok")
+
+for k in range(2):
+    threading.Thread(target=serve, daemon=True).start()
+socket.create_connection(("127.0.0.1", port)).close()          # a readiness probe
+client = "import socket, sys, time\\n" \\
+         "for k in range(30):\\n" \\
+         "    s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\\n" \\
+         "    s.sendall(b'x'); s.recv(10); s.close(); time.sleep(0.002)\\n"
+subprocess.run([sys.executable, "-c", client, str(port)], check=True)
+'''
+
+
+def test_an_accept_queue_fed_from_outside_and_by_a_traced_probe_keeps_its_source(tmp_path):
+    """Connections the traced threads made are known by their addresses; the others came
+    from outside the trace (here an untraced client): the queue keeps a source for them
+    although a traced thread (a readiness probe) connected there too."""
+    p = tmp_path / "probed.py"
+    p.write_text(PROBED)
+    run = trace_command([sys.executable, str(p)], str(tmp_path / "p.jsonl"), follow=False)
+    assert run.returncode == 0
+    res = build(run.trace)
+    [(queue, source)] = res.info["sources"].items()
+    assert source["n"] == 30                          # the client's connections, not the probe
+    assert f"source arrivals_{queue} every" in res.text
