@@ -47,6 +47,8 @@ from qpn.errors import ModelError
 from qpn.expr import evaluate
 from qpn.software import ast as sw
 
+from .lqn_layers import layered
+
 from .lqn_model import number_text as _exact
 
 
@@ -302,7 +304,9 @@ def qpn_to_lqn(net, params: dict | None = None) -> tuple[str, list[str]]:
         if not isinstance(it, (Param, sw.Software)):
             raise ModelError(f"'{getattr(it, 'name', type(it).__name__)}' is a core declaration; "
                              "LQN has only processors, tasks and entries", getattr(it, "loc", None))
+    net, layers = layered(net, env)      # pools handing requests over queues: lqn_layers.py
     r = _Reader(net, env)
+    r.notes += layers
     procs: dict[str, str] = {}
     tasks: dict[str, list] = {}          # name -> [flag, entries, processor, options]
     entries: list[_Entry] = []

@@ -8,6 +8,7 @@ Where the regression models have callers of different kinds waiting for one task
 LQN serves them in FIFO order and qpn's semaphores in random order; those models
 (13-interlock, 90-A01, 91-cs3-1) are left out here and listed in docs/interchange.md.
 """
+import os
 import subprocess
 import sys
 
@@ -399,3 +400,22 @@ def test_nested_forks_are_written_as_activities_and_read_back():
     r1 = qpn.solve(qpn.parse(text), method="ctmc")
     r2 = qpn.solve(qpn.parse(q2), method="ctmc")
     assert r2.get("throughput", "c.begin") == pytest.approx(r1.get("throughput", "c.begin"), rel=1e-9)
+
+
+def test_pools_that_hand_requests_over_queues_are_written_as_layers():
+    """The trace analyzer's shape (dsl/lqn_layers.py): a put into a pool's queue and the
+    take of its replies is a synchronous call; the steps after a reply are phase 2; the
+    GIL is left out.  Both models solved exactly: the same throughput within 2% (the
+    export keeps each phase's mean demand, not where the calls sit in it)."""
+    from qpn.dsl.lqn_export import qpn_to_lqn
+    path = os.path.join(TESTS_DIR, "data", "lqn", "pool_tiers.qpn")
+    net = qpn.load(path)
+    lqn, notes = qpn_to_lqn(net)
+    assert "y front back 1 0 -1" in lqn and "y client_ref front 1 -1" in lqn
+    assert "s front 0.001 0.0005 -1" in lqn          # 0.5 ms after the reply: phase 2
+    assert "t front_task n front -1 host" in lqn
+    assert any("GIL" in n for n in notes)
+    a = qpn.solve(net, method="ctmc").get("throughput", "client.begin")
+    q2, _ = lqn_to_qpn(lqn, "tiers.lqn")
+    b = qpn.solve(qpn.parse(q2), method="ctmc").get("throughput", "client.begin")
+    assert b == pytest.approx(a, rel=0.02)

@@ -293,3 +293,21 @@ def test_an_accept_queue_fed_from_outside_and_by_a_traced_probe_keeps_its_source
     [(queue, source)] = res.info["sources"].items()
     assert source["n"] == 30                          # the client's connections, not the probe
     assert f"source arrivals_{queue} every" in res.text
+
+
+def test_the_two_tier_model_is_written_as_lqn_layers(service_run):
+    """The joined model exported to LQN (qpn convert --to lqn, dsl/lqn_layers.py): a task
+    per tier with the pool's threads, the front's call to the back end synchronous, the
+    clients' arrivals open; read back by qpn's LQN reader."""
+    import qpn
+    from qpn.dsl.lqn import read_lqn
+    from qpn.dsl.lqn_export import qpn_to_lqn
+    res = build(read_run(service_run.path))
+    lqn, notes = qpn_to_lqn(qpn.parse(res.text))
+    m = read_lqn(lqn.encode(), "two_tier.lqn")
+    assert {t.name: t.multiplicity for t in m.tasks.values()} == {"back_task": 2,
+                                                                   "front_task": 2}
+    assert [(c.kind, c.target) for c in m.entries["front"].calls] == [("y", "back")]
+    rate = next(iter(res.info["sources"].values()))["rate"]
+    assert m.entries["front"].open_rate == pytest.approx(rate, rel=1e-3)
+    assert any("GIL" in n for n in notes)

@@ -1,0 +1,185 @@
+"""A software model of pools that hand requests over queues, in the LQN shape.
+
+The trace analyzer writes a service as pools that loop on queues: a front ``take``s a
+request from its accept queue, ``put``s one into a back end's queue and ``take``s the
+answer from the back end's replies.  LQN says the same with tasks, entries and calls.
+:func:`layered` rewrites the first into the second, so :mod:`dsl.lqn_export` can write
+it:
+
+* a *reply queue* R is one that a pool P takes after putting into a queue Q of pool P2,
+  which puts R: P's ``put Q ... take R`` is a synchronous ``call P2``;
+* a pool with a queue it takes that is no reply queue serves it: a task (a semaphore of
+  the pool's size) and an entry named after the pool, its loop turned to begin at that
+  ``take``; its ``put`` of a reply is where it answers, and the steps after it are the
+  entry's phase 2;
+* a pool that serves no queue is a reference task (the clients), and
+  ``source S every D { put Q }`` an open arrival stream into the entry that serves Q
+  (exponential, D's mean);
+* ``lock``/``unlock`` of a mutex named ``gil`` or ``gil_*`` (CPython's GIL, which LQN
+  cannot express) are left out: the cpu steps stay, on their cpu.
+
+Anything else (other locks, a put with no answer, disks) is refused by the exporter at
+its line.  The result says what it approximated.
+
+>>> import qpn
+>>> net = qpn.parse('''net t
+... software {
+...   cpu host cores 2 ps
+...   mutex gil
+...   blocking queue requests
+...   blocking queue work
+...   blocking queue replies
+...   source arrivals every exp(10 ms) { put requests }
+...   pool front size 2 { lock gil
+...     cpu exp(1 ms) on host
+...     unlock gil
+...     take requests
+...     put work
+...     take replies }
+...   pool back size 1 { take work
+...     cpu exp(2 ms) on host
+...     put replies }
+... }''')
+>>> new, notes = layered(net)
+>>> from qpn.dsl.lqn_export import qpn_to_lqn
+>>> print(qpn_to_lqn(new)[0].split("T ", 1)[1])
+2
+  t front_task n front -1 host m 2
+  t back_task n back -1 host
+-1
+E 2
+  s front 0.001 -1
+  f front 1 -1
+  y front back 1 -1
+  a front 100
+  s back 0.002 -1
+-1
+<BLANKLINE>
+>>> notes
+["the GIL (mutex gil*) has no LQN form: left out, its holders' cpu steps stay on their cpu"]
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from qpn.distributions import exp
+from qpn.errors import ModelError
+from qpn.software import ast as sw
+
+
+def _is_gil(name: str) -> bool:
+    return name == "gil" or name.startswith("gil_")
+
+
+def layered(net, env: dict | None = None) -> tuple[object, list[str]]:
+    """``net`` with its software block in the LQN shape (unchanged if it already has
+    behaviors), and notes on what the rewrite approximated (``env``: the parameters'
+    values, for the sources' mean interarrival times)."""
+    decls = [d for block in net.software for d in block.decls]
+    if any(isinstance(d, sw.Behavior) for d in decls):
+        return net, []
+    pools = [d for d in decls if isinstance(d, sw.Pool) and isinstance(d.body, tuple)]
+    takers = {st.target: p for p in pools for st in p.body if isinstance(st, sw.Take)}
+    putters: dict = {}
+    for p in pools:
+        for st in p.body:
+            if isinstance(st, sw.Put):
+                putters.setdefault(st.target, set()).add(p.name)
+    # R is a reply queue: its taker put into a queue of one of R's putters, before
+    replies: dict = {}                        # R -> the pool that answers into it
+    for p in pools:
+        put_to: list = []
+        for st in p.body:
+            if isinstance(st, sw.Put):
+                put_to.append(st.target)
+            elif isinstance(st, sw.Take):
+                for q in put_to:
+                    callee = takers.get(q)
+                    if callee is not None and callee.name in putters.get(st.target, ()):
+                        replies[st.target] = callee.name
+    serves = {}
+    for p in pools:
+        own = [st.target for st in p.body if isinstance(st, sw.Take) and st.target not in replies]
+        if len(own) > 1:
+            raise ModelError(f"pool '{p.name}' takes from {', '.join(own)}: an LQN entry serves "
+                             "one queue", getattr(p, "loc", None))
+        if own:
+            serves[p.name] = own[0]
+    notes: list[str] = []
+    out: list = []
+    gil_dropped = False
+    for d in decls:
+        if isinstance(d, sw.Mutex) and _is_gil(d.name):
+            gil_dropped = True
+        elif isinstance(d, sw.BlockingQueue) and (d.name in replies or d.name in takers):
+            continue                           # calls now
+        elif isinstance(d, sw.Pool) and d in pools:
+            out += _task(d, serves.get(d.name), takers, replies, notes)
+        elif isinstance(d, sw.Source) and isinstance(d.body, tuple) and len(d.body) == 1 \
+                and isinstance(d.body[0], sw.Put) and d.body[0].target in takers:
+            mean = d.every.bind(env or {}).mean()
+            if not d.every.is_exponential():
+                notes.append(f"source '{d.name}': its arrivals are written as a Poisson stream "
+                             "of the same rate (LQN's open arrivals)")
+            out.append(replace(d, every=exp(mean), body=(sw.Call(takers[d.body[0].target].name),)))
+        else:
+            out.append(d)
+    if gil_dropped:
+        notes.append("the GIL (mutex gil*) has no LQN form: left out, its holders' cpu steps "
+                     "stay on their cpu")
+    items = [it for it in net.items if not isinstance(it, sw.Software)]
+    return replace(net, items=tuple(items) + (sw.Software(tuple(out)),)), notes
+
+
+def _task(p: sw.Pool, served: str | None, takers: dict, replies: dict, notes: list) -> list:
+    """A pool as a task (a semaphore and a behavior) or, serving no queue, a reference
+    task (the pool with its calls)."""
+    body = list(p.body)
+    if served is not None:                     # turn the loop to begin at its take
+        i = next(k for k, st in enumerate(body) if isinstance(st, sw.Take)
+                 and st.target == served)
+        body = body[i + 1:] + body[:i]
+    steps: list = []
+    pending: list = []                          # puts that a later take of a reply answers
+    answered = None                             # steps before the reply
+    for st in body:
+        if isinstance(st, (sw.Lock, sw.Unlock)) and _is_gil(st.target):
+            continue
+        if isinstance(st, sw.Put) and st.target in replies:
+            answered = len(steps)              # the reply: the rest counts before it
+            continue
+        if isinstance(st, sw.Put) and st.target in takers:
+            pending.append(st)
+            continue
+        if isinstance(st, sw.Take) and st.target in replies:
+            callee = replies[st.target]
+            if not any(takers[q.target].name == callee for q in pending):
+                raise ModelError(f"pool '{p.name}' takes from '{st.target}' without a request "
+                                 f"to '{callee}' before", getattr(st, "loc", None))
+            pending = [q for q in pending if takers[q.target].name != callee]
+            steps.append(sw.Call(callee))
+            continue
+        # a step between a request and the take of its answer (sending the rest of it)
+        # runs before the call: the caller waits after it either way
+        steps.append(st)
+    if pending:
+        raise ModelError(f"pool '{p.name}' puts into '{pending[0].target}' and gets no answer: "
+                         "an asynchronous request has no LQN form here",
+                         getattr(pending[0], "loc", None))
+    if served is None:
+        return [replace(p, body=tuple(steps))]
+    task = f"{p.name}_task"
+    if answered is not None and len(steps) > answered:
+        # the steps after the reply: the entry's phase 2, its thread still busy (a pool
+        # that takes the rest of the request and releases the task)
+        later = f"{p.name}_phase2"
+        return [sw.Semaphore(task, p.size), sw.BlockingQueue(later),
+                sw.Behavior(p.name, (sw.Acquire(task),) + tuple(steps[:answered])
+                            + (sw.Put(later),)),
+                sw.Pool(later, p.size, (sw.Take(later),) + tuple(steps[answered:])
+                        + (sw.Release(task),))]
+    return [sw.Semaphore(task, p.size),
+            sw.Behavior(p.name, (sw.Acquire(task),) + tuple(steps) + (sw.Release(task),))]
+
+
+__all__ = ["layered"]
