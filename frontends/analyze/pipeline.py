@@ -190,7 +190,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
                                probe_ns=probe, probe_cond_ns=probe_cond, cond_locks=cond_locks)
              for tid, evs in by.items()}
     _tick(timings, 'steps')
-    links = link_sockets(walks)
+    links = link_sockets(walks, processes=getattr(trace, "processes", {}))
     tokens.assign(links.rewritten)
     walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False, in_place=True)
              if "sock" in map(_ACTION, w) else w for tid, w in walks.items()}

@@ -12,8 +12,10 @@ addresses on both ends):
   traced connects and accepts balance, the connects are the producers.  When
   nobody in the trace connects, the clients are outside: an open workload.
 * **replies**: a ``recv`` that follows a ``send`` on the same socket of the
-  same thread (request, then response) and blocks until another thread starts
-  a ``send`` is a take from a reply queue that this send site feeds.
+  same thread (request, then response) is a take from a reply queue that the
+  send site at the connection's other end feeds (known by the addresses the
+  connect and accept recorded); without them, a recv that blocks until another
+  thread starts a ``send`` votes for that send's site.
 
 Steps of a channel get ``action`` ``put``/``take`` and key ``("accept", fd)``
 or ``("reply", site)``; other socket steps stay ``sock`` (computation).
@@ -36,6 +38,8 @@ from dataclasses import dataclass, field
 
 #: a recv must block this long (ns) to count as waiting for a reply
 BLOCK_NS = 50_000
+#: the operations that give an fd its connection
+OPENS = ("accept", "connect")
 
 
 @dataclass
@@ -50,16 +54,20 @@ class SocketLinks:
     rewritten: list = field(default_factory=list)    # the steps that became puts and takes
 
 
-def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
-    """Rewrite the socket steps of ``walks`` (tid -> steps) that form channels."""
+def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS,
+                 processes: dict | None = None) -> SocketLinks:
+    """Rewrite the socket steps of ``walks`` (tid -> steps) that form channels
+    (``processes``: tid -> process, in a trace of several: fds are per process)."""
     links = SocketLinks()
     accepts, connects, sends = [], [], []
     cands = collections.defaultdict(list)            # recv site -> candidate steps
+    conns = _connections(walks, processes or {})
     for w in walks.values():
         last: dict = {}
         for s in [s for s in w if s.action == "sock"]:
             op = s.key
-            fd = s.fd
+            # the connection where it is known (an fd is reused by the next one), else the fd
+            fd = conns.get(id(s), s.fd)
             if op == "accept":
                 accepts.append(s)
             elif op == "connect":
@@ -87,8 +95,30 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS) -> SocketLinks:
         if info["connects"] == 0:
             links.external.append(key)
     if sends and cands:
-        _link_replies(sends, cands, links, block_ns)
+        _link_replies(sends, cands, links, block_ns, conns)
     return links
+
+
+def _connections(walks: dict, processes: dict) -> dict:
+    """id(send or recv step) -> (own address, peer address) of its connection, where the
+    ``connect`` or ``accept`` that opened its fd recorded them (an fd is its process's)."""
+    # (accepts and connects may already be takes and puts: their event says what they were)
+    steps = sorted((s for w in walks.values() for s in w
+                    if s.ev.get("kind") == "io" and s.ev.get("op") in OPENS + ("send", "recv")),
+                   key=lambda s: s.end if s.ev["op"] in OPENS else s.ts)
+    live: dict = {}
+    out: dict = {}
+    for s in steps:
+        proc, ev = processes.get(s.tid), s.ev
+        if ev["op"] in OPENS:
+            fd = ev.get("conn") if ev["op"] == "accept" else s.fd
+            if ev.get("local") and ev.get("peer"):
+                live[(proc, fd)] = (ev["local"], ev["peer"])
+            else:
+                live.pop((proc, fd), None)
+        elif (proc, s.fd) in live:
+            out[id(s)] = live[(proc, s.fd)]
+    return out
 
 
 def _link_endpoints(connects, accepts, links) -> list:
@@ -138,12 +168,22 @@ def _link_connects(connects, accepts, links) -> None:
         links.listeners[key]["connects"] += 1
 
 
-def _link_replies(sends, cands, links, block_ns) -> None:
+def _link_replies(sends, cands, links, block_ns, conns: dict) -> None:
     sends.sort(key=lambda s: s.ts)
     starts = [s.ts for s in sends]
+    by_conn: dict = {}                  # a connection's end -> its sends, in time order
+    for s in sends:
+        if id(s) in conns:
+            by_conn.setdefault(conns[id(s)], []).append(s)
     for site, recvs in cands.items():
         votes: collections.Counter = collections.Counter()
         for r in recvs:
+            end = conns.get(id(r))
+            if end is not None:         # the other end of its connection sent the answer
+                theirs = [x for x in by_conn.get((end[1], end[0]), ()) if x.ts <= r.end]
+                if theirs:
+                    votes[theirs[-1].site] += 1
+                    continue
             if r.blocked < block_ns:
                 continue
             i = bisect.bisect_right(starts, r.end) - 1

@@ -45,9 +45,9 @@ def test_a_thread_per_connection_server_is_a_pool_fed_by_its_acceptor(tmp_path):
     acceptor = text[text.index("pool acceptor "):text.index("pool process_request_thread ")]
     spawn = handler.split("take ")[1].split()[0]
     assert spawn.startswith("spawn_") and f"put {spawn}" in acceptor
-    # (the handler's answer is linked to the client's wait by timing: not asserted here,
-    # a loaded machine can hide it)
-    assert "take backlog" in acceptor
+    # the handler's answer and the client's wait for it: one connection's two ends
+    assert "take backlog" in acceptor and "put replies" in handler
     assert "30 items handed over" in text
-    # one request at a time: at most the last one's thread still ending as the next began
-    assert runners["process_request_thread"]["size"] <= 2
+    # one request at a time: a few lanes (a thread may still be ending as the next ones
+    # begin, more so on a loaded machine), not 30 threads that each ran once
+    assert runners["process_request_thread"]["size"] < 10

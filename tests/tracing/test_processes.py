@@ -311,3 +311,18 @@ def test_the_two_tier_model_is_written_as_lqn_layers(service_run):
     rate = next(iter(res.info["sources"].values()))["rate"]
     assert m.entries["front"].open_rate == pytest.approx(rate, rel=1e-3)
     assert any("GIL" in n for n in notes)
+
+
+def test_an_answer_is_matched_by_its_connection_even_when_its_receive_did_not_wait():
+    c, s = "('127.0.0.1', 6001)", "('127.0.0.1', 8001)"
+    client = [_sock(1, "connect", 0, 10, fd=4, local=c, peer=s, site="c.py:3"),
+              _sock(1, "send", 20, 5, fd=4, site="c.py:4"),
+              _sock(1, "recv", 900, 3, fd=4, site="c.py:5")]        # the answer was there
+    server = [_sock(2, "accept", 0, 15, fd=3, conn=5, local=s, peer=c, site="s.py:9"),
+              _sock(2, "recv", 30, 4, fd=5, site="s.py:10"),
+              _sock(2, "send", 400, 6, fd=5, site="s.py:12"),
+              _sock(2, "send", 950, 6, fd=7, site="s.py:20")]          # another fd, later
+    links = link_sockets({1: client, 2: server}, processes={1: "c", 2: "s"})
+    assert (client[2].action, client[2].key) == ("take", ("reply", "s.py:12"))
+    assert server[2].action == "put" and server[3].action == "sock"
+    assert links.replies[("reply", "s.py:12")]["takes"] == 1
