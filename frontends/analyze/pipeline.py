@@ -192,8 +192,14 @@ def _analyze(trace, options: Options | None) -> Analysis:
     _tick(timings, 'steps')
     links = link_sockets(walks, processes=getattr(trace, "processes", {}))
     tokens.assign(links.rewritten)
-    walks = {tid: fold(w, lambda s: s.action != "sock", discard_leading=False, in_place=True)
-             if "sock" in map(_ACTION, w) else w for tid, w in walks.items()}
+    once = _one_round_barriers(walks, objects)
+    if once:
+        partial.append("# Barriers waited at in one round only (start-up or shut-down, not "
+                     "repeated): " + ", ".join(sorted(str(objects.info(k).get("name") or k)
+                                                      for k in once)) + ", left out.")
+    walks = {tid: fold(w, lambda s: s.action != "sock" and not (
+                 s.action == "await" and s.key in once), discard_leading=False, in_place=True)
+             if "sock" in map(_ACTION, w) or once else w for tid, w in walks.items()}
     _tick(timings, 'sockets')
     phase, phase_by = work_phase(walks), "hand-overs"
     if phase is None:
@@ -274,6 +280,31 @@ def _analyze(trace, options: Options | None) -> Analysis:
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
                     traced, _tick(timings, "rest"), joins, probe, notes, phase_by)
+
+
+def _one_round_barriers(walks: dict, objects: ObjectTable) -> set:
+    """Barriers whose awaits make one round at most (no more than their parties) while
+    the threads that waited there repeat other synchronisations: a synchronisation the
+    program made once (at start-up, a library's word that waited in a rare case), which
+    in a model that repeats the work would be a barrier never reached again.  (A trace
+    with nothing repeated, e.g. cut short after one round, keeps it.)"""
+    awaits: collections.Counter = collections.Counter(
+        s.key for w in walks.values() for s in w if s.action == "await")
+    once = {k for k, n in awaits.items() if objects.info(k).get("type") == "barrier"
+            and n <= int(objects.info(k).get("parties") or 0)}
+    out = set()
+    for k in once:
+        repeated = collections.Counter(
+            (s.action, s.key) for w in walks.values() if any(x.key == k for x in w)
+            for s in w if s.action in _SYNC and s.key not in once)
+        if any(n >= 2 for n in repeated.values()):
+            out.add(k)
+    return out
+
+
+#: operations that synchronise threads (what repeats in a work phase)
+_SYNC = frozenset({"await", "put", "take", "acquire", "release", "lock", "wait", "notify",
+                   "notify_all"})
 
 
 def _handed_notes(handed: list) -> list[str]:

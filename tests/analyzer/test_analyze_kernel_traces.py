@@ -286,3 +286,31 @@ def test_rounds_of_forks_stay_the_main_thread_s_loop():
     assert main.index("release (threads) sem_start") < main.index("acquire (threads) sem_done")
     assert res.info["params"]["split_thread"] == 1                 # 10 ms each at 2, 20 at 1
     assert "cpu det(10 ms * work_thread" in text
+
+
+def test_a_barrier_waited_at_in_one_round_only_is_left_out():
+    """A futex woken all at once once (a start signal, a library word that waited in a
+    rare case) reads as a barrier; among threads that repeat another barrier it is no
+    round of the work, and in the model it would never be reached again (a deadlock)."""
+    from qpn.frontends.trace import Trace, TraceHeader
+    h = TraceHeader(source="perf", capabilities={"thread_cpu": True},
+                    program={"pid": 1, "argv": ["p"]}, runtime={"cpus": 2})
+    evs = [{"kind": "thread_start", "tid": 1, "ts": 0, "cpu": 0, "name": "main"},
+           {"kind": "thread_start", "tid": 2, "ts": 1, "cpu": 0, "name": "worker", "parent": 1},
+           {"kind": "object", "tid": 1, "ts": 0, "obj": 100, "type": "barrier", "parties": 2},
+           {"kind": "object", "tid": 1, "ts": 0, "obj": 148, "type": "barrier", "parties": 2}]
+    for tid in (1, 2):                                   # the one-round word, at start
+        evs.append({"kind": "wait", "tid": tid, "ts": 10 + tid, "cpu": 5, "on": "barrier",
+                    "obj": 148, "dur": 3 - tid, "ok": True})
+    t = 1_000
+    for r in range(12):                                   # the rounds of the work
+        for tid in (1, 2):
+            evs.append({"kind": "wait", "tid": tid, "ts": t + 400 * tid, "on": "barrier",
+                        "cpu": 10 + 500 * (r + 1), "obj": 100, "dur": 900 - 400 * tid,
+                        "ok": True})
+        t += 1_000
+    evs.sort(key=lambda e: e["ts"])
+    res = build(Trace(h, evs, "b.jsonl"))
+    assert "Barriers waited at in one round only" in res.text
+    body = res.text[res.text.index("software {"):]
+    assert body.count("await ") == 2 and "barrier_2 " not in body    # only the repeated one
