@@ -31,46 +31,29 @@ the epoch's offset, with a warning.
 """
 from __future__ import annotations
 
-from .trace_query import end_ts
+from .trace_query import connections, end_ts
 
 
-def _connections(events: list, *, accepted: bool) -> dict:
-    """(own address, peer address) -> the connection's socket I/O in time order: from a
-    ``connect`` (or an ``accept``'s ``conn`` fd) to the next reuse of that fd."""
-    out: dict = {}
-    live: dict = {}                          # (tid's process-wide) fd -> connection key
-    # an accept (or connect) takes effect when it returns: a worker blocked in accept
-    # while another served the fd's last connection must not take that one's I/O
-    def when(e):
-        return end_ts(e) if e.get("op") in ("accept", "connect") else e["ts"]
-    for ev in sorted((e for e in events if e["kind"] == "io"), key=when):
-        op = ev.get("op")
-        if op == "connect" and not accepted and ev.get("local") and ev.get("peer"):
-            key = (ev["local"], ev["peer"])
-            live[ev.get("fd")] = key
-            out[key] = [ev]
-        elif op == "accept" and accepted and ev.get("local") and ev.get("peer"):
-            key = (ev["local"], ev["peer"])
-            live[ev.get("conn")] = key
-            out[key] = [ev]
-        elif op in ("connect", "accept"):
-            live.pop(ev.get("conn") if op == "accept" else ev.get("fd"), None)
-        elif op in ("send", "recv") and ev.get("fd") in live:
-            out[live[ev["fd"]]].append(ev)
-    return out
+def _ends(events: list, opened_by: str, processes: dict | None) -> list:
+    """[(own, peer), events] of the connection ends ``opened_by`` connect or accept whose
+    addresses were recorded (:func:`trace_query.connections`)."""
+    return [(k, evs) for k, evs in connections(events, processes)
+            if evs[0]["op"] == opened_by and k[0] != "fd"]
 
 
-def message_bounds(a: list, b: list) -> tuple[int | None, int | None, int]:
+def message_bounds(a: list, b: list, processes: dict | None = None) -> tuple:
     """Bounds (low, high) on ``d`` with ``t_A = t_B + d`` from the connections A made to
-    B, and how many connections gave one; None where no message gives that bound."""
-    made = _connections(a, accepted=False)
-    taken = _connections(b, accepted=True)
+    B, and how many connections gave one; None where no message gives that bound
+    (``processes``: tid -> process, when A's or B's events are of several)."""
+    taken: dict = {}                     # (own, peer) -> B's ends by that name, in order
+    for k, evs in _ends(b, "accept", processes):
+        taken.setdefault(k, []).append(evs)
     low = high = None
     pairs = 0
-    for (local, peer), ca in made.items():
-        cb = taken.get((peer, local))
-        if cb is None:
+    for (local, peer), ca in _ends(a, "connect", processes):
+        if not taken.get((peer, local)):
             continue
+        cb = taken[(peer, local)].pop(0)     # a client's port used again: the next one
         pairs += 1
         # the connect began before the accept returned; A's first send before B's first
         # receive ended
@@ -93,12 +76,13 @@ def message_bounds(a: list, b: list) -> tuple[int | None, int | None, int]:
     return low, high, pairs
 
 
-def offset(a_events: list, b_events: list, first_guess: int) -> tuple[int, str]:
+def offset(a_events: list, b_events: list, first_guess: int,
+           processes: dict | None = None) -> tuple[int, str]:
     """The offset mapping B's clock onto A's, and how it was found (for the model's
     header): from the messages both ways between the two traces, else ``first_guess``
     (the wall clocks') kept within the bounds they give."""
-    lo1, hi1, n1 = message_bounds(a_events, b_events)          # A called B
-    lo2, hi2, n2 = message_bounds(b_events, a_events)          # B called A: t_B = t_A + d'
+    lo1, hi1, n1 = message_bounds(a_events, b_events, processes)     # A called B
+    lo2, hi2, n2 = message_bounds(b_events, a_events, processes)     # B called A: t_B = t_A + d
     los = [x for x in (lo1, None if hi2 is None else -hi2) if x is not None]
     his = [x for x in (hi1, None if lo2 is None else -lo2) if x is not None]
     low, high = (max(los) if los else None), (min(his) if his else None)

@@ -193,12 +193,14 @@ def _align(traces: list[Trace], names: list[str]) -> list[str]:
     events in place; says how each was aligned."""
     root = traces[0]
     placed = [e for t in traces if not wall_shift(t, root) for e in t.events]
+    # an fd is its process's: the processes' events are told apart by their trace
+    whose = {e["tid"]: k for k, t in enumerate(traces) for e in t.events}
     notes = []
     for t, name in zip(traces, names):
         guess = wall_shift(t, root)
         if not guess:
             continue
-        d, how = clock_offset(placed, t.events, guess)
+        d, how = clock_offset(placed, t.events, guess, whose)
         for ev in t.events:
             ev["ts"] += d
         placed += t.events

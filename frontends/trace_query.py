@@ -103,16 +103,62 @@ def lock_holds(events: Iterable[dict]) -> dict[int, list[int]]:
     return dict(out)
 
 
+def connections(events: Iterable[dict], processes: dict | None = None) -> list[tuple]:
+    """[(end, events)]: each end of a socket connection, in the order they were opened,
+    with its events in the order they took effect: the
+    ``connect`` or ``accept`` that opened it (an accept's connection is its ``conn``
+    fd), then the sends and receives on that fd until the fd is opened again.  An end is
+    named (own address, peer address) when the opening event recorded both, so the two
+    ends of one connection are (a, b) and (b, a); else ("fd", process, fd, ts).  An fd
+    is its process's (``processes``: tid -> process, in a trace of several).  One pair
+    of addresses may name several ends over a run (a client's port used again).
+
+    Accepts and connects take effect when they return: a worker blocked in accept while
+    another thread served the fd's previous connection must not take that one's I/O.
+
+    >>> evs = [{"kind": "io", "tid": 1, "ts": 0, "dur": 5, "op": "connect", "fd": 4,
+    ...         "local": "A:1", "peer": "B:80"},
+    ...        {"kind": "io", "tid": 1, "ts": 9, "dur": 1, "op": "send", "fd": 4}]
+    >>> [(k, [e["op"] for e in v]) for k, v in connections(evs)]
+    [(('A:1', 'B:80'), ['connect', 'send'])]
+    """
+    proc = (processes or {}).get
+    ios = sorted((e for e in events if e["kind"] == "io"),
+                 key=lambda e: end_ts(e) if e.get("op") in _OPENS else e["ts"])
+    live: dict = {}                          # (process, fd) -> the events of its end
+    out: list = []
+    for ev in ios:
+        op = ev.get("op")
+        if op in _OPENS:
+            fd = ev.get("conn") if op == "accept" else ev.get("fd")
+            if fd is None:
+                continue
+            p = proc(ev["tid"])
+            end = ((ev["local"], ev["peer"]) if ev.get("local") and ev.get("peer")
+                   else ("fd", p, fd, ev["ts"]))
+            live[(p, fd)] = [ev]
+            out.append((end, live[(p, fd)]))
+        elif op in ("send", "recv"):
+            evs = live.get((proc(ev["tid"]), ev.get("fd")))
+            if evs is not None:
+                evs.append(ev)
+    return out
+
+
+#: the operations that open a connection's end on an fd
+_OPENS = ("accept", "connect")
+
+
 def connection_spans(events: Iterable[dict], processes: dict | None = None) -> list[int]:
     """ns from the end of each ``accept`` to the end of the last socket I/O on the
     connection it returned (its ``conn`` fd), by any thread: how long the traced server
-    held the connection.  The time before the accept returned (the handshake, the accept
-    queue, a worker blocked in accept while idle) and after the last send (the client
-    reading the rest) are outside it.  In a trace of several
-    processes (``processes``: tid -> process, frontends/processes.py) an fd is its
-    process's, and connections that a traced thread made (its connect's addresses are
-    the accept's) are calls between the processes, not the clients' (in one process's
-    trace every connection counts: its clients may be threads of the program).
+    held the connection (:func:`connections`).  The time before the accept returned (the
+    handshake, the accept queue, a worker blocked in accept while idle) and after the
+    last send (the client reading the rest) are outside it.  In a trace of several
+    processes (``processes``: tid -> process, frontends/processes.py) connections that a
+    traced thread made (its connect's addresses are the accept's) are calls between the
+    processes, not the clients' (in one process's trace every connection counts: its
+    clients may be threads of the program).
 
     >>> evs = [{"kind": "io", "tid": 1, "ts": 0, "dur": 5, "op": "accept", "fd": 3, "conn": 7},
     ...        {"kind": "io", "tid": 2, "ts": 20, "dur": 10, "op": "recv", "fd": 7},
@@ -121,34 +167,10 @@ def connection_spans(events: Iterable[dict], processes: dict | None = None) -> l
     >>> connection_spans(evs)             # the second accept got fd 7 again: no I/O on it
     [75, 0]
     """
-    proc = (processes or {}).get
-    # an accept takes effect when it returns: one blocked while another thread served the
-    # fd's previous connection must not cut that connection's span short
-    ios = sorted((e for e in events if e["kind"] == "io"),
-                 key=lambda e: end_ts(e) if e.get("op") == "accept" else e["ts"])
-    inner = {(e.get("local"), e.get("peer")) for e in ios if e.get("op") == "connect"
-             and e.get("local")} if processes else set()
-    held: dict[tuple, list[int]] = {}
-    out = []
-    for ev in ios:
-        op = ev.get("op")
-        if op == "accept" and ev.get("conn") is not None:
-            key = (proc(ev["tid"]), ev["conn"])
-            if key in held:
-                span = held.pop(key)
-                if span[2]:
-                    out.append(span[1] - span[0])
-            mine = (ev.get("peer"), ev.get("local")) not in inner
-            held[key] = [end_ts(ev), end_ts(ev), mine]
-        elif op == "connect" and (proc(ev["tid"]), ev.get("fd")) in held:
-            span = held.pop((proc(ev["tid"]), ev.get("fd")))   # the fd was closed, reused
-            if span[2]:
-                out.append(span[1] - span[0])
-        elif op in ("send", "recv") and (proc(ev["tid"]), ev.get("fd")) in held:
-            span = held[(proc(ev["tid"]), ev.get("fd"))]
-            span[1] = max(span[1], end_ts(ev))
-    out += [b - a for a, b, mine in held.values() if mine]
-    return out
+    ends = connections(events, processes)
+    made = {k for k, evs in ends if evs[0]["op"] == "connect"} if processes else set()
+    return [max(map(end_ts, evs)) - end_ts(evs[0]) for k, evs in ends
+            if evs[0]["op"] == "accept" and (k[1], k[0]) not in made]
 
 
 def thread_cpu(thread_events: Sequence[dict]) -> int | None:

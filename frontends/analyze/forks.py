@@ -95,7 +95,7 @@ def forks_as_semaphores(by: dict) -> tuple[dict, list]:
         sem_start, sem_done = sems[(parent, site)]
         adds.setdefault(parent, []).append(
             {"kind": "release", "tid": parent, "ts": first["ts"], "obj": sem_start, "site": site,
-             "cpu": _cpu_at(by[parent], first["ts"]), "n": len(children)})
+             "cpu": cpu_at(by[parent], first["ts"]), "n": len(children)})
         for c in children:
             s, end = starts[c], by[c][-1]
             adds.setdefault(c, []).extend([
@@ -163,7 +163,7 @@ def _computes_only(evs: list) -> bool:
     return all(e["kind"] in QUIET or e.get("obj") in own and e["kind"] != "io" for e in evs)
 
 
-def _cpu_at(evs: list, ts: int) -> int | None:
+def cpu_at(evs: list, ts: int) -> int | None:
     """A thread's CPU clock at ``ts``, from its events around it: the clock runs at most
     as fast as the wall clock, and never past the next event's reading."""
     prev = nxt = None

@@ -44,6 +44,7 @@ from .phases import end_cpu_clock, propagate_drops, threads_phase, work_phase
 from .sockets import SocketLinks, link_sockets
 from .steps import fold, thread_steps
 from .structure import Tokens, leaves
+from .barrier_rounds import one_round_barriers
 from .spawns import spawns_as_pool
 from .threads import Group, group_processes
 
@@ -190,9 +191,10 @@ def _analyze(trace, options: Options | None) -> Analysis:
                                probe_ns=probe, probe_cond_ns=probe_cond, cond_locks=cond_locks)
              for tid, evs in by.items()}
     _tick(timings, 'steps')
-    links = link_sockets(walks, processes=getattr(trace, "processes", {}))
+    procs = getattr(trace, "processes", {})          # tid -> process (frontends/processes.py)
+    links = link_sockets(walks, processes=procs)
     tokens.assign(links.rewritten)
-    once = _one_round_barriers(walks, objects)
+    once = one_round_barriers(walks, objects)         # barrier_rounds.py
     if once:
         partial.append("# Barriers waited at in one round only (start-up or shut-down, not "
                      "repeated): " + ", ".join(sorted(str(objects.info(k).get("name") or k)
@@ -220,7 +222,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
         for s in w[j:]:
             s.out = True
         sigs[tid] = collections.Counter(map(_TOK, w[i:j]))
-    groups = group_processes(sigs, info, main, getattr(trace, "processes", {}))
+    groups = group_processes(sigs, info, main, procs)
     runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
     for o in forked:                   # a pool forked in rounds: a round's threads at once
         for r in runners:
@@ -271,7 +273,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
         for proc in dict.fromkeys(r.group.process for r in runners):
             shares.update(_gil_shares([r for r in runners if r.group.process == proc],
                                       {t: w for t, w in walks.items()
-                                       if getattr(trace, "processes", {}).get(t) == proc}, cores, interval))
+                                       if procs.get(t) == proc}, cores, interval))
     _tick(timings, 'gil')
     # every step's token is numbered; socket operations left the walks (folded
     # or rewritten as queue operations with tokens of their own)
@@ -280,31 +282,6 @@ def _analyze(trace, options: Options | None) -> Analysis:
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
                     traced, _tick(timings, "rest"), joins, probe, notes, phase_by)
-
-
-def _one_round_barriers(walks: dict, objects: ObjectTable) -> set:
-    """Barriers whose awaits make one round at most (no more than their parties) while
-    the threads that waited there repeat other synchronisations: a synchronisation the
-    program made once (at start-up, a library's word that waited in a rare case), which
-    in a model that repeats the work would be a barrier never reached again.  (A trace
-    with nothing repeated, e.g. cut short after one round, keeps it.)"""
-    awaits: collections.Counter = collections.Counter(
-        s.key for w in walks.values() for s in w if s.action == "await")
-    once = {k for k, n in awaits.items() if objects.info(k).get("type") == "barrier"
-            and n <= int(objects.info(k).get("parties") or 0)}
-    out = set()
-    for k in once:
-        repeated = collections.Counter(
-            (s.action, s.key) for w in walks.values() if any(x.key == k for x in w)
-            for s in w if s.action in _SYNC and s.key not in once)
-        if any(n >= 2 for n in repeated.values()):
-            out.add(k)
-    return out
-
-
-#: operations that synchronise threads (what repeats in a work phase)
-_SYNC = frozenset({"await", "put", "take", "acquire", "release", "lock", "wait", "notify",
-                   "notify_all"})
 
 
 def _handed_notes(handed: list) -> list[str]:

@@ -36,10 +36,10 @@ import bisect
 import collections
 from dataclasses import dataclass, field
 
+from qpn.frontends.trace_query import connections
+
 #: a recv must block this long (ns) to count as waiting for a reply
 BLOCK_NS = 50_000
-#: the operations that give an fd its connection
-OPENS = ("accept", "connect")
 
 
 @dataclass
@@ -101,24 +101,13 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS,
 
 def _connections(walks: dict, processes: dict) -> dict:
     """id(send or recv step) -> (own address, peer address) of its connection, where the
-    ``connect`` or ``accept`` that opened its fd recorded them (an fd is its process's)."""
-    # (accepts and connects may already be takes and puts: their event says what they were)
-    steps = sorted((s for w in walks.values() for s in w
-                    if s.ev.get("kind") == "io" and s.ev.get("op") in OPENS + ("send", "recv")),
-                   key=lambda s: s.end if s.ev["op"] in OPENS else s.ts)
-    live: dict = {}
-    out: dict = {}
-    for s in steps:
-        proc, ev = processes.get(s.tid), s.ev
-        if ev["op"] in OPENS:
-            fd = ev.get("conn") if ev["op"] == "accept" else s.fd
-            if ev.get("local") and ev.get("peer"):
-                live[(proc, fd)] = (ev["local"], ev["peer"])
-            else:
-                live.pop((proc, fd), None)
-        elif (proc, s.fd) in live:
-            out[id(s)] = live[(proc, s.fd)]
-    return out
+    ``connect`` or ``accept`` that opened its fd recorded them
+    (:func:`trace_query.connections`; accepts and connects may already be takes and
+    puts here: their events say what they were)."""
+    steps = [s for w in walks.values() for s in w if s.ev.get("kind") == "io"]
+    end_of = {id(e): k for k, evs in connections([s.ev for s in steps], processes)
+              if k[0] != "fd" for e in evs[1:]}
+    return {id(s): end_of[id(s.ev)] for s in steps if id(s.ev) in end_of}
 
 
 def _link_endpoints(connects, accepts, links) -> list:

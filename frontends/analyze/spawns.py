@@ -46,7 +46,7 @@ from __future__ import annotations
 import heapq
 from operator import itemgetter
 
-from .forks import FORKS_BASE, QUIET, _cpu_at
+from .forks import FORKS_BASE, QUIET, cpu_at
 
 #: synthetic ids of the spawn queues: above the fork semaphores' ones
 SPAWNS_BASE = FORKS_BASE + (1 << 40)
@@ -75,7 +75,7 @@ def spawns_as_pool(by: dict) -> tuple[dict, list]:
                         "why": f"threads started at {site}, one per item: a hand-over to a "
                                "pool (not an object of the program)"})
         puts = [{"kind": "put", "tid": parent, "ts": by[k][0]["ts"], "obj": q, "item": k,
-                 "site": site, "dur": 0, "cpu": _cpu_at(by[parent], by[k][0]["ts"])}
+                 "site": site, "dur": 0, "cpu": cpu_at(by[parent], by[k][0]["ts"])}
                 for k in kids]
         mine = set(kids)
         rest = [e for e in by[parent]
