@@ -180,8 +180,8 @@ class SoftwareBuilder:
 
     @_words
     def sw_mutex(self, c):
-        """``"mutex" NAME``"""
-        return sw.Mutex(str(c[0]), loc=self.iloc(c))
+        """``"mutex" NAME ["handover" dist]``"""
+        return sw.Mutex(str(c[0]), c[1] if len(c) > 1 else None, loc=self.iloc(c))
 
     @_words
     def sw_rwlock(self, c):

@@ -37,7 +37,6 @@ def _is_one(e) -> bool:
 #: field, how the value is written)): ``keyword name word value ...`` and nothing optional;
 #: the declarations with optional parts are written by :func:`fmt_decl_head` itself
 _PLAIN_DECLS = {
-    sw.Mutex: ("mutex", ()),
     sw.Semaphore: ("semaphore", (("permits", "permits", fmt),)),
     sw.Barrier: ("barrier", (("parties", "parties", fmt),)),
     sw.Limit: ("limit", (("", "count", fmt),)),
@@ -74,6 +73,8 @@ def fmt_decl_head(d) -> str:
         if d.load:
             s += " service by load " + ", ".join(f"{k}: {fmt_dist(x)}" for k, x in d.load)
         return s
+    if t is sw.Mutex:
+        return f"mutex {d.name}" + (f" handover {fmt_dist(d.handover)}" if d.handover else "")
     if t is sw.RwLock:
         return f"rwlock {d.name}" + (" prefer writers" if d.prefer_writers else "")
     if t is sw.Condition:

@@ -17,9 +17,10 @@ from qpn.model import Param
 from qpn.net import Net
 from qpn.software import ast as sw
 
-from .fit import fmt_time
+from .fit import fit, fmt_time
 from .comments import doc
 from .model import ModelText, Writer
+from .wakeups import MIN_WAKEUPS
 
 
 def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
@@ -55,10 +56,21 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
                            doc=f"the cores of machine {host[5:]}"))
     for gil in sorted(c for c in w.cpus if c == "gil" or c.startswith("gil_")) if an.gil else ():
         whose = "" if gil == "gil" else f" of process {gil[4:]}"
-        cpus.append(sw.Mutex(gil, doc=(
+        # a machine's wake-up, from the receives of all its processes: the mean rests on a
+        # tail of waits for a core (a few %), too few in one process's receives alone
+        host = w.host_of.get(gil[4:], "host")
+        wakes = [t for p, ts in sorted(an.wakeups.items()) if w.host_of.get(p, "host") == host
+                 for t in ts] if gil[4:] in an.wakeups else []
+        handover = fit(wakes) if len(wakes) >= MIN_WAKEUPS else None
+        cpus.append(sw.Mutex(gil, handover=handover.dist() if handover else None, doc=(
             f"the GIL{whose}: one thread at a time runs Python code, on one of the cores; it "
             "keeps the GIL\nuntil its fragment ends (fragments are mostly shorter than the "
-            f"switch interval, {fmt_time(w.quantum)})")))
+            f"switch interval, {fmt_time(w.quantum)})" + (
+                ";\na thread waiting for it gets it one wake-up after it is released (handover): on "
+                f"this machine,\n{len(wakes)} receives blocked when another process's send ended "
+                f"returned {fmt_time(handover.mean)} after it on average,\nmedian "
+                f"{fmt_time(sorted(wakes)[len(wakes) // 2])} (frontends/analyze/wakeups.py)"
+                if handover else ""))))
     if w.disk:
         n = _concurrency(w.disk_busy)
         dp = w.param("disk_servers", n, "requests the disk serves at once (at most "

@@ -47,6 +47,7 @@ from .structure import Tokens, leaves
 from .barrier_rounds import one_round_barriers
 from .spawns import spawns_as_pool
 from .threads import Group, group_processes
+from .wakeups import wake_latencies
 
 
 _TOK = operator.attrgetter("tok")
@@ -129,6 +130,7 @@ class Analysis:
     probe_ns: int = 0                 # the tracer's own CPU per event, taken off the fragments
     notes: list = field(default_factory=list)       # header lines: what was read how
     phase_by: str = "hand-overs"      # what bounds the work phase: hand-overs | threads
+    wakeups: dict = field(default_factory=dict)     # process -> wake-up times, ns (wakeups.py)
 
 
 @contextlib.contextmanager
@@ -274,6 +276,9 @@ def _analyze(trace, options: Options | None) -> Analysis:
             shares.update(_gil_shares([r for r in runners if r.group.process == proc],
                                       {t: w for t, w in walks.items()
                                        if procs.get(t) == proc}, cores, interval))
+    # the GIL's hand-over to a waiting thread takes a wake-up: seen across processes only
+    wakeups = wake_latencies(trace.events, procs, phase) if gil and len(set(procs.values())) > 1 \
+        else {}
     _tick(timings, 'gil')
     # every step's token is numbered; socket operations left the walks (folded
     # or rewritten as queue operations with tokens of their own)
@@ -281,7 +286,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     traced = frozenset((p, n or 0) for p, n in map(split_site, sites) if p)
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
-                    traced, _tick(timings, "rest"), joins, probe, notes, phase_by)
+                    traced, _tick(timings, "rest"), joins, probe, notes, phase_by, wakeups)
 
 
 def _handed_notes(handed: list) -> list[str]:

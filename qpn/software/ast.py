@@ -46,8 +46,10 @@ class Disk(Declaration):
 
 @dataclass(frozen=True)
 class Mutex(Declaration):
-    """``mutex m``."""
+    """``mutex m [handover D]``: with ``handover``, a thread waiting when the holder
+    unlocks gets the lock D later (the time to wake it: a GIL's hand-over)."""
     name: str
+    handover: Distribution | None = None
 
 
 @dataclass(frozen=True)

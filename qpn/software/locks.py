@@ -36,6 +36,8 @@ from __future__ import annotations
 from . import ast as sw
 from .cfg import Act, Alt, Exit, ExitMode
 from .env import declaration, step
+from ..expr import Num
+from ..model import Mode
 from .kit import arc
 
 
@@ -44,6 +46,20 @@ def mutex_decl(d: sw.Mutex, env) -> None:
     """``mutex m``: the places m.free (one token), m.held and m.waiting."""
     env.kit.place(f"{d.name}.free", init=1, loc=d.loc)
     env.kit.place(f"{d.name}.held", loc=d.loc, optional=True)
+    if d.handover is not None:
+        # an unlock puts the lock into m.released; kept at once if nobody waits, else on
+        # its way to a waiting thread (m.handover), free again once that thread is awake
+        n, kit = d.name, env.kit
+        waiting = kit.counter(f"{n}.waiting", d.loc)
+        kit.place(f"{n}.released", loc=d.loc)
+        kit.delay_place(f"{n}.handover", d.handover, loc=d.loc)
+        kit.transition(f"{n}.kept", [Mode(None, (arc(f"{n}.released"),), (arc(f"{n}.free"),),
+                                          (arc(waiting),), loc=d.loc)],
+                       priority=Num(1), loc=d.loc)
+        kit.transition(f"{n}.handing", [Mode(None, (arc(f"{n}.released"),),
+                                             (arc(f"{n}.handover"),), loc=d.loc)], loc=d.loc)
+        kit.transition(f"{n}.handed", [Mode(None, (arc(f"{n}.handover"),), (arc(f"{n}.free"),),
+                                            loc=d.loc)], loc=d.loc)
 
 
 @declaration(sw.RwLock)
@@ -97,7 +113,8 @@ def unlock(st: sw.Unlock, nxt, env):
     """``unlock m``: give the lock back."""
     n = st.target
     if st.mode == "mutex":
-        return Act([Alt(ins=[arc(f"{n}.held")], outs=[arc(f"{n}.free")], next=nxt)], st.loc)
+        freed = f"{n}.free" if env.table.decls[n].handover is None else f"{n}.released"
+        return Act([Alt(ins=[arc(f"{n}.held")], outs=[arc(freed)], next=nxt)], st.loc)
     held = f"{n}.readers" if st.mode == "read" else f"{n}.writer"
     return Act([Alt(ins=[arc(held)], next=nxt)], st.loc)
 

@@ -32,7 +32,7 @@ software {
     disk ssd servers 2 fcfs service exp(2 ms)
     disk hdd servers 2 service by load 1: exp(5 ms), 2: exp(8 ms), 3: exp(12 ms)
 
-    mutex cache
+    mutex cache handover exp(20 us)
     rwlock table prefer writers
     semaphore conns permits 2
     barrier phase parties 2
@@ -186,6 +186,27 @@ software {
     assert "transition w.sleep.done : w.sleep -> w.lock_m, m.waiting" in text
     assert "transition w.lock_m.done : w.lock_m, m.free, m.waiting -> m.held, w.hold" in text
     assert "transition w.hold.done : w.hold, m.held -> m.free, w.start" in text
+
+
+def test_mutex_handover_expansion_shape():
+    """``handover D``: an unlock puts the lock into m.released; kept at once (first, by
+    priority) when nobody waits, else it spends D in m.handover on its way to a waiter."""
+    net = qpn.parse("""
+software {
+    mutex m handover exp(50 us)
+    pool w size 2 {
+        lock m
+        sleep exp(10 ms) as hold
+        unlock m
+    }
+}""")
+    text = net.flatten().text()
+    assert "transition w.hold.done : w.hold, m.held -> m.released, w.start" in text
+    assert "transition m.kept priority 1 : m.released -> m.free unless m.waiting" in text
+    assert "place m.handover queue is service exp(50 us)" in text
+    assert "transition m.handing : m.released -> m.handover" in text
+    assert "transition m.handed : m.handover -> m.free" in text
+
 
 
 def test_counted_loops_carry_their_counter_in_the_color():

@@ -271,6 +271,39 @@ def test_write_lock_alone_is_a_mutex():
     assert close(a.get("residence", "lock.write_waiting"), b.get("residence", "lock.waiting"))
 
 
+HANDOVER = """
+software {
+    mutex m handover det(1 ms)
+    pool w size N {
+        lock m
+        sleep det(4 ms) as hold
+        unlock m
+    }
+}"""
+
+
+@pytest.mark.parametrize("n, rate", [(1, 250.0), (2, 200.0), (3, 200.0)])
+def test_mutex_handover_is_paid_only_when_a_thread_waits(n, rate):
+    """Threads that only take the lock: one alone re-takes it at once (1 / 4 ms); with
+    more, every unlock has a waiter and the lock is idle for the hand-over (1 / 5 ms)."""
+    res = solve(qpn.parse(HANDOVER.replace("N", str(n))), "des",
+                options={"quiet": True, "seed": 1})
+    assert close(res.get("throughput", "w.begin"), rate, 1e-6)
+    assert close(res.get("throughput", "m.handed"), 0.0 if n == 1 else rate, 1e-6)
+
+
+def test_mutex_handover_ctmc_agrees_with_des_and_a_zero_handover_is_none():
+    text = MUTEX.replace("mutex lock", "mutex lock handover exp(100 ms)")
+    exact = solve(qpn.parse(text), "ctmc")
+    sim = solve(qpn.parse(text), "des", options={"quiet": True, "seed": 3, "rtol": 0.01})
+    x, hw = sim.get("throughput", "workers.begin"), sim.ci("throughput", "workers.begin")
+    assert abs(x - exact.get("throughput", "workers.begin")) <= 3 * hw
+    plain = solve(qpn.parse(MUTEX), "ctmc").get("throughput", "workers.begin")
+    assert exact.get("throughput", "workers.begin") < 0.95 * plain       # the lock idles
+    tiny = solve(qpn.parse(MUTEX.replace("mutex lock", "mutex lock handover exp(1 ns)")), "ctmc")
+    assert close(tiny.get("throughput", "workers.begin"), plain, 1e-6)
+
+
 def test_readers_share_an_rwlock():
     net = qpn.parse("""
 software {

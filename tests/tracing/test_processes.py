@@ -193,6 +193,9 @@ def test_a_two_tier_service_traced_as_processes_becomes_a_model_of_two_tiers(ser
     # a GIL each; the front's connects put into the back end's accept queue (matched by
     # addresses), its recv takes the back end's replies; the clients' arrivals are a source
     assert "mutex gil_front" in text and "mutex gil_back" in text
+    # the front's receives of the back end's answers show how long a wake-up takes: the
+    # front's GIL is handed over that much later (frontends/analyze/wakeups.py)
+    assert "mutex gil_front handover " in text and "receives blocked when another process" in text
     front = text[text.index("pool front "):]
     back = text[text.index("pool back "):text.index("pool front ")]
     assert "lock gil_front" in front and "gil_back" not in front

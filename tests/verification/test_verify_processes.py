@@ -91,8 +91,14 @@ def test_the_two_tier_service_s_throughput_with_one_worker_per_tier(capacity):
 
 
 @pytest.mark.measured
-@pytest.mark.xfail(strict=True, reason="issue 17's 15% is missed from 2 workers on: the "
-                   "model's cores bound it, the real service keeps 15% of them idle (GIL "
-                   "hand-overs, docs/verify.md); 13.6-23.3% over in two runs on 2026-11-27")
 def test_the_two_tier_service_s_throughput_at_2_4_8_workers_within_15_percent(capacity):
-    assert max(r["eps"] for r in capacity.rows[1:]) <= 0.15, capacity.table()
+    """From two workers the GILs' hand-overs bound it: each waits for the woken thread,
+    as long as the trace's receives took to wake (frontends/analyze/wakeups.py).  Without
+    them the model was 13.6-23.3% over (two runs, 2026-11-27); with them 0.8-2.5% (the
+    cached trace) and 11.7-13.9% (a fresh one).  Judged against max(15%, twice the
+    configuration's measured spread), as the measuring guide says."""
+    for r in capacity.rows[1:]:
+        assert r["eps"] <= max(0.15, 2 * r["spread"]), capacity.table()
+    with open(capacity.model) as fh:
+        model = fh.read()
+    assert "mutex gil_front handover" in model and "mutex gil_back handover" in model
