@@ -18,8 +18,12 @@ it:
 * ``lock``/``unlock`` of a mutex named ``gil`` or ``gil_*`` (CPython's GIL, which LQN
   cannot express) are left out: the cpu steps stay, on their cpu.
 
-Anything else (other locks, a put with no answer, disks) is refused by the exporter at
-its line.  The result says what it approximated.
+* a ``put Q`` whose answer nobody takes is an asynchronous request to the entry that
+  serves Q: Q stays, taken by a pool of senders (``take Q; call ENTRY``, the shape
+  :mod:`dsl.lqn_export` writes as ``z``), as many as the pools that put into Q have threads.
+
+Anything else (other locks, disks) is refused by the exporter at its line.  The result
+says what it approximated.
 
 >>> import qpn
 >>> net = qpn.parse('''net t
@@ -64,6 +68,7 @@ from dataclasses import replace
 
 from qpn.distributions import exp
 from qpn.errors import ModelError
+from qpn.expr import BinOp
 from qpn.software import ast as sw
 
 
@@ -108,13 +113,14 @@ def layered(net, env: dict | None = None) -> tuple[object, list[str]]:
     notes: list[str] = []
     out: list = []
     gil_dropped = False
+    asyncs: dict = {}                         # Q -> the pools putting into it unanswered
     for d in decls:
         if isinstance(d, sw.Mutex) and _is_gil(d.name):
             gil_dropped = True
         elif isinstance(d, sw.BlockingQueue) and (d.name in replies or d.name in takers):
-            continue                           # calls now
+            continue                           # calls now (or async requests: below)
         elif isinstance(d, sw.Pool) and d in pools:
-            out += _task(d, serves.get(d.name), takers, replies, notes)
+            out += _task(d, serves.get(d.name), takers, replies, asyncs)
         elif isinstance(d, sw.Source) and isinstance(d.body, tuple) and len(d.body) == 1 \
                 and isinstance(d.body[0], sw.Put) and d.body[0].target in takers:
             mean = d.every.bind(env or {}).mean()
@@ -124,6 +130,14 @@ def layered(net, env: dict | None = None) -> tuple[object, list[str]]:
             out.append(replace(d, every=exp(mean), body=(sw.Call(takers[d.body[0].target].name),)))
         else:
             out.append(d)
+    for q, senders in asyncs.items():
+        size = None
+        for p in senders:
+            size = p.size if size is None else BinOp("+", size, p.size)
+        out += [sw.BlockingQueue(q), sw.Pool(f"{q}_senders", size, (sw.Take(q),
+                                                                    sw.Call(takers[q].name)))]
+        notes.append(f"{', '.join(sorted(p.name for p in senders))} put into '{q}' and take "
+                     f"no answer: asynchronous requests to '{takers[q].name}'")
     if gil_dropped:
         notes.append("the GIL (mutex gil*) has no LQN form: left out, its holders' cpu steps "
                      "stay on their cpu")
@@ -131,9 +145,10 @@ def layered(net, env: dict | None = None) -> tuple[object, list[str]]:
     return replace(net, items=tuple(items) + (sw.Software(tuple(out)),)), notes
 
 
-def _task(p: sw.Pool, served: str | None, takers: dict, replies: dict, notes: list) -> list:
+def _task(p: sw.Pool, served: str | None, takers: dict, replies: dict, asyncs: dict) -> list:
     """A pool as a task (a semaphore and a behavior) or, serving no queue, a reference
-    task (the pool with its calls)."""
+    task (the pool with its calls); its puts that no take of a reply answers are added
+    to ``asyncs``."""
     body = list(p.body)
     if served is not None:                     # turn the loop to begin at its take
         i = next(k for k, st in enumerate(body) if isinstance(st, sw.Take)
@@ -149,23 +164,28 @@ def _task(p: sw.Pool, served: str | None, takers: dict, replies: dict, notes: li
             answered = len(steps)              # the reply: the rest counts before it
             continue
         if isinstance(st, sw.Put) and st.target in takers:
-            pending.append(st)
+            pending.append(st)                 # a request: kept in place until answered
+            steps.append(st)
             continue
         if isinstance(st, sw.Take) and st.target in replies:
             callee = replies[st.target]
-            if not any(takers[q.target].name == callee for q in pending):
+            mine = [q for q in pending if takers[q.target].name == callee]
+            if not mine:
                 raise ModelError(f"pool '{p.name}' takes from '{st.target}' without a request "
                                  f"to '{callee}' before", getattr(st, "loc", None))
             pending = [q for q in pending if takers[q.target].name != callee]
+            steps = [x for x in steps if not any(x is q for q in mine)]
+            if answered is not None:
+                answered = min(answered, len(steps))
             steps.append(sw.Call(callee))
             continue
         # a step between a request and the take of its answer (sending the rest of it)
         # runs before the call: the caller waits after it either way
         steps.append(st)
-    if pending:
-        raise ModelError(f"pool '{p.name}' puts into '{pending[0].target}' and gets no answer: "
-                         "an asynchronous request has no LQN form here",
-                         getattr(pending[0], "loc", None))
+    for q in pending:                           # nobody waits for these: asynchronous
+        senders = asyncs.setdefault(q.target, [])
+        if p not in senders:
+            senders.append(p)
     if served is None:
         return [replace(p, body=tuple(steps))]
     task = f"{p.name}_task"
