@@ -21,13 +21,19 @@ class Ctx:
         self.bad_mutex: set = set()
         self.pruned = 0
         self.pruned_time = 0.0
+        self.pruned_cpu = 0.0         # CPU (ns) of the CPU fragments left out: kept in the model
+        self.receiver = None          # the leaf whose demand takes it (model.py, _receiver)
+        self.received = None          # what its cpu step was written from
         self.steps: list = []
         self.speedups: list = []
 
-    def prune(self, ns: float) -> None:
-        """Count a fragment left out and its time (ns)."""
+    def prune(self, ns: float, cpu: float = 0.0) -> None:
+        """Count a fragment left out, its time (ns) and its CPU (ns), which the model keeps
+        in one step (each below the threshold, together they may not be: 18% of a worker's
+        CPU in suites/sized_items)."""
         self.pruned += 1
         self.pruned_time += ns
+        self.pruned_cpu += cpu
 
     @property
     def pruned_share(self) -> float:

@@ -19,21 +19,29 @@ from .naming import split_site
 DISK_OPS = frozenset({"read", "write", "open", "stat", "fsync"})
 
 
+def _quick_cpu(w, lf) -> float:
+    """ns of the calls that did not wait (a page-cache hit, a close): CPU of the call."""
+    return float(sum(s.own_cpu or s.dur for s in lf.steps if s.blocked < w.opt.io_threshold))
+
+
 def file_io(w, lf, ctx) -> list:
     """A file operation of the model writer ``w``: page-cache hits as CPU, device
     accesses as I/O on the disk, a branch by their counts when both occur."""
     if lf.token[1] not in DISK_OPS:
         if _cpu_sum(lf) + _io_sum(lf) > 0 and w._keeps_cpu(lf, ctx):
             return w.cpu(lf, ctx)
-        ctx.prune(_io_sum(lf) + _cpu_sum(lf))
+        ctx.prune(_io_sum(lf) + _cpu_sum(lf), _cpu_sum(lf) + _quick_cpu(w, lf))
         return []
     if not w._keeps_io(lf, ctx):
         # the I/O is too small to keep, the code before it may not be (reading a
         # log back and checking each record: the checking is the work)
         keep = w._keeps_cpu(lf, ctx)
-        ctx.prune(_io_sum(lf) + (0 if keep else _cpu_sum(lf)))
+        ctx.prune(_io_sum(lf) + (0 if keep else _cpu_sum(lf)),
+                  (0 if keep else _cpu_sum(lf)) + _quick_cpu(w, lf))
         return w.cpu(lf, ctx) if keep else []
     out = w.cpu(lf, ctx) if w._keeps_cpu(lf, ctx) else []
+    if not out and _cpu_sum(lf) > 0:
+        ctx.prune(_cpu_sum(lf), _cpu_sum(lf))
     op, site = lf.token[1], lf.token[2]
     thr = w.opt.io_threshold
     gil_wait = w.an.shares.get(("gil_wait", id(lf))) or [0.0] * len(lf.steps)

@@ -1,0 +1,196 @@
+"""CPU demands that depend on the size of what a thread just read (Freud's input-dependent
+costs).
+
+A worker that reads an item and then processes it spends CPU in proportion to the item's
+size.  One distribution per fragment mixes the sizes of the traced run: a prediction for
+another input mix (more large items) keeps the traced mix.  Here each execution of a
+fragment gets the feature of its thread's last input before it ended: the bytes of the
+last ``recv`` or ``read`` (the tracer records them).  If the demand follows the feature
+(a straight line, or a mean per size, chosen by 5-fold cross-validation against a
+constant), the model branches on the size class with the traced shares as parameters
+(``share_read_31_65536``), each class with its own demand, and prints the fit and its R²;
+setting the shares predicts another mix.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(1)
+>>> x = rng.choice([4096.0, 65536.0], size=200, p=[0.8, 0.2])
+>>> y = 20_000 + 30 * x + rng.normal(0, 5_000, size=200)
+>>> f = fit_feature(x, y)
+>>> f.kind, [c.value for c in f.classes], round(f.r2, 2), round(f.slope)
+('line', [4096.0, 65536.0], 1.0, 30)
+>>> fit_feature(x, rng.normal(100_000, 5_000, size=200)) is None
+True
+"""
+from __future__ import annotations
+
+import bisect
+import collections
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: executions of a fragment with a known feature needed to fit anything
+MIN_SAMPLES = 30
+#: distinct sizes up to which each is a class of its own (else quantile classes)
+MAX_CLASSES = 6
+#: the cross-validated share of the variance the feature must explain
+MIN_R2 = 0.5
+#: input operations whose bytes are a feature
+INPUTS = ("recv", "read")
+
+
+@dataclass
+class SizeClass:
+    value: float              # the class's size (bytes): its mean size
+    share: float              # the traced share of executions in it
+    samples: list             # the demands (ns) of the executions in it
+
+
+@dataclass
+class FeatureFit:
+    kind: str                 # "classes" (a mean per class) or "line"
+    intercept: float          # ns: demand = intercept + slope * size
+    slope: float              # ns per byte
+    r2: float                 # cross-validated share of the variance explained
+    n: int
+    classes: list = field(default_factory=list)
+
+
+def input_sizes(events) -> dict:
+    """tid -> (end times, (bytes, "op_line")) of its input operations, sorted by end."""
+    out: dict = collections.defaultdict(list)
+    for e in events:
+        if e["kind"] == "io" and e.get("op") in INPUTS and e.get("bytes"):
+            line = str(e.get("site") or "").rpartition(":")[2]
+            out[e["tid"]].append((e["ts"] + e.get("dur", 0), float(e["bytes"]),
+                                  f"{e['op']}_{line}" if line.isdigit() else e["op"]))
+    return {t: ([a for a, _, _ in v], [(b, w) for _, b, w in v])
+            for t, v in ((t, sorted(v)) for t, v in out.items())}
+
+
+def feature_of(sizes: dict, tid: int, since: float, end: int) -> tuple | None:
+    """(bytes, where) of ``tid``'s last input that ended in (since, end]: in a loop, since
+    the thread's previous pass through the same fragment (an input of this iteration)."""
+    ends, inputs = sizes.get(tid, ((), ()))
+    i = bisect.bisect_right(ends, end) - 1
+    if i < 0 or ends[i] <= since:
+        return None
+    return inputs[i]
+
+
+def _cv_mse(x: np.ndarray, y: np.ndarray, predict, k: int = 5) -> float:
+    """Mean squared error of ``predict(x_train, y_train, x_test)`` over k folds."""
+    idx = np.arange(len(x))
+    err = 0.0
+    for f in range(k):
+        test = idx % k == f
+        err += float(np.sum((predict(x[~test], y[~test], x[test]) - y[test]) ** 2))
+    return err / len(x)
+
+
+def _const(xt, yt, xs):
+    return np.full(len(xs), yt.mean())
+
+
+def _line(xt, yt, xs):
+    if np.ptp(xt) == 0:
+        return _const(xt, yt, xs)
+    b, a = np.polyfit(xt, yt, 1)
+    return a + b * xs
+
+
+def _means(xt, yt, xs):
+    m = {v: yt[xt == v].mean() for v in np.unique(xt)}
+    return np.array([m.get(v, yt.mean()) for v in xs])
+
+
+def fit_feature(x, y) -> FeatureFit | None:
+    """The demands ``y`` (ns) as a function of the sizes ``x`` (bytes), or None when a
+    constant does about as well (cross-validated R² below MIN_R2) or the sample is small.
+
+    Few distinct sizes (<= MAX_CLASSES) are classes of their own, with a mean each when
+    that cross-validates better than a line; more are cut into 4 quantile classes on a
+    line fitted to all."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < MIN_SAMPLES or np.ptp(x) == 0 or np.var(y) == 0:
+        return None
+    order = np.random.default_rng(0).permutation(len(x))     # folds not in trace order
+    x, y = x[order], y[order]
+    base = _cv_mse(x, y, _const)
+    line = _cv_mse(x, y, _line)
+    values = np.unique(x)
+    few = len(values) <= MAX_CLASSES
+    means = _cv_mse(x, y, _means) if few else float("inf")
+    best = min(line, means)
+    r2 = 1 - best / base if base > 0 else 0.0
+    if r2 < MIN_R2:
+        return None
+    b, a = np.polyfit(x, y, 1)
+    if few:
+        groups = [(v, x == v) for v in values]
+    else:
+        edges = np.quantile(x, [0.25, 0.5, 0.75])
+        cls = np.searchsorted(edges, x, side="right")
+        groups = [(float(x[cls == c].mean()), cls == c) for c in range(4) if np.any(cls == c)]
+    classes = [SizeClass(float(v), float(m.mean()), [float(t) for t in y[m]]) for v, m in groups]
+    return FeatureFit("classes" if few and means <= line else "line", float(a), float(b),
+                      float(r2), len(x), classes)
+
+
+def size_fit(sizes: dict, steps) -> tuple[FeatureFit, str] | None:
+    """The fit of a fragment's demands (``steps``: its executions with CPU) on the size of
+    their input, and where that input is read (``read_31``); None if the demand does not
+    follow it, or fewer than 90% of the executions have one input site."""
+    last: dict = {}                           # tid -> its previous pass's end
+    feats = []
+    for s in sorted(steps, key=lambda s: s.ts):
+        feats.append(feature_of(sizes, s.tid, last.get(s.tid, float("-inf")), s.ts))
+        last[s.tid] = s.ts
+    steps = sorted(steps, key=lambda s: s.ts)
+    wheres = collections.Counter(f[1] for f in feats if f is not None)
+    if not wheres:
+        return None
+    where, n = wheres.most_common(1)[0]
+    if n < 0.9 * len(steps):
+        return None
+    pairs = [(f[0], s.cpu) for f, s in zip(feats, steps) if f is not None and f[1] == where]
+    ff = fit_feature([a for a, _ in pairs], [b for _, b in pairs])
+    return (ff, where) if ff else None
+
+
+def size_steps(w, by_size: tuple, name: str, share: float, sp: str, k,
+               parts: list | None = None) -> list:
+    """The steps of a fragment whose demand follows its input's size: a branch on the
+    size class, the shares parameters (one per class but the first: it takes the rest;
+    shared by the fragments that follow the same input), a fitted demand per class
+    (added to ``parts`` as (fit, share, speed-up, factor, label))."""
+    from qpn.expr import BinOp, Num, Ref
+    from qpn.software import ast as sw
+
+    from .fit import fit, fmt_time
+    ff, where = by_size
+    refs = []
+    for c in ff.classes[1:]:
+        key = (where, round(c.value))
+        if key not in w.share_params:
+            w.share_params[key] = w.param(
+                f"share_{where}_{round(c.value)}", round(c.share, 4),
+                f"share of the {where} inputs of about {round(c.value)} bytes (traced: "
+                f"{100 * c.share:.1f}%); set it to predict another input mix")
+        refs.append(Ref(w.share_params[key]))
+    rest = Num(1)
+    for r in refs:
+        rest = BinOp("-", rest, r)
+    alts = []
+    for c, prob in zip(ff.classes, [rest] + refs):
+        f = fit(c.samples)
+        step = w.names.unique(f"{name}_{round(c.value)}")
+        if parts is not None:
+            parts.append((f, share, sp, k, step))
+        alts.append(sw.Alternative(prob, tuple(w.split(f, share, sp, k, step)),
+                                   doc=f"about {round(c.value)} bytes: {f.describe()}"))
+    how = ("a mean per size" if ff.kind == "classes" else "a line")
+    return [sw.Branch(tuple(alts), doc=(
+        f"demand by the bytes of the {where} before it: {fmt_time(ff.intercept)} + "
+        f"{ff.slope:.4g} ns/byte ({how}, cross-validated R² {ff.r2:.2f}, "
+        f"{ff.n} samples; features.py)"))]
