@@ -23,14 +23,14 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 
-from qpn.distributions import Det, Empirical
+from qpn.distributions import Empirical
 from qpn.expr import BinOp, Num, Ref
 from qpn.software import ast as sw
 
-from . import joins
+from . import joins, pruned
 from .exprs import atom, total
 from .features import input_sizes, size_fit, size_steps
-from .fit import fit, fmt_time, number, time_num
+from .fit import fit, number
 from .naming import RESERVED, Names, ident, split_site
 from .diskio import file_io
 from .comments import doc, documented, probs
@@ -282,7 +282,7 @@ class Writer:
         if r.mode == "forever" and lvs:       # the body repeats: its first step follows its last
             ctx.last_site = lvs[-1].token[2]
         ctx.bad_mutex = self._bad_mutexes(r.items)
-        ctx.receiver = self._receiver(r, lvs, ctx)
+        ctx.receiver = pruned.receiver(self, r, lvs, ctx)
         g = r.group
         names = ", ".join(g.thread_names[:4]) + (", ..." if len(g.thread_names) > 4 else "")
         head = []
@@ -308,7 +308,7 @@ class Writer:
             cycle = "the whole run"
         join = next((j for j in self.an.joins if j.pool is r), None)   # from the take on
         body = joins.pool_body(self, r, join, ctx) if join else self.items(r.items, ctx)
-        body, took = self._take_pruned(body, ctx)
+        body, took = pruned.take_pruned(self, body, ctx)
         body += [st for j in self.an.joins if j.waiter is r for st in joins.waiter_steps(self, j)]
         if g.main and r.mode == "counted":
             before, after = serial_work(self, r, self._on("host"))
@@ -324,46 +324,6 @@ class Writer:
             "iterations": r.iterations, "exits": r.exits}
         self.info["steps"][r.name] = ctx.steps
         return sw.Pool(r.name, atom(size), tuple(body), doc=doc(head))
-
-    def _take_pruned(self, body: list, ctx) -> tuple[list, list]:
-        """``body`` with the receiver's demand raised by the pruned fragments' CPU, and a
-        header line saying so."""
-        got = ctx.received
-        if ctx.pruned_cpu <= 0:
-            return body, []
-        part = f"{100 * ctx.pruned_cpu / ctx.cpu_total:.1f}% of the runner's"
-        if not got:                            # no fragment on every pass: a step of its own
-            passes = ctx.runner.iterations if ctx.runner.mode == "forever" else len(ctx.runner.group.tids)
-            if not passes:
-                return body, []
-            steps = self._compute(Det(time_num(ctx.pruned_cpu / passes)), "gil",
-                                  self.names.unique("cpu_pruned"))
-            return body + steps, [f"# their CPU ({part}) is the step cpu_pruned at the end: "
-                                  "pruning shortens the model, not its demand"]
-        parts, n = got                        # [(fit, GIL-free share, speed-up, factor, label)]
-        extra = ctx.pruned_cpu / n             # ns per execution of the receiver
-        new, scales = {}, []
-        for f, share, sp, k, name in parts:
-            scale = 1 + extra / f.mean if f.mean > 0 else 1.0
-            scales.append(scale)
-            new.update({st.label: st for st in self.split(f, share, sp, k, name, scale)
-                        if isinstance(st, sw.Compute)})
-        how = (f"x {scales[0]:.4g}" if len(scales) == 1 else
-               f"+{fmt_time(extra)} per execution")
-        return [_swap(st, new) for st in body], [
-            f"# their CPU ({part}) is in the demand of {', '.join(p[4] for p in parts)} ({how}): "
-            "pruning shortens the model, not its demand"]
-
-    def _receiver(self, r, lvs, ctx):
-        """The fragment that takes the CPU of the fragments pruning leaves out: the
-        largest kept one that holds the GIL, preferably one that runs on every pass
-        (pruning shortens the model, not its demand; a step of its own would add a GIL
-        acquisition per pass that the program does not make)."""
-        passes = r.iterations if r.mode == "forever" else len(r.group.tids)
-        kept = [lf for lf in lvs if _cpu_sum(lf) > 0 and self._keeps_cpu(lf, ctx)]
-        bound = [lf for lf in kept if self.an.shares.get(id(lf), 0.0) < 1] or kept
-        every = [lf for lf in bound if sum(1 for s in lf.steps if s.cpu is not None) >= passes]
-        return max(every or bound, key=_cpu_sum, default=None)
 
     def _bad_mutexes(self, items) -> set:
         """Mutexes whose lock/unlock do not pair up on every path (left out)."""
@@ -663,15 +623,3 @@ def _hosts(trace) -> tuple[dict, dict]:
     return ({p: names[h] for p, h in zip(procs, hosts)},
             {names[h]: c for h, c in zip(hosts, cores)})
 
-
-def _swap(node, new: dict):
-    """``node`` with its cpu steps labelled as a key of ``new`` replaced (nested too)."""
-    if isinstance(node, sw.Compute):
-        return replace(new[node.label], doc=node.doc) if node.label in new else node
-    if isinstance(node, (sw.Alternative, sw.Block, sw.Loop)):
-        return replace(node, body=tuple(_swap(x, new) for x in node.body))
-    if isinstance(node, sw.Branch):
-        return replace(node, alternatives=tuple(_swap(a, new) for a in node.alternatives))
-    if isinstance(node, sw.Fork):
-        return replace(node, blocks=tuple(_swap(b, new) for b in node.blocks))
-    return node
