@@ -29,6 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpn.expr import BinOp, Num, Ref
+from qpn.software import ast as sw
+
+from .fit import fit, fmt_time
+
 #: executions of a fragment with a known feature needed to fit anything
 MIN_SAMPLES = 30
 #: distinct sizes up to which each is a class of its own (else quantile classes)
@@ -141,12 +146,14 @@ def size_fit(sizes: dict, steps) -> tuple[FeatureFit, str] | None:
     """The fit of a fragment's demands (``steps``: its executions with CPU) on the size of
     their input, and where that input is read (``read_31``); None if the demand does not
     follow it, or fewer than 90% of the executions have one input site."""
+    if not sizes:                             # a trace without inputs: nothing to fit
+        return None
+    steps = sorted(steps, key=lambda s: s.ts)
     last: dict = {}                           # tid -> its previous pass's end
     feats = []
-    for s in sorted(steps, key=lambda s: s.ts):
+    for s in steps:
         feats.append(feature_of(sizes, s.tid, last.get(s.tid, float("-inf")), s.ts))
         last[s.tid] = s.ts
-    steps = sorted(steps, key=lambda s: s.ts)
     wheres = collections.Counter(f[1] for f in feats if f is not None)
     if not wheres:
         return None
@@ -164,10 +171,6 @@ def size_steps(w, by_size: tuple, name: str, share: float, sp: str, k,
     size class, the shares parameters (one per class but the first: it takes the rest;
     shared by the fragments that follow the same input), a fitted demand per class
     (added to ``parts`` as (fit, share, speed-up, factor, label))."""
-    from qpn.expr import BinOp, Num, Ref
-    from qpn.software import ast as sw
-
-    from .fit import fit, fmt_time
     ff, where = by_size
     refs = []
     for c in ff.classes[1:]:
