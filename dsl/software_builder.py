@@ -19,7 +19,8 @@ from qpn.software import ast as sw
 
 #: the first words of steps, kept by the grammar so that steps are located at them
 STEP_WORDS = frozenset("""CPU IO SLEEP LOCK UNLOCK READ WRITE ACQUIRE RELEASE AWAIT WAIT NOTIFY PUT
-TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK CALL RETURN""".split())
+TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK CALL RETURN""".split()) | \
+    frozenset(op.upper() for op in sw.COLLECTIVES)
 #: how a software cpu may schedule threads and a disk serve requests (policies of the
 #: software layer; what each discipline means is in qpn.disciplines)
 CPU_DISCIPLINES = ("ps", "jsq-ps", "fcfs", "rr")
@@ -204,6 +205,29 @@ class SoftwareBuilder:
         return sw.Barrier(str(c[0]), c[1], loc=self.iloc(c))
 
     @_words
+    def sw_comm(self, c):
+        """``"comm" NAME "ranks" sum comm_opt*``"""
+        kw = self._opts(c[2:])
+        return sw.Comm(str(c[0]), c[1], latency=kw.get("latency", (sw.ZERO,))[0],
+                       per_byte=kw.get("per_byte", (sw.ZERO,))[0], on=kw.get("on", (None,))[0],
+                       loc=self.iloc(c))
+
+    @_words
+    def comm_latency(self, c):
+        """``LATENCY sum``"""
+        return ("latency", c[1], self.tloc(c[0]))
+
+    @_words
+    def comm_per_byte(self, c):
+        """``PER_BYTE sum``"""
+        return ("per_byte", c[1], self.tloc(c[0]))
+
+    @_words
+    def comm_on(self, c):
+        """``ON NAME``"""
+        return ("on", str(c[1]), self.tloc(c[0]))
+
+    @_words
     def sw_condition(self, c):
         """``"condition" NAME ["on" NAME]``"""
         return sw.Condition(str(c[0]), str(c[1]) if c[1] is not None else None, loc=self.iloc(c))
@@ -369,6 +393,13 @@ class SoftwareBuilder:
     def st_await(self, c):
         """``AWAIT NAME [label]``"""
         return sw.Await(str(c[0]), c[1], loc=self.sloc(c))
+
+    @_words
+    def st_collective(self, c):
+        """``_collective NAME [sum] [label]`` (``_collective``: ALLREDUCE, REDUCE, BCAST, GATHER,
+        SCATTER, ALLGATHER, ALLTOALL or SENDRECV)"""
+        return sw.Collective(str(self._head), str(c[0]), c[1] if c[1] is not None else sw.ZERO,
+                             c[2], loc=self.sloc(c))
 
     @_words
     def st_wait(self, c):

@@ -7,10 +7,22 @@ Comments attached to declarations and steps are written back above them.
 """
 from __future__ import annotations
 
+import re
+
 from qpn.expr import Num, fmt
 from qpn.software import ast as sw
 
 from .printing import INDENT, WIDTH, doc_lines, fmt_dist, wrap_option
+
+
+def _next_words() -> frozenset:
+    """The words that may follow ``allreduce world`` (the first word of a step, or ``as``):
+    a byte count that starts with one is written in parentheses, ``allreduce world
+    (reduce)``, else the parser would read the word as the start of the next step (or of
+    the label).  Imported here, not at the top: the builder imports lark, which
+    ``import qpn`` does not load."""
+    from .software_builder import STEP_WORDS
+    return frozenset(w.lower() for w in STEP_WORDS) | {"as"}
 
 
 def _count(e) -> str:
@@ -79,6 +91,13 @@ def fmt_decl_head(d) -> str:
         return f"rwlock {d.name}" + (" prefer writers" if d.prefer_writers else "")
     if t is sw.Condition:
         return f"condition {d.name}" + (f" on {d.mutex}" if d.mutex else "")
+    if t is sw.Comm:
+        s = f"comm {d.name} ranks {fmt(d.ranks)}"
+        if d.latency != sw.ZERO:
+            s += f" latency {fmt(d.latency)}"
+        if d.per_byte != sw.ZERO:
+            s += f" per_byte {fmt(d.per_byte)}"
+        return s + (f" on {d.on}" if d.on else "")
     if t is sw.BlockingQueue:
         s = f"blocking queue {d.name}"
         if d.capacity is not None:
@@ -129,6 +148,14 @@ def step_head(st) -> str:
         return f"release {_opt_count(st.count)}{st.target}"
     if t is sw.Await:
         return f"await {st.target}" + _label(st)
+    if t is sw.Collective:
+        if st.bytes == sw.ZERO:
+            return f"{st.op} {st.comm}" + _label(st)
+        size = fmt(st.bytes)
+        word = re.match(r"[A-Za-z_]\w*", size)
+        if word is not None and word[0] in _next_words():
+            size = f"({size})"
+        return f"{st.op} {st.comm} {size}" + _label(st)
     if t is sw.Wait:
         return f"wait {st.target}" + _label(st)
     if t is sw.Notify:
@@ -217,7 +244,7 @@ def fmt_step(st, indent: str) -> list[str]:
 
 # --------------------------------------------------------------------- block
 def _group(d) -> str:
-    if isinstance(d, (sw.Mutex, sw.RwLock, sw.Semaphore, sw.Barrier, sw.Condition)):
+    if isinstance(d, (sw.Mutex, sw.RwLock, sw.Semaphore, sw.Barrier, sw.Comm, sw.Condition)):
         return "sync"
     if isinstance(d, (sw.Cpu, sw.Disk)):
         return "hardware"

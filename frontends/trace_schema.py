@@ -47,12 +47,14 @@ CAPABILITIES = {
 OBJECT_TYPES = frozenset({
     "lock", "rlock", "rwlock", "cond", "sem", "bsem", "barrier", "event",
     "queue", "lifo_queue", "prio_queue", "simple_queue", "pool", "future",
-    "file", "socket", "disk", "gil", "monitor", "other"})
+    "file", "socket", "disk", "gil", "monitor", "comm", "other"})
 WAIT_ON = frozenset({"cond", "barrier", "join", "sleep", "gil", "event", "future",
                      "select", "other"})
 IO_OPS = frozenset({"open", "close", "read", "write", "stat", "seek", "fsync",
                     "send", "recv", "accept", "connect", "other"})
 REQUEST_PHASES = frozenset({"begin", "end"})
+MPI_OPS = frozenset({"send", "recv", "sendrecv", "barrier", "bcast", "reduce", "allreduce",
+                     "gather", "scatter", "allgather", "alltoall"})
 
 #: Times in a trace come from 64-bit clocks: a larger one is a corrupt field, not
 #: a time to compute with (ids may be any integer: they are only compared).
@@ -102,7 +104,7 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
     _spec("object", "a lock, queue, pool, file ... is created; its parameters",
           ("obj", "type"), type=OBJECT_TYPES, capacity="uint", parties="uint",
           permits="int", lock="int", workers="uint", queue="int", name="str",
-          path="str", order="str"),
+          path="str", order="str", rank="uint"),
     _spec("acquire", "a lock/semaphore is acquired; dur = wait before acquiring",
           ("obj",), contended="bool", ok="bool", timeout="int", count="uint"),
     _spec("release", "a lock/semaphore is released; hold = ns since acquired",
@@ -132,6 +134,9 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
     _spec("counter", "a sampled counter value", ("name", "value"), name="str"),
     _spec("mark", "a free-form marker", ("name",), name="str", text="str"),
     _spec("probe", "a PERSIK probe hit", ("probe",), probe="int"),
+    _spec("mpi", "an MPI call of one rank (obj: its communicator); dur includes waiting for "
+          "the other ranks, cpu_dur the CPU spent in the call", ("op", "obj"), op=MPI_OPS,
+          bytes="uint", peer="int"),
 )}
 
 # The header's objects and the types of the fields readers use ("num" = a finite

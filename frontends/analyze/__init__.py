@@ -50,7 +50,11 @@ def build(trace, options: Options | None = None, *, name: str | None = None,
     program (other configurations or repeats), read for what one trace cannot tell and
     for the spread between traces (:mod:`.across`)."""
     from .across import across
+    from .mpi import has_mpi, write_mpi_model
     from .pipeline import no_gc
+    if has_mpi(trace):       # SPMD ranks: their loop of MPI calls, not threads (mpi.py)
+        text, info = write_mpi_model(trace, name=name, prune=(options or Options()).prune)
+        return BuildResult(text, {}, info, list(trace.warnings))
     an = analyze(trace, options)
     more = None
     if others:

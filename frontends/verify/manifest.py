@@ -68,10 +68,15 @@ class Suite:
     tracer: str = "python"             # [build] tracer: python (qpn trace) | strace | perf | jfr
     cflags: tuple = ()                 # [program] cflags: a C program's compiler options
     trace_load: bool = False           # [build] trace_load: trace the server's load too
+    launcher: tuple = ()               # [program] launcher: runs the command (mpiexec -n N)
 
     def command(self, values: dict) -> list[str]:
         """The program's command line for ``values``: a Python file run by this
-        interpreter, a C file compiled (:meth:`executable`), any other file run as it is."""
+        interpreter, a C file compiled (:meth:`executable`), any other file run as it is;
+        after the ``launcher``'s words (``{bin}/mpiexec -n {ranks}``) if there is one."""
+        return self._fill(list(self.launcher), values, "program.launcher") + self._command(values)
+
+    def _command(self, values: dict) -> list[str]:
         if self.program.endswith(".py"):
             return [sys.executable, self.program] + self.argv(values)
         if self.program.endswith(".java"):          # the JDK runs a source file (Java 11+)
@@ -95,7 +100,7 @@ class Suite:
         cc = shutil.which("cc") or shutil.which("gcc")
         if cc is None:
             raise QPNError(f"{self.name}: [program] {self.program} is C and no compiler (cc) is "
-                           "installed", hint="install the Debian package gcc")
+                           "installed (install the Debian package gcc)")
         os.makedirs(os.path.dirname(out), exist_ok=True)
         p = subprocess.run([cc, "-O2", "-pthread", *self.cflags, "-o", out + ".tmp", self.program],
                            capture_output=True, text=True)
@@ -202,7 +207,16 @@ def load_suite(directory: str) -> Suite:
                  server, port, setup, _calibrate(pred, path), _group(doc, path),
                  _outside(pred, kind, server, path), _cpu(build, path),
                  _tracer(build, program, server, path), _cflags(prog, path),
-                 _trace_load(build, server, program, path))
+                 _trace_load(build, server, program, path), _launcher(prog, path))
+
+
+def _launcher(prog: dict, path: str) -> tuple:
+    """[program] launcher: the words before the program's command (MPI's mpiexec)."""
+    words = prog.get("launcher", [])
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise QPNError(f"{path}: [program] launcher must be a list of strings, e.g. "
+                       '["{bin}/mpiexec", "-n", "{ranks}"]')
+    return tuple(words)
 
 
 def _trace_load(build: dict, server, program: str, path: str) -> bool:

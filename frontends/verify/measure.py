@@ -87,6 +87,8 @@ def runs_of(suite, point: dict) -> list[dict]:
 def program_key(suite, values: dict) -> str:
     """The program file's hash and its arguments: what a cached sample or trace is of."""
     key = f"{_file_hash(suite.program, os.path.getmtime(suite.program))} {json.dumps(suite.argv(values))}"
+    if suite.launcher:                   # mpiexec -n RANKS: the ranks are part of the run
+        key += f" launcher {json.dumps(suite._fill(list(suite.launcher), values, 'program.launcher'))}"
     return key + (f" server {json.dumps(suite.server_argv(values))}" if suite.server else "")
 
 

@@ -1,7 +1,7 @@
 """The software layer: threads, locks, queues and CPUs that expand into the core net.
 
 A ``software { ... }`` block in a model declares resources (``cpu``, ``disk``,
-``mutex``, ``rwlock``, ``semaphore``, ``barrier``, ``condition``,
+``mutex``, ``rwlock``, ``semaphore``, ``barrier``, ``comm``, ``condition``,
 ``blocking queue``, ``limit``, ``timer``, ``sink``), runners (``pool``,
 ``population``, ``source``) and ``behavior``s made of steps.  :func:`expand`
 turns the blocks of a net into ordinary places and transitions, so every

@@ -21,6 +21,7 @@ from ..expr import Expr, Num
 from ..model import Declaration
 
 ONE = Num(1)
+ZERO = Num(0)
 
 
 # ------------------------------------------------------------------ resources
@@ -72,6 +73,18 @@ class Barrier(Declaration):
     """A cyclic barrier: ``parties`` threads arrive, then all are released."""
     name: str
     parties: Expr = ONE
+
+
+@dataclass(frozen=True)
+class Comm(Declaration):
+    """``comm world ranks R [latency L] [per_byte G] [on CPU]``: an MPI communicator of R
+    ranks (the threads of a pool); messages cost L each and G per byte, paid by a core
+    of ``on`` (shared-memory copying) or as a network delay (:mod:`qpn.software.mpi`)."""
+    name: str
+    ranks: Expr
+    latency: Expr = ZERO
+    per_byte: Expr = ZERO
+    on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,9 +211,24 @@ class Release(Declaration):
 
 @dataclass(frozen=True)
 class Await(Declaration):
-    """``await b``: wait at a cyclic barrier."""
+    """``await b``: wait at a cyclic barrier (or at a communicator: ``MPI_Barrier``)."""
     target: str
     label: str | None = None
+
+
+@dataclass(frozen=True)
+class Collective(Declaration):
+    """``allreduce world [BYTES] [as NAME]`` and the other operations of
+    :data:`COLLECTIVES` on a communicator."""
+    op: str
+    comm: str
+    bytes: Expr = ZERO
+    label: str | None = None
+
+
+#: the operations of ``Collective`` (every one but ``sendrecv`` synchronizes all ranks)
+COLLECTIVES = ("allreduce", "reduce", "bcast", "gather", "scatter", "allgather", "alltoall",
+               "sendrecv")
 
 
 @dataclass(frozen=True)
@@ -312,19 +340,19 @@ class Software(Declaration):
     decls: tuple
 
 
-RESOURCES = (Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Condition, BlockingQueue, Limit,
+RESOURCES = (Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Comm, Condition, BlockingQueue, Limit,
              Timer, Sink)
 RUNNERS = (Pool, Population, Source)
-Decl = Union[Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Condition, BlockingQueue, Limit,
+Decl = Union[Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Comm, Condition, BlockingQueue, Limit,
              Timer, Sink, Pool, Population, Source, Behavior]
-STEPS = (Compute, Io, Sleep, Lock, Unlock, Acquire, Release, Await, Wait, Notify, Put, Take,
-         Allocate, Free, TimerStep, Branch, Loop, Fork, Call, Return)
+STEPS = (Compute, Io, Sleep, Lock, Unlock, Acquire, Release, Await, Collective, Wait, Notify, Put,
+         Take, Allocate, Free, TimerStep, Branch, Loop, Fork, Call, Return)
 
 #: what each declaration is called in messages
 KIND_NAMES = {Cpu: "cpu", Disk: "disk", Mutex: "mutex", RwLock: "rwlock", Semaphore: "semaphore",
-              Barrier: "barrier", Condition: "condition", BlockingQueue: "blocking queue",
-              Limit: "limit", Timer: "timer", Sink: "sink", Pool: "pool",
-              Population: "population", Source: "source", Behavior: "behavior"}
+              Barrier: "barrier", Comm: "comm", Condition: "condition",
+              BlockingQueue: "blocking queue", Limit: "limit", Timer: "timer", Sink: "sink",
+              Pool: "pool", Population: "population", Source: "source", Behavior: "behavior"}
 
 
 # ------------------------------------------------- children (comments, walks)

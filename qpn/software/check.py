@@ -106,6 +106,7 @@ def _kind_hint(d) -> str | None:
             sw.RwLock: f"lock it with 'read lock {d.name}' or 'write lock {d.name}'",
             sw.Semaphore: f"take permits with 'acquire {d.name}'",
             sw.Barrier: f"wait for the others with 'await {d.name}'",
+            sw.Comm: f"use a collective such as 'allreduce {d.name}', or 'await {d.name}'",
             sw.Condition: f"use 'wait {d.name}' and 'notify {d.name}'",
             sw.BlockingQueue: f"use 'put {d.name}' and 'take {d.name}'",
             sw.Limit: f"use 'allocate {d.name} else {{ ... }}' and 'free {d.name}'",
@@ -140,6 +141,13 @@ class Numbers:
             raise ModelError(f"{what} must be a whole number >= {minimum}, got {_got(e, v)}",
                              getattr(e, "loc", None) or loc)
 
+    def nonnegative(self, e: Expr, what: str, loc: Loc | None) -> None:
+        """A located error unless the expression is a finite number >= 0 (where known)."""
+        v = self.value(e)
+        if v is not None and (not math.isfinite(v) or v < 0):
+            raise ModelError(f"{what} must be a number >= 0, got {_got(e, v)}",
+                             getattr(e, "loc", None) or loc)
+
 
 # --------------------------------------------------------------- references
 def _got(e: Expr, v: float) -> str:
@@ -166,6 +174,14 @@ def check_references(table: Table, nums: Numbers) -> None:
             nums.whole(d.permits, f"the permits of semaphore '{d.name}'", d.loc, 0)
         elif isinstance(d, sw.Barrier):
             nums.whole(d.parties, f"the parties of barrier '{d.name}'", d.loc)
+        elif isinstance(d, sw.Comm):
+            nums.whole(d.ranks, f"the ranks of comm '{d.name}'", d.loc)
+            nums.nonnegative(d.latency, f"the latency of comm '{d.name}'", d.loc)
+            nums.nonnegative(d.per_byte, f"the time per byte of comm '{d.name}'", d.loc)
+            if d.on is not None:
+                table.get(d.on, (sw.Cpu,), lambda: target_loc(d, d.on),
+                          hint="'on' names the cpu whose cores copy the messages; leave it out "
+                               "for a network")
         elif isinstance(d, sw.Limit):
             nums.whole(d.count, f"limit '{d.name}'", d.loc, 0)
         elif isinstance(d, sw.BlockingQueue) and d.capacity is not None:
@@ -221,7 +237,10 @@ def _step(st, table: Table, nums: Numbers) -> None:
         table.get(st.target, (sw.Semaphore,), lambda: target_loc(st))
         nums.whole(st.count, "the number of permits", st.loc)
     elif t is sw.Await:
-        table.get(st.target, (sw.Barrier,), lambda: target_loc(st))
+        table.get(st.target, (sw.Barrier, sw.Comm), lambda: target_loc(st))
+    elif t is sw.Collective:
+        table.get(st.comm, (sw.Comm,), lambda: target_loc(st, st.comm))
+        nums.nonnegative(st.bytes, "the message size (bytes)", st.loc)
     elif t in (sw.Wait, sw.Notify):
         table.get(st.target, (sw.Condition,), lambda: target_loc(st))
     elif t in (sw.Put, sw.Take):

@@ -4,8 +4,8 @@ Every runner (pool, population, source), forked child and called behavior
 is a *scope*: its steps are named ``PREFIX.LABEL``.  A step's label is the
 one written (``cpu exp(4 ms) as parse``) or an automatic one: the kind of
 step and its target, numbered from the second occurrence on (``cpu``,
-``cpu2``, ``lock_m``, ``take_requests``, ``loop``, ``fork``, or the called
-behavior's name).
+``cpu2``, ``lock_m``, ``take_requests``, ``allreduce_world``, ``loop``,
+``fork``, or the called behavior's name).
 
 >>> from qpn.software import ast as sw
 >>> from qpn.distributions import Exp
@@ -61,6 +61,8 @@ def base_label(st) -> str | None:
         return {"mutex": "lock", "read": "read_lock", "write": "write_lock"}[st.mode] + "_" + st.target
     if t in (sw.Acquire, sw.Await, sw.Wait, sw.Put, sw.Take, sw.Allocate):
         return f"{t.__name__.lower()}_{st.target}"
+    if t is sw.Collective:
+        return f"{st.op}_{st.comm}"
     if t is sw.Loop:
         return "loop"
     if t is sw.Fork:

@@ -36,11 +36,16 @@ from .kit import arc
 @declaration(sw.Barrier)
 def barrier_decl(d: sw.Barrier, env) -> None:
     """``barrier b parties N``: b.waiting, b.go, and the transition that trips with N waiting."""
-    kit = env.kit
-    kit.place(f"{d.name}.waiting", loc=d.loc)
-    kit.place(f"{d.name}.go", loc=d.loc)
-    kit.transition(f"{d.name}.trip", [Mode(None, (arc(f"{d.name}.waiting", d.parties),),
-                                           (arc(f"{d.name}.go", d.parties),), loc=d.loc)], loc=d.loc)
+    barrier_places(env.kit, d.name, d.parties, d.loc)
+
+
+def barrier_places(kit, name: str, parties, loc) -> None:
+    """NAME.waiting, NAME.go and NAME.trip (``parties`` waiting -> as many releases); also
+    the synchronization of an MPI communicator (:mod:`qpn.software.mpi`)."""
+    kit.place(f"{name}.waiting", loc=loc)
+    kit.place(f"{name}.go", loc=loc)
+    kit.transition(f"{name}.trip", [Mode(None, (arc(f"{name}.waiting", parties),),
+                                         (arc(f"{name}.go", parties),), loc=loc)], loc=loc)
 
 
 @declaration(sw.Condition)
@@ -52,13 +57,17 @@ def condition_decl(d: sw.Condition, env) -> None:
 
 @step(sw.Await)
 def await_(st: sw.Await, nxt, env):
-    """``await b``: arrive at the barrier and wait until all parties have."""
-    b = st.target
+    """``await b``: arrive at the barrier and wait until all parties have (``await`` on a
+    communicator is :func:`qpn.software.mpi.await_`, which calls this for barriers)."""
+    return barrier_station(env, env.path(st), st.target, st.loc, nxt)
+
+
+def barrier_station(env, path: str, b: str, loc, nxt):
+    """The station ``path`` where a thread waits for the trip of barrier places ``b.*``."""
     # a thread released by a trip that comes back in zero time must not take a release
     # meant for another: it enters only once every released thread has left
-    s = env.station(env.path(st), st.loc, entry=[arc(f"{b}.waiting")], entry_inh=[arc(f"{b}.go")])
-    s.exits.append(Exit(f"{s.place}.done", modes=[ExitMode(ins=[arc(f"{b}.go")])], next=nxt,
-                        loc=st.loc))
+    s = env.station(path, loc, entry=[arc(f"{b}.waiting")], entry_inh=[arc(f"{b}.go")])
+    s.exits.append(Exit(f"{path}.done", modes=[ExitMode(ins=[arc(f"{b}.go")])], next=nxt, loc=loc))
     return s
 
 

@@ -36,6 +36,7 @@ software {
     rwlock table prefer writers
     semaphore conns permits 2
     barrier phase parties 2
+    comm world ranks 2 latency 5 us per_byte 0.2 ns on host
     condition ready on cache
 
     blocking queue requests capacity 10
@@ -92,6 +93,13 @@ software {
         wait ready as idle
         unlock cache
         sleep exp(10 ms)
+    }
+
+    pool solver size 2 {
+        cpu exp(1 ms) on host
+        allreduce world 8 as residual
+        sendrecv world threads * 1024
+        await world
     }
 
     population pair size 2 think exp(50 ms) {
@@ -160,12 +168,13 @@ def test_expansion_of_everything_is_a_valid_core_net():
               "phase.waiting", "phase.go", "ready.signal", "ready.broadcast", "response.running",
               "done", "pair.think", "pair.split", "pair.split.child1.start",
               "pair.split.child2.done", "waiter.idle", "waiter.idle.relock", "workers.render.cpu",
-              "renderers.cpu", "renderers.start"]:
+              "renderers.cpu", "renderers.start", "world.waiting", "world.go", "solver.residual",
+              "solver.residual.cost", "solver.sendrecv_world", "solver.await_world.cost"]:
         assert n in names, n
     tnames = {t.name for t in flat.transitions}
     for n in ["phase.trip", "done.leave", "clients.arrive", "clients.put_requests.full",
               "workers.allocate_fds.error", "finisher.take_results.timeout", "ready.wake",
-              "ready.end", "pair.split.done", "workers.io.start"]:
+              "ready.end", "pair.split.done", "workers.io.start", "world.trip"]:
         assert n in tnames, n
     assert qpn.check(net).errors == []
 
@@ -390,7 +399,7 @@ def test_documentation_models(name):
 
 MODULES = ["qpn.software", "qpn.software.ast", "qpn.software.kit", "qpn.software.cfg",
            "qpn.software.env", "qpn.software.check", "qpn.software.processors",
-           "qpn.software.locks", "qpn.software.sync", "qpn.software.queues",
+           "qpn.software.locks", "qpn.software.sync", "qpn.software.mpi", "qpn.software.queues",
            "qpn.software.control", "qpn.software.runners", "qpn.software.expansion"]
 
 

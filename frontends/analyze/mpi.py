@@ -1,0 +1,259 @@
+"""Models of MPI programs (SPMD ranks) from the traces of their ranks.
+
+``qpn trace -- mpiexec -n 2 python prog.py`` records every rank (a process each,
+:mod:`frontends.pytrace.mpipatch`); their traces are joined (:mod:`frontends.processes`)
+and, when they hold ``mpi`` events, modelled here instead of by the thread analyzer:
+
+1. **The loop.**  Each rank's MPI calls, in order, are cut at its most frequent
+   collective call site (the *anchor*, e.g. the ``allreduce`` that ends an iteration);
+   the most common sequence of (operation, site) between two anchors is the loop body,
+   and every rank must run the same one (SPMD).  The first tenth of the iterations is
+   start-up and left out.
+2. **Compute.**  The CPU time between consecutive calls (``cpu`` of the next call less
+   the end of the previous one), pooled over ranks and iterations, less the tracer's own
+   cost per event; fragments below the prune share join the largest.
+3. **Communication.**  The last rank to arrive at a collective (or at a pairwise
+   exchange) does not wait for the others: its time in the call is the operation's cost.
+   Per call site, the median over iterations of that rank's time is the cost, and the
+   LogGP-style ``latency`` and ``per_byte`` of the communicator are fitted to all sites
+   by non-negative least squares (qpn/software/mpi.py has the cost of each operation).
+4. **Scaling.**  One trace cannot tell how the work depends on the number of ranks:
+   the model assumes strong scaling (the problem of the traced run shared by the ranks,
+   ``split_rank = 1``) and says so; ``split_rank = 0`` keeps each rank's work fixed.
+
+The model is a pool of ``ranks`` threads on the traced machine's cores, one
+communicator ``world`` whose costs are CPU work on the host (ranks on one machine
+exchange messages through shared memory); ``throughput('rank.begin') / ranks`` is the
+rate of the loop's iterations (``throughput('world.trip')`` counts every collective).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from qpn.errors import QPNError
+
+from .fit import fit, fmt_time, _g
+from .naming import ident, split_site
+
+#: collectives (every rank takes part); the others are pairwise
+COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
+               "alltoall")
+WARMUP = 0.1            # the share of iterations left out as start-up
+PRUNE = 0.03            # fragments below this share of the loop's CPU join the largest
+
+
+def has_mpi(trace) -> bool:
+    """Whether a (joined) trace holds MPI calls."""
+    return any(e["kind"] == "mpi" for e in trace.events)
+
+
+def rounds(p: int) -> int:
+    """ceil(log2 p): the rounds of a tree or recursive-doubling collective of p ranks."""
+    return max(0, math.ceil(math.log2(p) - 1e-9)) if p > 1 else 0
+
+
+def cost_terms(op: str, p: int, m: float) -> tuple[float, float]:
+    """(a, b) with cost = a * latency + b * per_byte for ``op`` of ``m`` bytes among ``p``
+    ranks (the formulas of qpn/software/mpi.py)."""
+    r = rounds(p)
+    if op == "barrier":
+        return r, 0.0
+    if op in ("bcast", "reduce", "allreduce"):
+        return r, r * m
+    if op in ("gather", "scatter", "allgather"):
+        return r, (p - 1) * m
+    if op == "alltoall":
+        return p - 1, (p - 1) * m
+    return (1.0, m) if p > 1 else (0.0, 0.0)       # send, recv, sendrecv
+
+
+def _ranks(trace) -> tuple[dict, int]:
+    """{tid: rank} of the ranks' main threads and the communicator's size."""
+    comm_rank, size = {}, None
+    for e in trace.events:
+        if e["kind"] == "object" and e.get("type") == "comm" and e.get("name", "world") == "world":
+            comm_rank[e["obj"]] = e.get("rank", 0)
+            size = e.get("parties", size)
+    ranks = {}
+    for e in trace.events:
+        if e["kind"] == "mpi" and e["obj"] in comm_rank:
+            ranks.setdefault(e["tid"], comm_rank[e["obj"]])
+    if not ranks or size is None:
+        raise QPNError("qpn build: the trace has MPI calls but no communicator "
+                       "(trace the program with qpn trace, which records COMM_WORLD)")
+    return ranks, int(size)
+
+
+def _loop(calls: list) -> tuple[tuple, list]:
+    """(body signature, [iteration: list of calls]) of one rank's calls."""
+    sites = Counter((c["op"], c.get("site")) for c in calls if c["op"] in COLLECTIVES)
+    if not sites:
+        sites = Counter((c["op"], c.get("site")) for c in calls)
+    anchor = max(sites, key=lambda k: (sites[k], k[1] or ""))
+    cuts = [i for i, c in enumerate(calls) if (c["op"], c.get("site")) == anchor]
+    its = [calls[a + 1:b + 1] for a, b in zip(cuts, cuts[1:])]
+    sigs = Counter(tuple((c["op"], c.get("site")) for c in it) for it in its)
+    if not sigs:
+        return (), []
+    body = sigs.most_common(1)[0][0]
+    return body, [it for it in its if tuple((c["op"], c.get("site")) for c in it) == body]
+
+
+def analyze_mpi(trace, probe_ns: float = 0.0) -> dict:
+    """The loop of the ranks, its fragments' CPU and its calls' costs (see the module)."""
+    ranks, size = _ranks(trace)
+    by_tid = defaultdict(list)
+    for e in trace.events:
+        if e["kind"] == "mpi" and e["tid"] in ranks:
+            by_tid[e["tid"]].append(e)
+    loops = {}
+    for tid, calls in by_tid.items():
+        loops[tid] = _loop(calls)
+    bodies = {b for b, _ in loops.values()}
+    if len(bodies) != 1 or not next(iter(bodies)):
+        raise QPNError("qpn build: the MPI ranks do not all run one loop of calls (SPMD): "
+                       + "; ".join(f"rank {ranks[t]}: " + ", ".join(f"{o}@{s}" for o, s in b[:6])
+                                   for t, (b, _) in sorted(loops.items(), key=lambda x: ranks[x[0]]))
+                       + " (qpn models SPMD programs: every rank repeats the same calls)")
+    body = next(iter(bodies))
+    n = min(len(its) for _, its in loops.values())
+    skip = int(n * WARMUP)
+    k = len(body)
+    cpu = [[] for _ in range(k)]        # CPU before call i (the fragment ending at call i)
+    dur = [[] for _ in range(k)]        # per iteration: {rank: (start, dur, cpu_dur)}
+    for i in range(k):
+        dur[i] = [dict() for _ in range(n - skip)]
+    for tid, (_, its) in loops.items():
+        r = ranks[tid]
+        prev_end = None
+        for j, it in enumerate(its[:n]):
+            for i, c in enumerate(it):
+                start_cpu = c.get("cpu")
+                if prev_end is not None and start_cpu is not None and j >= skip:
+                    cpu[i].append(max(0.0, start_cpu - prev_end - probe_ns))
+                if j >= skip:
+                    dur[i][j - skip][r] = (c["ts"], c.get("dur", 0), c.get("cpu_dur", 0))
+                prev_end = None if start_cpu is None else start_cpu + (c.get("cpu_dur") or 0)
+    calls = []
+    for i, (op, site) in enumerate(body):
+        last = []
+        for per in dur[i]:
+            if len(per) == len(ranks):
+                ts, d, _ = max(per.values(), key=lambda x: x[0])
+                last.append(d if op in COLLECTIVES else min(x[1] for x in per.values()))
+        sizes = [c.get("bytes") or 0 for _, its in loops.values() for it in its[skip:n]
+                 for c in it[i:i + 1]]
+        calls.append({"op": op, "site": site, "bytes": int(np.median(sizes)) if sizes else 0,
+                      "cost": float(np.median(last)) if last else 0.0, "n": len(last),
+                      "cpu": cpu[i]})
+    return {"ranks": size, "iterations": n, "warmup": skip, "body": calls,
+            "rank_of": ranks}
+
+
+def fit_loggp(calls: list, p: int) -> tuple[float, float]:
+    """(latency, per_byte) in ns and ns/byte fitted to the calls' costs (non-negative least
+    squares; latency alone when every call moves the same bytes)."""
+    from scipy.optimize import nnls
+    rows = [(cost_terms(c["op"], p, c["bytes"]), c["cost"]) for c in calls]
+    rows = [((a, b), y) for (a, b), y in rows if a or b]
+    if not rows:
+        return 0.0, 0.0
+    A = np.array([ab for ab, _ in rows], dtype=float)
+    y = np.array([v for _, v in rows], dtype=float)
+    if np.linalg.matrix_rank(A) < 2:
+        lat = float(np.dot(A[:, 0], y) / np.dot(A[:, 0], A[:, 0])) if A[:, 0].any() else 0.0
+        return max(lat, 0.0), 0.0
+    x, _ = nnls(A, y)
+    return float(x[0]), float(x[1])
+
+
+def _fragment_name(calls: list, i: int) -> str:
+    prev = calls[i - 1]["site"] if i else calls[-1]["site"]
+    a, b = split_site(prev)[1], split_site(calls[i]["site"])[1]
+    return f"cpu_{a}_{b}"
+
+
+def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE) -> tuple[str, dict]:
+    """The model text of an MPI program's joined trace and facts about it."""
+    h = trace.header
+    probe = float(getattr(h, "probe_ns", 0) or 0)
+    a = analyze_mpi(trace, probe)
+    p, calls = a["ranks"], a["body"]
+    lat, per_byte = fit_loggp(calls, p)
+    cores = int((h.runtime or {}).get("cpus") or (h.machine or {}).get("cpus") or 1)
+    total = [float(np.mean(c["cpu"])) if c["cpu"] else 0.0 for c in calls]
+    loop_cpu = sum(total) or 1.0
+    keep = [t >= prune * loop_cpu for t in total]
+    big = int(np.argmax(total))
+    keep[big] = True
+    extra = sum(t for t, kp in zip(total, keep) if not kp)
+    argv = " ".join(h.program.get("argv") or []) or "?"
+    net = ident(name or os.path.splitext(os.path.basename(trace.path or "mpi"))[0], "mpi")
+    out = [f"# Model of the MPI program `{argv}`, built by `qpn build` from "
+           f"{os.path.basename(trace.path or '?')}:",
+           f"# {p} ranks (a process each, traced by qpn trace), {cores} CPUs; "
+           f"{a['iterations']} iterations of the loop, the first {a['warmup']} left out as start-up.",
+           "# The loop (the same in every rank): "
+           + ", ".join(f"{c['op']} at {_short(c['site'])}" for c in calls) + ".",
+           f"# Communication (LogGP, fitted to the last rank's time in each call): latency "
+           f"{fmt_time(lat)}, {_g(per_byte)} ns per byte; as CPU work of the host (shared memory).",
+           "# A rank's iterations per second: throughput('rank.begin') / ranks "
+           "(throughput('world.trip') counts every collective).",
+           "# Assumptions (what this trace cannot tell; a param of the same name changes it):",
+           "#   split_rank: the ranks share one problem (strong scaling: mpiexec -n N with the "
+           "same arguments); 0 = each rank's work stays as traced (weak scaling)",
+           "", f"net {net}", "",
+           f"# MPI ranks (the traced run had {p})", f"param ranks = {p}", "",
+           "# CPU cores (runtime.cpus)", f"param cores = {cores}", "",
+           "# 1: the traced work is shared by the ranks; 0: each rank's work is fixed",
+           "param split_rank = 1",
+           f"param work_rank = 1 - split_rank + split_rank * {p} / ranks", ""]
+    frags = []
+    for i, c in enumerate(calls):
+        if keep[i] and total[i] > 0:
+            frags.append((i, _fragment_name(calls, i)))
+    out.append("# speed-up factor of each code fragment (1 = as traced; 2 = twice as fast)")
+    out += [f"param speedup_{nm} = 1" for _, nm in frags]
+    out += ["", "software {", "    # the machine's cores, shared by the ranks",
+            "    cpu host cores cores ps", "",
+            f"    # MPI_COMM_WORLD: collectives synchronize all ranks, then cost "
+            "rounds x (latency + bytes x per_byte)",
+            f"    comm world ranks ranks latency {fmt_time(lat)} per_byte {_g(per_byte)} ns on host",
+            "", "    # one rank per thread; the loop of the traced ranks",
+            "    pool rank size ranks {"]
+    for i, c in enumerate(calls):
+        nm = dict(frags).get(i)
+        if nm is not None:
+            f = fit(c["cpu"])
+            mean = total[i] + (extra if i == big else 0.0)
+            note = f" (+{fmt_time(extra)} of pruned fragments)" if i == big and extra else ""
+            out.append(f"        # {_short(calls[i - 1]['site'])} -> {_short(c['site'])}: "
+                       f"{f.describe()}{note}")
+            out.append(f"        cpu {_dist(f, mean, nm)} on host as {nm}")
+        out.append(f"        # {c['op']} at {_short(c['site'])}: {c['bytes']} bytes, cost "
+                   f"{fmt_time(c['cost'])} (median of {c['n']} iterations)")
+        out.append(f"        {c['op'] if c['op'] != 'barrier' else 'await'} world"
+                   + (f" {c['bytes']}" if c["op"] != "barrier" else ""))
+    out += ["    }", "}", ""]
+    info = {"runners": {"rank": {"mode": "forever", "size": p, "size_param": "ranks"}},
+            "mpi": {"ranks": p, "latency_ns": lat, "per_byte_ns": per_byte,
+                    "iterations": a["iterations"],
+                    "calls": [{k: v for k, v in c.items() if k != "cpu"} for c in calls]}}
+    return "\n".join(out), info
+
+
+def _short(site: str | None) -> str:
+    """``file.py:LINE`` of a site (the full path is in the header's command line)."""
+    path, line = split_site(site)
+    return f"{os.path.basename(path or '?')}:{line}"
+
+
+def _dist(f, mean: float, nm: str) -> str:
+    from qpn.dsl.printing import fmt_dist
+    from qpn.expr import Ref
+    f.mean = mean
+    return fmt_dist(f.dist(f"speedup_{nm}", factor=Ref("work_rank")))

@@ -1,0 +1,55 @@
+"""MPI programs in verification suites (issue 19): ``[program] launcher`` runs the program
+under mpiexec; the measured runs trace at 2 ranks and predict 1, 2 and 4."""
+import os
+
+import pytest
+
+from qpn.errors import QPNError
+from qpn.frontends.verify import verify
+from qpn.frontends.verify.manifest import load_suite
+from qpn.frontends.verify.measure import program_key
+from conftest import ROOT_DIR
+
+SUITES = os.path.join(ROOT_DIR, "suites")
+
+
+def test_the_launcher_comes_before_the_program_and_is_part_of_what_is_measured():
+    s = load_suite(os.path.join(SUITES, "mpi_jacobi"))
+    argv = s.command({"ranks": 4})
+    assert argv[1:3] == ["-n", "4"] and argv[0].endswith("mpiexec")
+    assert argv[4].endswith("mpi_jacobi.py") and argv[5:] == ["768", "1500"]
+    # the same program and arguments at another rank count is another measurement
+    assert program_key(s, {"ranks": 1}) != program_key(s, {"ranks": 4})
+
+
+def test_a_launcher_that_is_not_a_list_of_words_is_refused(tmp_path):
+    prog = os.path.join(ROOT_DIR, "tests", "programs", "mpi_jacobi.py")
+    (tmp_path / "suite.toml").write_text(
+        f'[program]\npath = "{prog}"\nlauncher = "mpiexec -n 2"\nargs = []\n[grid]\nranks = [1]\n'
+        '[build]\nconfigs = [{ranks = 1}]\n[predict]\nexpr = "1"\n')
+    with pytest.raises(QPNError, match=r"\[program\] launcher must be a list of strings"):
+        load_suite(str(tmp_path))
+
+
+@pytest.mark.measured
+def test_the_n_body_program_is_predicted_within_15_percent_at_1_2_4_ranks(tmp_path):
+    """Allgather + allreduce around 4.4 ms of numpy per step (at 2 ranks)."""
+    rep = verify(os.path.join(SUITES, "mpi_nbody"), out_dir=str(tmp_path), retrace=True)
+    print("\n" + rep.table())
+    assert [r["point"]["ranks"] for r in rep.rows] == [1, 2, 4]
+    assert max(r["eps"] for r in rep.rows) <= 0.15, rep.table()
+
+
+@pytest.mark.measured
+def test_the_jacobi_stencil_at_1_2_ranks_within_15_percent_4_ranks_under(tmp_path):
+    """Sendrecv x 2 + allreduce around 0.5 ms of numpy per iteration (at 2 ranks).  With
+    4 ranks on 2 cores each rank's compute grows ~10% and the last rank into the
+    allreduce waits ~40 us for partners that are not running (2026-11-27: 62 context
+    switches per iteration): the model, which shares the cores evenly, misses that and
+    predicts 4 ranks 15-20% fast.  Asserted as it is, so that a change shows."""
+    rep = verify(os.path.join(SUITES, "mpi_jacobi"), out_dir=str(tmp_path), retrace=True)
+    print("\n" + rep.table())
+    eps = {r["point"]["ranks"]: r["eps"] for r in rep.rows}
+    pred = {r["point"]["ranks"]: (r["predicted"], r["measured"]) for r in rep.rows}
+    assert eps[1] <= 0.15 and eps[2] <= 0.15, rep.table()
+    assert pred[4][0] < pred[4][1] and eps[4] <= 0.25, rep.table()
