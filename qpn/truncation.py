@@ -27,6 +27,10 @@ def mser(x: np.ndarray) -> np.ndarray:
         cs = np.cumsum(rev, axis=1)[:, ::-1]              # sums of x[d:]
         cs2 = np.cumsum(rev * rev, axis=1)[:, ::-1]
         var = cs2 - cs * cs / cnt                         # sum of squared deviations
+        # a tail that is constant to rounding (a deterministic model's periodic series)
+        # has no spread: 0, so that the earliest such d wins rather than rounding noise,
+        # which put the cut of such series anywhere up to n/2
+        var = np.where(var <= 1e-12 * cs2[:, :1], 0.0, var)
         stat = var / cnt ** 2
     dmax = n // 2
     d = np.argmin(stat[:, :dmax + 1], axis=1)             # (L, channels)

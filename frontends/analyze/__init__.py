@@ -53,8 +53,10 @@ def build(trace, options: Options | None = None, *, name: str | None = None,
     from .mpi import has_mpi, write_mpi_model
     from .pipeline import no_gc
     if has_mpi(trace):       # SPMD ranks: their loop of MPI calls, not threads (mpi.py)
-        text, info = write_mpi_model(trace, name=name, prune=(options or Options()).prune)
-        return BuildResult(text, {}, info, list(trace.warnings))
+        warnings = list(trace.warnings)
+        text, info = write_mpi_model(trace, name=name, prune=(options or Options()).prune,
+                                     others=others, warnings=warnings)
+        return BuildResult(text, {}, info, warnings)
     an = analyze(trace, options)
     more = None
     if others:

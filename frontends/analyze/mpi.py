@@ -20,6 +20,9 @@ and, when they hold ``mpi`` events, modelled here instead of by the thread analy
 4. **Scaling.**  One trace cannot tell how the work depends on the number of ranks:
    the model assumes strong scaling (the problem of the traced run shared by the ranks,
    ``split_rank = 1``) and says so; ``split_rank = 0`` keeps each rank's work fixed.
+   Traces at other rank counts (``qpn build A B``) measure it: a rank's compute per
+   iteration is fitted as fixed + divided / ranks, and their calls' costs join the
+   LogGP fit.
 
 The model is a pool of ``ranks`` threads on the traced machine's cores, one
 communicator ``world`` whose costs are CPU work on the host (ranks on one machine
@@ -154,11 +157,13 @@ def analyze_mpi(trace, probe_ns: float = 0.0) -> dict:
             "rank_of": ranks}
 
 
-def fit_loggp(calls: list, p: int) -> tuple[float, float]:
+def fit_loggp(calls: list, p: int, more: tuple = ()) -> tuple[float, float]:
     """(latency, per_byte) in ns and ns/byte fitted to the calls' costs (non-negative least
-    squares; latency alone when every call moves the same bytes)."""
+    squares; latency alone when every call moves the same bytes); ``more``: (calls, ranks)
+    of traces at other rank counts, fitted together."""
     from scipy.optimize import nnls
-    rows = [(cost_terms(c["op"], p, c["bytes"]), c["cost"]) for c in calls]
+    rows = [(cost_terms(c["op"], q, c["bytes"]), c["cost"])
+            for cs, q in ((calls, p), *more) for c in cs]
     rows = [((a, b), y) for (a, b), y in rows if a or b]
     if not rows:
         return 0.0, 0.0
@@ -171,19 +176,63 @@ def fit_loggp(calls: list, p: int) -> tuple[float, float]:
     return float(x[0]), float(x[1])
 
 
+def fit_split(loops: list, p: int) -> tuple[float, float, float] | None:
+    """(split, fixed ns, divided ns) of a rank's compute per iteration from (ranks, compute
+    ns) at two or more rank counts: compute = fixed + divided / ranks (least squares, both
+    >= 0); split is the divided share at ``p`` ranks (what ``split_rank`` means).  None
+    with one rank count.
+
+    >>> split, fixed, divided = fit_split([(1, 911.0), (2, 490.0)], 2)
+    >>> round(fixed), round(divided), round(split, 3)
+    (69, 842, 0.859)
+    """
+    from scipy.optimize import nnls
+    if len({q for q, _ in loops}) < 2:
+        return None
+    A = np.array([[1.0, 1.0 / q] for q, _ in loops])
+    y = np.array([c for _, c in loops], dtype=float)
+    (fixed, divided), _ = nnls(A, y)
+    at = fixed + divided / p
+    return (divided / p / at if at > 0 else 1.0), float(fixed), float(divided)
+
+
 def _fragment_name(calls: list, i: int) -> str:
     prev = calls[i - 1]["site"] if i else calls[-1]["site"]
     a, b = split_site(prev)[1], split_site(calls[i]["site"])[1]
     return f"cpu_{a}_{b}"
 
 
-def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE) -> tuple[str, dict]:
-    """The model text of an MPI program's joined trace and facts about it."""
+def _others(others: tuple, body: list, warnings: list) -> list:
+    """The analyses of traces at other rank counts whose loop is the model's."""
+    sig = [(c["op"], c["site"]) for c in body]
+    out = []
+    for t in others:
+        try:
+            o = analyze_mpi(t, float(getattr(t.header, "probe_ns", 0) or 0))
+        except QPNError as exc:
+            warnings.append(f"{os.path.basename(t.path or '?')}: not used: {exc}")
+            continue
+        if [(c["op"], c["site"]) for c in o["body"]] != sig:
+            warnings.append(f"{os.path.basename(t.path or '?')}: not used: its ranks' loop "
+                            "differs from the first trace's")
+            continue
+        out.append(o)
+    return out
+
+
+def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE,
+                    others: tuple = (), warnings: list | None = None) -> tuple[str, dict]:
+    """The model text of an MPI program's joined trace and facts about it; ``others``:
+    traces of the same program at other rank counts, which tell how the compute divides
+    among the ranks and fit the communication costs with the first."""
     h = trace.header
     probe = float(getattr(h, "probe_ns", 0) or 0)
     a = analyze_mpi(trace, probe)
     p, calls = a["ranks"], a["body"]
-    lat, per_byte = fit_loggp(calls, p)
+    more = _others(others, calls, warnings if warnings is not None else [])
+    lat, per_byte = fit_loggp(calls, p, tuple((o["body"], o["ranks"]) for o in more))
+    loop_of = lambda an: sum(float(np.mean(c["cpu"])) for c in an["body"] if c["cpu"])   # noqa: E731
+    split = fit_split([(a["ranks"], loop_of(a))] + [(o["ranks"], loop_of(o)) for o in more], p)
     cores = int((h.runtime or {}).get("cpus") or (h.machine or {}).get("cpus") or 1)
     total = [float(np.mean(c["cpu"])) if c["cpu"] else 0.0 for c in calls]
     loop_cpu = sum(total) or 1.0
@@ -203,15 +252,23 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE) -> 
            f"{fmt_time(lat)}, {_g(per_byte)} ns per byte; as CPU work of the host (shared memory).",
            "# A rank's iterations per second: throughput('rank.begin') / ranks "
            "(throughput('world.trip') counts every collective).",
-           "# Assumptions (what this trace cannot tell; a param of the same name changes it):",
-           "#   split_rank: the ranks share one problem (strong scaling: mpiexec -n N with the "
-           "same arguments); 0 = each rank's work stays as traced (weak scaling)",
-           "", f"net {net}", "",
-           f"# MPI ranks (the traced run had {p})", f"param ranks = {p}", "",
-           "# CPU cores (runtime.cpus)", f"param cores = {cores}", "",
-           "# 1: the traced work is shared by the ranks; 0: each rank's work is fixed",
-           "param split_rank = 1",
-           f"param work_rank = 1 - split_rank + split_rank * {p} / ranks", ""]
+           ]
+    if split is None:
+        out += ["# Assumptions (what this trace cannot tell; a param of the same name changes it):",
+                "#   split_rank: the ranks share one problem (strong scaling: mpiexec -n N with "
+                "the same arguments); 0 = each rank's work stays as traced (weak scaling); "
+                "a trace at another rank count beside this one (qpn build A B) measures it"]
+    else:
+        ranks_seen = sorted({p} | {o["ranks"] for o in more})
+        out.append(f"# How the compute divides (traces at {', '.join(map(str, ranks_seen))} ranks): "
+                   f"{fmt_time(split[1])} + {fmt_time(split[2])} / ranks per rank and iteration; "
+                   f"split_rank = {_g(split[0])}, the divided share at {p} ranks.")
+    out += ["", f"net {net}", "",
+            f"# MPI ranks (the traced run had {p})", f"param ranks = {p}", "",
+            "# CPU cores (runtime.cpus)", f"param cores = {cores}", "",
+            "# 1: the traced work is shared by the ranks; 0: each rank's work is fixed",
+            f"param split_rank = {1 if split is None else _g(split[0])}",
+            f"param work_rank = 1 - split_rank + split_rank * {p} / ranks", ""]
     frags = []
     for i, c in enumerate(calls):
         if keep[i] and total[i] > 0:
@@ -241,6 +298,7 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE) -> 
     out += ["    }", "}", ""]
     info = {"runners": {"rank": {"mode": "forever", "size": p, "size_param": "ranks"}},
             "mpi": {"ranks": p, "latency_ns": lat, "per_byte_ns": per_byte,
+                    "split": None if split is None else split[0],
                     "iterations": a["iterations"],
                     "calls": [{k: v for k, v in c.items() if k != "cpu"} for c in calls]}}
     return "\n".join(out), info

@@ -159,3 +159,30 @@ def test_the_traced_ranks_build_a_model_of_their_loop(jacobi_trace, tmp_path):
     assert [c["op"] for c in res.info["mpi"]["calls"]] == ["sendrecv", "sendrecv", "allreduce"]
     assert "comm world ranks ranks" in res.text
     assert {p.name for p in net.params} >= {"ranks", "split_rank", "work_rank"}
+
+
+def test_traces_at_two_rank_counts_measure_how_the_compute_divides():
+    """compute per rank = 40 us + 800 us / ranks: traced at 2 ranks (440 us) and 4 (240 us),
+    the model's split_rank is the divided share at 2 ranks, 400 / 440, and its demand at
+    1 rank is 840 us; one trace alone assumes it all divides."""
+    def at(p):
+        tr = spmd_trace(p=p, iterations=40, compute=(40 * US + 800 * US // p, 0), skew=0)
+        tr.path = f"synthetic-{p}.jsonl"
+        return tr
+    two = build(at(2), others=(at(4),))
+    assert two.info["mpi"]["split"] == pytest.approx(400 / 440, rel=1e-3)
+    assert "40 us + 800 us / ranks" in two.text
+    one = build(at(2))
+    assert one.info["mpi"]["split"] is None and "param split_rank = 1" in one.text
+    # at 1 rank the two-trace model computes 840 us per iteration (no communication)
+    net = qpn.parse(two.text)
+    r = qpn.solve(net, method="des", options=dict(time=2.0, seed=1, quiet=True, workers=1),
+                  ranks=1)
+    assert r.get("throughput", "rank.begin") == pytest.approx(1 / 840e-6, rel=2e-3)
+    # a trace whose loop differs is left out, with a warning
+    other = spmd_trace(p=4, iterations=40, differ_rank=None)
+    other.events = [e for e in other.events if not (e["kind"] == "mpi" and e["op"] == "sendrecv"
+                                                    and e["site"] == "prog.py:12")]
+    res = build(at(2), others=(other,))
+    assert res.info["mpi"]["split"] is None
+    assert any("differs from the first trace's" in w for w in res.warnings)
