@@ -13,13 +13,13 @@ from typing import Any
 from lark import Token
 
 from qpn import disciplines
-from qpn.errors import either
+from qpn.errors import either, suggest
 from qpn.expr import Num
 from qpn.software import ast as sw
 
 #: the first words of steps, kept by the grammar so that steps are located at them
 STEP_WORDS = frozenset("""CPU IO SLEEP LOCK UNLOCK READ WRITE ACQUIRE RELEASE AWAIT WAIT NOTIFY PUT
-TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK CALL RETURN""".split()) | \
+TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK PARALLEL CALL RETURN""".split()) | \
     frozenset(op.upper() for op in sw.COLLECTIVES)
 #: how a software cpu may schedule threads and a disk serve requests (policies of the
 #: software layer; what each discipline means is in qpn.disciplines)
@@ -483,6 +483,34 @@ class SoftwareBuilder:
         loc = self.sloc(c)
         return sw.Fork(tuple(sw.Block(b.steps, loc=b.loc) for b in blocks),
                        self._count(count), label, loc=loc)
+
+    @_words
+    def st_parallel_for(self, c):
+        """``PARALLEL "for" sum omp_opt* [label] block``"""
+        count, opts, label, blk = c[0], c[1:-2], c[-2], c[-1]
+        kw = self._opts(opts)
+        schedule, chunk = kw.get("schedule", (("static", None),))[0]
+        return sw.ParallelFor(count, blk.steps, threads=kw.get("threads", (None,))[0],
+                              schedule=schedule, chunk=chunk, label=label, loc=self.sloc(c))
+
+    @_words
+    def omp_threads(self, c):
+        """``THREADS sum``"""
+        return ("threads", c[1], self.tloc(c[0]))
+
+    @_words
+    def omp_schedule(self, c):
+        """``SCHEDULE NAME [sum]`` (NAME: static, dynamic or guided)"""
+        word, chunk = str(c[1]), c[2]
+        if word not in sw.SCHEDULES:
+            raise self.err(f"a parallel for is scheduled {either(sw.SCHEDULES)}, not {word}",
+                           c[1], expected="'schedule static' or 'schedule dynamic|guided [CHUNK]'",
+                           did_you_mean=suggest(word, sw.SCHEDULES))
+        if word == "static" and chunk is not None:
+            raise self.err("'schedule static' takes no chunk size (blocks of N / T iterations); "
+                           "chunks are for 'schedule dynamic' and 'schedule guided'",
+                           getattr(chunk, "loc", None) or c[1])
+        return ("schedule", (word, chunk), self.tloc(c[0]))
 
     @_words
     def st_call(self, c):

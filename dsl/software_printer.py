@@ -32,6 +32,13 @@ def _count(e) -> str:
     return f"({fmt(e)})"
 
 
+def _guarded(text: str, words) -> str:
+    """An expression in parentheses when it starts with one of ``words``: where the parser
+    would read that word as the keyword that may come next."""
+    word = re.match(r"[A-Za-z_]\w*", text)
+    return f"({text})" if word is not None and word[0] in words else text
+
+
 def _opt_count(e) -> str:
     return "" if e == sw.ONE else _count(e) + " "
 
@@ -151,11 +158,7 @@ def step_head(st) -> str:
     if t is sw.Collective:
         if st.bytes == sw.ZERO:
             return f"{st.op} {st.comm}" + _label(st)
-        size = fmt(st.bytes)
-        word = re.match(r"[A-Za-z_]\w*", size)
-        if word is not None and word[0] in _next_words():
-            size = f"({size})"
-        return f"{st.op} {st.comm} {size}" + _label(st)
+        return f"{st.op} {st.comm} {_guarded(fmt(st.bytes), _next_words())}" + _label(st)
     if t is sw.Wait:
         return f"wait {st.target}" + _label(st)
     if t is sw.Notify:
@@ -177,6 +180,15 @@ def step_head(st) -> str:
         return f"loop {'about ' if st.geometric else ''}{fmt(st.count)} times" + _label(st)
     if t is sw.Fork:
         return "fork" + ("" if _is_one(st.count) else f" {fmt(st.count)}") + _label(st)
+    if t is sw.ParallelFor:
+        s = f"parallel for {fmt(st.count)}"
+        if st.threads is not None:
+            s += f" threads {fmt(st.threads)}"
+        if st.schedule != "static":
+            s += f" schedule {st.schedule}"
+            if st.chunk is not None:
+                s += " " + _guarded(fmt(st.chunk), {"as", "threads", "schedule"})
+        return s + _label(st)
     if t is sw.Call:
         return f"call {st.target}" + _label(st)
     if t is sw.Return:
@@ -190,7 +202,7 @@ def _blocks_of(st) -> list | None:
         return [st.otherwise] if st.otherwise is not None else None
     if isinstance(st, sw.Allocate):
         return [st.otherwise]
-    if isinstance(st, sw.Loop):
+    if isinstance(st, (sw.Loop, sw.ParallelFor)):
         return [st.body]
     if isinstance(st, sw.Fork):
         return [b.body for b in st.blocks]

@@ -193,7 +193,7 @@ def fit_split(loops: list, p: int) -> tuple[float, float, float] | None:
     y = np.array([c for _, c in loops], dtype=float)
     (fixed, divided), _ = nnls(A, y)
     at = fixed + divided / p
-    return (divided / p / at if at > 0 else 1.0), float(fixed), float(divided)
+    return (float(divided / p / at) if at > 0 else 1.0), float(fixed), float(divided)
 
 
 def _fragment_name(calls: list, i: int) -> str:

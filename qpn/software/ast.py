@@ -323,6 +323,26 @@ class Fork(Declaration):
 
 
 @dataclass(frozen=True)
+class ParallelFor(Declaration):
+    """``parallel for N [threads T] [schedule static|dynamic|guided [C]] [as L] { ... }``:
+    an OpenMP work-sharing loop: T threads share the N iterations of the body (``static``:
+    contiguous blocks, ``dynamic``: chunks of C taken one at a time, ``guided``: chunks
+    that shrink down to C) and the encountering thread waits until all are done
+    (:mod:`qpn.software.omp`).  ``threads`` None: the cores of the only cpu; ``chunk``
+    None: 1 (written only with ``dynamic`` and ``guided``)."""
+    count: Expr
+    body: tuple
+    threads: Expr | None = None
+    schedule: str = "static"         # static | dynamic | guided
+    chunk: Expr | None = None
+    label: str | None = None
+
+
+#: the schedules of ``ParallelFor``
+SCHEDULES = ("static", "dynamic", "guided")
+
+
+@dataclass(frozen=True)
 class Call(Declaration):
     """``call parse_request [as L]``: run a behavior here (a subroutine)."""
     target: str
@@ -346,7 +366,7 @@ RUNNERS = (Pool, Population, Source)
 Decl = Union[Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Comm, Condition, BlockingQueue, Limit,
              Timer, Sink, Pool, Population, Source, Behavior]
 STEPS = (Compute, Io, Sleep, Lock, Unlock, Acquire, Release, Await, Collective, Wait, Notify, Put,
-         Take, Allocate, Free, TimerStep, Branch, Loop, Fork, Call, Return)
+         Take, Allocate, Free, TimerStep, Branch, Loop, Fork, ParallelFor, Call, Return)
 
 #: what each declaration is called in messages
 KIND_NAMES = {Cpu: "cpu", Disk: "disk", Mutex: "mutex", RwLock: "rwlock", Semaphore: "semaphore",
@@ -362,7 +382,7 @@ def children(node) -> list:
         return list(node.decls)
     if isinstance(node, (Pool, Population, Source)):
         return list(node.body) if isinstance(node.body, tuple) else []
-    if isinstance(node, (Behavior, Alternative, Block, Loop)):
+    if isinstance(node, (Behavior, Alternative, Block, Loop, ParallelFor)):
         return list(node.body)
     if isinstance(node, Branch):
         return list(node.alternatives)
@@ -380,7 +400,7 @@ def with_children(node, kids: list):
         return replace(node, decls=kids)
     if isinstance(node, (Pool, Population, Source)):
         return replace(node, body=kids) if isinstance(node.body, tuple) else node
-    if isinstance(node, (Behavior, Alternative, Block, Loop)):
+    if isinstance(node, (Behavior, Alternative, Block, Loop, ParallelFor)):
         return replace(node, body=kids)
     if isinstance(node, Branch):
         return replace(node, alternatives=kids)

@@ -92,6 +92,7 @@ class LoopEnter:
     """An exit that enters a loop (and sets its counter, for a counted one)."""
     loop: LoopInfo | None            # None: a geometric loop (no counter)
     body: object = None
+    start: Expr | None = None        # the counter's first value (None: 1; a shorter run)
 
 
 @dataclass(eq=False)
@@ -143,7 +144,8 @@ def _walk(node, ctx: list, acc: Path, seen: tuple, out: list) -> None:
         for alt in node.alts:
             _walk(alt.next, ctx, _extend(acc, alt.name, alt.weight, None, alt), seen, out)
     elif isinstance(node, LoopEnter):
-        _walk(node.body, ctx + [Num(1)] if node.loop is not None else ctx, acc, seen, out)
+        first = node.start if node.start is not None else Num(1)
+        _walk(node.body, ctx + [first] if node.loop is not None else ctx, acc, seen, out)
     elif isinstance(node, LoopBack):
         if node.loop is None:  # geometric: continue with probability 1 - 1/count
             again = BinOp("-", Num(1), BinOp("/", Num(1), node.count))

@@ -300,8 +300,67 @@ def _step(st, table: Table, nums: Numbers) -> None:
         nums.whole(st.count, "the number of forked threads", st.loc)
         for b in st.blocks:
             _steps(b.body, table, nums)
+    elif t is sw.ParallelFor:
+        nums.whole(st.count, "the iterations of a parallel for", st.loc)
+        if st.threads is not None:
+            nums.whole(st.threads, "the threads of a parallel for", st.loc)
+        else:
+            default_threads(table, st)
+        if st.chunk is not None:
+            nums.whole(st.chunk, "the chunk size of a parallel for", st.loc)
+        if st.schedule == "guided":
+            cpu = default_threads(table, st) if st.threads is None else None
+            for e, what, of in ((st.count, "iterations", ""), (st.threads, "threads", ""),
+                                (st.chunk, "chunk size", ""),
+                                (cpu and cpu.cores, "threads",
+                                 cpu and f" (the cores of cpu '{cpu.name}')")):
+                if e is not None and not _literal(e):
+                    raise ModelError(f"'schedule guided' needs the {what} as a number, got "
+                                     f"{fmt(e)}{of}", st.loc if of else (e.loc or st.loc),
+                                     hint="its chunks shrink with the iterations left, so their "
+                                          "number and sizes are computed when the model is "
+                                          "expanded; 'schedule dynamic' takes expressions")
+        ret = _find_return(st.body)
+        if ret is not None:
+            raise ModelError("'return' cannot leave a parallel for: every iteration runs to its "
+                             "end", ret.loc,
+                             hint="skip the rest of an iteration with a branch; a behavior "
+                                  "called in the body may return")
+        _steps(st.body, table, nums)
     elif t is sw.Call:
         table.get(st.target, (sw.Behavior,), lambda: target_loc(st))
+
+
+def _literal(e: Expr) -> bool:
+    """Whether ``e`` is written as a number without a unit."""
+    return getattr(e, "unit", "x") is None and isinstance(getattr(e, "value", None), (int, float))
+
+
+def _find_return(nodes):
+    """The first ``return`` of a thread's steps (not in forked children), or None."""
+    for n in nodes:
+        if isinstance(n, sw.Return):
+            return n
+        if isinstance(n, (sw.Fork, sw.ParallelFor)):
+            continue
+        found = _find_return(sw.children(n))
+        if found is not None:
+            return found
+    return None
+
+
+def default_threads(table: Table, st: sw.ParallelFor) -> sw.Cpu:
+    """The cpu whose cores are the threads of a ``parallel for`` without ``threads``."""
+    cpus = table.of(sw.Cpu)
+    if len(cpus) == 1:
+        return cpus[0]
+    if not cpus:
+        raise ModelError("a parallel for without 'threads' runs one thread per core of the "
+                         "cpu, but no cpu is declared", st.loc,
+                         expected="'threads <count>' after the number of iterations")
+    raise ModelError("a parallel for without 'threads' runs one thread per core of the cpu, "
+                     f"but there are several: {', '.join(d.name for d in cpus)}", st.loc,
+                     expected="'threads <count>' after the number of iterations")
 
 
 # ------------------------------------------------------------ lock discipline
@@ -425,6 +484,8 @@ class Discipline:
         elif t is sw.Fork:
             for b in st.blocks:
                 self.runner(b.body, b.loc, "a forked thread")
+        elif t is sw.ParallelFor:
+            self.runner(st.body, st.loc, "a thread of a parallel for")
         elif t is sw.Call:
             if st.target in stack:
                 chain = " -> ".join(stack + (st.target,))

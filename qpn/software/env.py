@@ -5,7 +5,7 @@ is a *scope*: its steps are named ``PREFIX.LABEL``.  A step's label is the
 one written (``cpu exp(4 ms) as parse``) or an automatic one: the kind of
 step and its target, numbered from the second occurrence on (``cpu``,
 ``cpu2``, ``lock_m``, ``take_requests``, ``allreduce_world``, ``loop``,
-``fork``, or the called behavior's name).
+``fork``, ``parallel_for``, or the called behavior's name).
 
 >>> from qpn.software import ast as sw
 >>> from qpn.distributions import Exp
@@ -67,16 +67,19 @@ def base_label(st) -> str | None:
         return "loop"
     if t is sw.Fork:
         return "fork"
+    if t is sw.ParallelFor:
+        return "parallel_for"
     if t is sw.Call:
         return st.target
     return None
 
 
 def _scope_steps(steps):
-    """Steps named in one scope: nested blocks, but not forked children or callees."""
+    """Steps named in one scope: nested blocks, but not forked children (of ``fork`` and
+    ``parallel for``) or callees."""
     for st in steps:
         yield st
-        if isinstance(st, sw.Fork):
+        if isinstance(st, (sw.Fork, sw.ParallelFor)):
             continue
         for kid in sw.children(st):
             if isinstance(kid, sw.Alternative):

@@ -93,6 +93,7 @@ software {
         wait ready as idle
         unlock cache
         sleep exp(10 ms)
+        parallel for threads threads 2 schedule dynamic as team { sleep exp(1 ms) }
     }
 
     pool solver size 2 {
@@ -169,12 +170,15 @@ def test_expansion_of_everything_is_a_valid_core_net():
               "done", "pair.think", "pair.split", "pair.split.child1.start",
               "pair.split.child2.done", "waiter.idle", "waiter.idle.relock", "workers.render.cpu",
               "renderers.cpu", "renderers.start", "world.waiting", "world.go", "solver.residual",
-              "solver.residual.cost", "solver.sendrecv_world", "solver.await_world.cost"]:
+              "solver.residual.cost", "solver.sendrecv_world", "solver.await_world.cost",
+              "waiter.team", "waiter.team.chunks", "waiter.team.thread.start",
+              "waiter.team.thread.sleep", "waiter.team.thread.done"]:
         assert n in names, n
     tnames = {t.name for t in flat.transitions}
     for n in ["phase.trip", "done.leave", "clients.arrive", "clients.put_requests.full",
               "workers.allocate_fds.error", "finisher.take_results.timeout", "ready.wake",
-              "ready.end", "pair.split.done", "workers.io.start", "world.trip"]:
+              "ready.end", "pair.split.done", "workers.io.start", "world.trip", "waiter.team.done",
+              "waiter.team.thread.begin", "waiter.team.thread.end"]:
         assert n in tnames, n
     assert qpn.check(net).errors == []
 
@@ -399,7 +403,8 @@ def test_documentation_models(name):
 
 MODULES = ["qpn.software", "qpn.software.ast", "qpn.software.kit", "qpn.software.cfg",
            "qpn.software.env", "qpn.software.check", "qpn.software.processors",
-           "qpn.software.locks", "qpn.software.sync", "qpn.software.mpi", "qpn.software.queues",
+           "qpn.software.locks", "qpn.software.sync", "qpn.software.mpi", "qpn.software.omp",
+           "qpn.software.queues",
            "qpn.software.control", "qpn.software.runners", "qpn.software.expansion"]
 
 
@@ -458,8 +463,20 @@ def software_nets(draw):
                 steps += [sw.Acquire("s0"), cpu_step(), sw.Release("s0")]
             elif k == 7:
                 steps += [sw.TimerStep("t0", "start"), cpu_step(), sw.TimerStep("t0", "stop")]
-            elif k == 8:
+            elif k == 8 and draw(st.booleans()):
                 steps.append(sw.Fork((sw.Block((cpu_step(),)),), count=Num(draw(st.integers(1, 2)))))
+            elif k == 8:
+                sched = draw(st.sampled_from(["static", "dynamic", "guided"]))
+                literal = sched == "guided"        # guided takes numbers only
+                chunk = None if sched == "static" else \
+                    draw(st.sampled_from([None, Num(2)] + ([] if literal else [Ref("n")])))
+                steps.append(sw.ParallelFor(
+                    draw(st.sampled_from([Num(1), Num(5)] + ([] if literal else [
+                        Ref("n"), BinOp("*", Num(3), Ref("n"))]))),
+                    (cpu_step(),) + tuple(block(depth + 1, frozenset())),
+                    threads=draw(st.sampled_from([Num(1), Num(3)] + ([] if literal else [Ref("n")]))),
+                    schedule=sched, chunk=chunk,
+                    label=next(labels) if draw(st.booleans()) else None))
             else:
                 steps += [sw.Allocate("l0", otherwise=(sw.Sleep(dist()),)), cpu_step(), sw.Free("l0")]
         return steps

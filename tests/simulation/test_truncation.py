@@ -36,4 +36,4 @@ software {
 }""")
     res = qpn.solve(net, method="des", options=dict(time=2.0, seed=1, quiet=True, workers=1))
     assert not [w for w in res.warnings if "warm-up" in w], res.warnings
-    assert res.get("throughput", "world.trip") == pytest.approx(1 / 1.005e-3, rel=1e-6)
+    assert res.get("throughput", "world.trip") == pytest.approx(1 / 1.005e-3, rel=1e-4)   # whole cycles in the window
