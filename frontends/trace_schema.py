@@ -54,7 +54,7 @@ IO_OPS = frozenset({"open", "close", "read", "write", "stat", "seek", "fsync",
                     "send", "recv", "accept", "connect", "other"})
 REQUEST_PHASES = frozenset({"begin", "end"})
 MPI_OPS = frozenset({"send", "recv", "sendrecv", "barrier", "bcast", "reduce", "allreduce",
-                     "gather", "scatter", "allgather", "alltoall"})
+                     "gather", "scatter", "allgather", "alltoall", "isend", "irecv", "wait"})
 
 #: Times in a trace come from 64-bit clocks: a larger one is a corrupt field, not
 #: a time to compute with (ids may be any integer: they are only compared).
@@ -136,7 +136,7 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
     _spec("probe", "a PERSIK probe hit", ("probe",), probe="int"),
     _spec("mpi", "an MPI call of one rank (obj: its communicator); dur includes waiting for "
           "the other ranks, cpu_dur the CPU spent in the call", ("op", "obj"), op=MPI_OPS,
-          bytes="uint", peer="int"),
+          bytes="uint", peer="int", count="uint"),
 )}
 
 # The header's objects and the types of the fields readers use ("num" = a finite

@@ -45,6 +45,7 @@ from .naming import ident, split_site
 #: collectives (every rank takes part); the others are pairwise
 COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
                "alltoall")
+NONBLOCKING = ("isend", "irecv")   # their posting: compute; their wait: an exchange
 WARMUP = 0.1            # the share of iterations left out as start-up
 PRUNE = 0.03            # fragments below this share of the loop's CPU join the largest
 
@@ -59,10 +60,13 @@ def rounds(p: int) -> int:
     return max(0, math.ceil(math.log2(p) - 1e-9)) if p > 1 else 0
 
 
-def cost_terms(op: str, p: int, m: float) -> tuple[float, float]:
+def cost_terms(op: str, p: int, m: float, k: int = 1) -> tuple[float, float]:
     """(a, b) with cost = a * latency + b * per_byte for ``op`` of ``m`` bytes among ``p``
-    ranks (the formulas of qpn/software/mpi.py)."""
+    ranks (the formulas of qpn/software/mpi.py); a ``wait`` completes ``k`` receives of
+    ``m`` bytes in all, one exchange each."""
     r = rounds(p)
+    if op == "wait":
+        return (float(k), m) if p > 1 else (0.0, 0.0)
     if op == "barrier":
         return r, 0.0
     if op in ("bcast", "reduce", "allreduce"):
@@ -111,7 +115,9 @@ def analyze_mpi(trace, probe_ns: float = 0.0) -> dict:
     ranks, size = _ranks(trace)
     by_tid = defaultdict(list)
     for e in trace.events:
-        if e["kind"] == "mpi" and e["tid"] in ranks:
+        # posting a non-blocking call is part of the computation around it; its wait is
+        # the exchange
+        if e["kind"] == "mpi" and e["tid"] in ranks and e["op"] not in NONBLOCKING:
             by_tid[e["tid"]].append(e)
     loops = {}
     for tid, calls in by_tid.items():
@@ -150,8 +156,11 @@ def analyze_mpi(trace, probe_ns: float = 0.0) -> dict:
                 last.append(d if op in COLLECTIVES else min(x[1] for x in per.values()))
         sizes = [c.get("bytes") or 0 for _, its in loops.values() for it in its[skip:n]
                  for c in it[i:i + 1]]
+        counts = [c.get("count", 1) for _, its in loops.values() for it in its[skip:n]
+                  for c in it[i:i + 1]]
         calls.append({"op": op, "site": site, "bytes": int(np.median(sizes)) if sizes else 0,
                       "cost": float(np.median(last)) if last else 0.0, "n": len(last),
+                      "count": int(round(float(np.median(counts)))) if counts else 1,
                       "cpu": cpu[i]})
     return {"ranks": size, "iterations": n, "warmup": skip, "body": calls,
             "rank_of": ranks}
@@ -162,7 +171,7 @@ def fit_loggp(calls: list, p: int, more: tuple = ()) -> tuple[float, float]:
     squares; latency alone when every call moves the same bytes); ``more``: (calls, ranks)
     of traces at other rank counts, fitted together."""
     from scipy.optimize import nnls
-    rows = [(cost_terms(c["op"], q, c["bytes"]), c["cost"])
+    rows = [(cost_terms(c["op"], q, c["bytes"], c.get("count", 1)), c["cost"])
             for cs, q in ((calls, p), *more) for c in cs]
     rows = [((a, b), y) for (a, b), y in rows if a or b]
     if not rows:
@@ -196,10 +205,52 @@ def fit_split(loops: list, p: int) -> tuple[float, float, float] | None:
     return (float(divided / p / at) if at > 0 else 1.0), float(fixed), float(divided)
 
 
-def _fragment_name(calls: list, i: int) -> str:
-    prev = calls[i - 1]["site"] if i else calls[-1]["site"]
-    a, b = split_site(prev)[1], split_site(calls[i]["site"])[1]
-    return f"cpu_{a}_{b}"
+def repeat_prefix(sig: list) -> tuple[int, int]:
+    """(b, k): the longest start of ``sig`` made of k >= 2 copies of one block of b items
+    (the inner loop of an iteration whose collective comes every k passes); (0, 0) if none.
+
+    >>> repeat_prefix(["w"] * 10), repeat_prefix(["a", "b", "a", "b", "c"]), repeat_prefix(["a", "b"])
+    ((1, 10), (2, 2), (0, 0))
+    """
+    best = (0, 0)
+    for b in range(1, len(sig) // 2 + 1):
+        k = 1
+        while sig[k * b:(k + 1) * b] == sig[:b]:
+            k += 1
+        if k >= 2 and b * k > best[0] * best[1]:
+            best = (b, k)
+    return best
+
+
+def _entries(calls: list, block: int, k: int) -> list:
+    """(call, site before it, times per iteration) of the loop's body: a repeated block
+    once, its passes pooled, then the rest."""
+    out = []
+    for j in range(block):
+        same = [calls[r * block + j] for r in range(k)]
+        merged = dict(same[0])
+        merged["cpu"] = [x for c in same for x in c["cpu"]]
+        merged["cost"] = float(np.median([c["cost"] for c in same]))
+        merged["n"] = sum(c["n"] for c in same)
+        prev = calls[j - 1]["site"] if j else calls[block - 1]["site"]
+        out.append((merged, prev, k))
+    for i in range(block * k, len(calls)):
+        out.append((calls[i], calls[i - 1]["site"], 1))
+    return out
+
+
+def _unique(names: list) -> list:
+    """``names`` with a suffix _2, _3 ... on repeats."""
+    seen: Counter = Counter()
+    out = []
+    for nm in names:
+        seen[nm] += 1
+        out.append(nm if seen[nm] == 1 else f"{nm}_{seen[nm]}")
+    return out
+
+
+def _fragment_name(prev: str | None, site: str | None) -> str:
+    return f"cpu_{split_site(prev)[1]}_{split_site(site)[1]}"
 
 
 def _others(others: tuple, body: list, warnings: list) -> list:
@@ -234,12 +285,15 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE,
     loop_of = lambda an: sum(float(np.mean(c["cpu"])) for c in an["body"] if c["cpu"])   # noqa: E731
     split = fit_split([(a["ranks"], loop_of(a))] + [(o["ranks"], loop_of(o)) for o in more], p)
     cores = int((h.runtime or {}).get("cpus") or (h.machine or {}).get("cpus") or 1)
-    total = [float(np.mean(c["cpu"])) if c["cpu"] else 0.0 for c in calls]
-    loop_cpu = sum(total) or 1.0
-    keep = [t >= prune * loop_cpu for t in total]
-    big = int(np.argmax(total))
+    block, k = repeat_prefix([(c["op"], c["site"]) for c in calls[:-1]])
+    entries = _entries(calls, block, k)         # (call, site before it, times per iteration)
+    total = [float(np.mean(c["cpu"])) if c["cpu"] else 0.0 for c, _, _ in entries]
+    weight = [t * m for t, (_, _, m) in zip(total, entries)]
+    loop_cpu = sum(weight) or 1.0
+    keep = [w >= prune * loop_cpu for w in weight]
+    big = int(np.argmax(weight))
     keep[big] = True
-    extra = sum(t for t, kp in zip(total, keep) if not kp)
+    extra = sum(w for w, kp in zip(weight, keep) if not kp) / entries[big][2]
     argv = " ".join(h.program.get("argv") or []) or "?"
     net = ident(name or os.path.splitext(os.path.basename(trace.path or "mpi"))[0], "mpi")
     out = [f"# Model of the MPI program `{argv}`, built by `qpn build` from "
@@ -250,8 +304,10 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE,
            + ", ".join(f"{c['op']} at {_short(c['site'])}" for c in calls) + ".",
            f"# Communication (LogGP, fitted to the last rank's time in each call): latency "
            f"{fmt_time(lat)}, {_g(per_byte)} ns per byte; as CPU work of the host (shared memory).",
-           "# A rank's iterations per second: throughput('rank.begin') / ranks "
-           "(throughput('world.trip') counts every collective).",
+           "# A rank's passes through the loop below per second: throughput('rank.begin') / "
+           "ranks (throughput('world.trip') counts every collective)"
+           + (f"; a pass holds {k} repeats of the calls between two {calls[-1]['op']}s." if block
+              else "."),
            ]
     if split is None:
         out += ["# Assumptions (what this trace cannot tell; a param of the same name changes it):",
@@ -269,12 +325,10 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE,
             "# 1: the traced work is shared by the ranks; 0: each rank's work is fixed",
             f"param split_rank = {1 if split is None else _g(split[0])}",
             f"param work_rank = 1 - split_rank + split_rank * {p} / ranks", ""]
-    frags = []
-    for i, c in enumerate(calls):
-        if keep[i] and total[i] > 0:
-            frags.append((i, _fragment_name(calls, i)))
+    names = _unique([_fragment_name(prev, c["site"]) for c, prev, _ in entries])
+    frags = {i: names[i] for i in range(len(entries)) if keep[i] and total[i] > 0}
     out.append("# speed-up factor of each code fragment (1 = as traced; 2 = twice as fast)")
-    out += [f"param speedup_{nm} = 1" for _, nm in frags]
+    out += [f"param speedup_{nm} = 1" for nm in frags.values()]
     out += ["", "software {", "    # the machine's cores, shared by the ranks",
             "    cpu host cores cores ps", "",
             f"    # MPI_COMM_WORLD: collectives synchronize all ranks, then cost "
@@ -282,19 +336,24 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE,
             f"    comm world ranks ranks latency {fmt_time(lat)} per_byte {_g(per_byte)} ns on host",
             "", "    # one rank per thread; the loop of the traced ranks",
             "    pool rank size ranks {"]
-    for i, c in enumerate(calls):
-        nm = dict(frags).get(i)
+    for i, (c, prev, times) in enumerate(entries):
+        pad = "            " if i < block else "        "
+        if i == 0 and block:
+            out.append(f"        # the calls between two {calls[-1]['op']}s repeat {k} times")
+            out.append(f"        loop {k} times {{")
+        nm = frags.get(i)
         if nm is not None:
             f = fit(c["cpu"])
             mean = total[i] + (extra if i == big else 0.0)
             note = f" (+{fmt_time(extra)} of pruned fragments)" if i == big and extra else ""
-            out.append(f"        # {_short(calls[i - 1]['site'])} -> {_short(c['site'])}: "
-                       f"{f.describe()}{note}")
-            out.append(f"        cpu {_dist(f, mean, nm)} on host as {nm}")
-        out.append(f"        # {c['op']} at {_short(c['site'])}: {c['bytes']} bytes, cost "
-                   f"{fmt_time(c['cost'])} (median of {c['n']} iterations)")
-        out.append(f"        {c['op'] if c['op'] != 'barrier' else 'await'} world"
-                   + (f" {c['bytes']}" if c["op"] != "barrier" else ""))
+            out.append(f"{pad}# {_short(prev)} -> {_short(c['site'])}: {f.describe()}{note}")
+            out.append(f"{pad}cpu {_dist(f, mean, nm)} on host as {nm}")
+        what = (f"{c['op']} of {c['count']} receive(s)" if c["op"] == "wait" else c["op"])
+        out.append(f"{pad}# {what} at {_short(c['site'])}: {c['bytes']} bytes, cost "
+                   f"{fmt_time(c['cost'])} (median of {c['n']} calls)")
+        out += [f"{pad}{line}" for line in _steps(c)]
+        if block and i == block - 1:
+            out.append("        }")
     out += ["    }", "}", ""]
     info = {"runners": {"rank": {"mode": "forever", "size": p, "size_param": "ranks"}},
             "mpi": {"ranks": p, "latency_ns": lat, "per_byte_ns": per_byte,
@@ -302,6 +361,21 @@ def write_mpi_model(trace, *, name: str | None = None, prune: float = PRUNE,
                     "iterations": a["iterations"],
                     "calls": [{k: v for k, v in c.items() if k != "cpu"} for c in calls]}}
     return "\n".join(out), info
+
+
+def _steps(call: dict) -> list[str]:
+    """The model's steps for one traced call: a collective as it is, ``MPI_Barrier`` as
+    ``await``, a blocking send or receive as one exchange, and the wait for non-blocking
+    calls as one exchange per receive it completed (none without a neighbour)."""
+    op, nb = call["op"], call["bytes"]
+    if op == "barrier":
+        return ["await world"]
+    if op in ("send", "recv", "sendrecv"):
+        return [f"sendrecv world {nb}"]
+    if op == "wait":
+        k = call["count"]
+        return [f"sendrecv world {round(nb / k)}"] * k if k else []
+    return [f"{op} world {nb}"]
 
 
 def _short(site: str | None) -> str:

@@ -32,7 +32,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "span": ("name", "req", "dur", "cpu_dur"),
     "request": ("req", "phase", "name"),
     "mark": ("name", "text"),
-    "mpi": ("op", "obj", "bytes", "peer", "dur", "cpu_dur"),
+    "mpi": ("op", "obj", "bytes", "peer", "dur", "cpu_dur", "count"),
 }
 
 

@@ -186,3 +186,46 @@ def test_traces_at_two_rank_counts_measure_how_the_compute_divides():
     res = build(at(2), others=(other,))
     assert res.info["mpi"]["split"] is None
     assert any("differs from the first trace's" in w for w in res.warnings)
+
+
+HEAT = os.path.join(TESTS_DIR, "programs", "mpi_heat.py")
+
+
+@pytest.fixture(scope="module")
+def heat_trace(tmp_path_factory):
+    d = tmp_path_factory.mktemp("heat")
+    out = str(d / "heat.jsonl")
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    p = subprocess.run([sys.executable, "-m", "qpn.cli", "trace", "-o", out, "--", mpiexec, "-n",
+                        "2", sys.executable, HEAT, "64", "40", "5"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def test_non_blocking_calls_record_their_posting_and_the_wait_that_completes_them(heat_trace):
+    from mpi4py import MPI
+    root = read_trace(heat_trace)
+    calls = [e for e in root.events if e["kind"] == "mpi"]
+    rank = next(e["rank"] for e in root.events if e.get("type") == "comm")
+    ops = [c["op"] for c in calls]
+    assert ops[:6] == ["barrier", "irecv", "irecv", "isend", "isend", "wait"]
+    assert ops.count("wait") == 40 and ops.count("allreduce") == 40 // 5
+    posts = [c for c in calls if c["op"] in ("irecv", "isend")]
+    assert {c["bytes"] for c in posts} == {64 * 8}
+    # rank 0 has a neighbour below only, rank 1 above only: one receive of 512 bytes each
+    # wait; the other side is PROC_NULL, posted but not counted
+    assert {c.get("peer") for c in posts} == {1 - rank, MPI.PROC_NULL}
+    waits = [c for c in calls if c["op"] == "wait"]
+    assert {(c["count"], c["bytes"]) for c in waits} == {(1, 512)}
+
+
+def test_the_calls_between_two_collectives_that_repeat_are_one_inner_loop(heat_trace, tmp_path):
+    from qpn.frontends.analyze import build_file
+    res = build_file(heat_trace, str(tmp_path / "heat.qpn"))
+    assert [c["op"] for c in res.info["mpi"]["calls"]] == ["wait"] * 5 + ["allreduce"]
+    assert "loop 5 times {" in res.text and res.text.count("sendrecv world 512") == 1
+    assert "a pass holds 5 repeats of the calls between two allreduces" in res.text
+    net = qpn.parse(res.text)
+    names = [p.name for p in net.params if p.name.startswith("speedup_")]
+    assert len(names) == len(set(names)) >= 1
