@@ -133,6 +133,8 @@ KINDS: dict[str, KindSpec] = {s.name: s for s in (
     _spec("sample", "a stack sample, leaf first", ("stack",)),
     _spec("counter", "a sampled counter value", ("name", "value"), name="str"),
     _spec("mark", "a free-form marker", ("name",), name="str", text="str"),
+    _spec("feature", "the thread's next item has this value of a named feature (rows, "
+          "items ...): its demand may be fitted on it", ("name", "value"), name="str"),
     _spec("probe", "a PERSIK probe hit", ("probe",), probe="int"),
     _spec("mpi", "an MPI call of one rank (obj: its communicator); dur includes waiting for "
           "the other ranks, cpu_dur the CPU spent in the call", ("op", "obj"), op=MPI_OPS,

@@ -480,7 +480,9 @@ class _Compiler:
                     if t.kind == "immediate":
                         if m.weight is not None:
                             weight = _num(self.ev(m.weight, env), f"the weight of '{t.name}'",
-                                          m.loc or t.loc, positive=True, maximum=MAX_WEIGHT)
+                                          m.loc or t.loc, nonneg=True, maximum=MAX_WEIGHT)
+                            if weight == 0:     # a branch given no share (a mix without
+                                continue        # that class): the mode never fires
                     else:
                         delay = m.delay.bind(env)
                         delay.check(env)

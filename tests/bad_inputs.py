@@ -57,7 +57,7 @@ CASES = [
     ("timed-without-delay", "place a\ntransition t timed : a -> a\n", "needs a firing delay", 2, 22),
     ("servers-on-immediate", "place a\ntransition t servers 2 : a -> a\n", "'servers' applies to timed", 2, 14),
     ("weight-and-delay", "place a\ntransition t : a -> a weight 1 delay exp(1)\n", "not both", 2, 16),
-    ("negative-weight", "place a init 1\ntransition t : a -> a weight -1\n", "the weight of 't' must be > 0", 2, 16),
+    ("negative-weight", "place a init 1\ntransition t : a -> a weight -1\n", "the weight of 't' must be >= 0", 2, 16),
     ("negative-multiplicity", "param k = -1\nplace a init 1\ntransition t : a -> (k) a\n",
      "must be >= 0", 3, 22),
     # --- numbers

@@ -6,8 +6,8 @@ size.  One distribution per fragment mixes the sizes of the traced run: a predic
 another input mix (more large items) keeps the traced mix.  Here each execution of a
 fragment gets the feature of its thread's last input before it ended: the bytes of the
 last ``recv`` or ``read`` (the tracer records them).  If the demand follows the feature
-(a straight line, or a mean per size, chosen by 5-fold cross-validation against a
-constant), the model branches on the size class with the traced shares as parameters
+(a straight line, a parabola or a mean per size, the simplest within 1% of the best
+5-fold cross-validated error, and better than a constant), the model branches on the size class with the traced shares as parameters
 (``share_read_31_65536``), each class with its own demand, and prints the fit and its R²;
 setting the shares predicts another mix.
 
@@ -33,6 +33,7 @@ from qpn.expr import BinOp, Num, Ref
 from qpn.software import ast as sw
 
 from .fit import fit, fmt_time
+from .naming import ident
 
 #: executions of a fragment with a known feature needed to fit anything
 MIN_SAMPLES = 30
@@ -59,12 +60,26 @@ class FeatureFit:
     r2: float                 # cross-validated share of the variance explained
     n: int
     classes: list = field(default_factory=list)
+    quadratic: tuple = ()     # (c0, c1, c2) ns: demand = c0 + c1 size + c2 size^2, if chosen
+
+    def formula(self, unit: str = "byte") -> str:
+        """The fitted demand as text: ``20 us + 30 ns per byte`` or with a square term."""
+        if self.kind == "quadratic":
+            c0, c1, c2 = self.quadratic
+            return f"{fmt_time(c0)} + {c1:.4g} ns per {unit} + {c2:.4g} ns per {unit}²"
+        return f"{fmt_time(self.intercept)} + {self.slope:.4g} ns per {unit}"
 
 
 def input_sizes(events) -> dict:
-    """tid -> (end times, (bytes, "op_line")) of its input operations, sorted by end."""
+    """tid -> (end times, (value, where)) of its inputs, sorted by end: the bytes of its
+    reads and receives (where: ``read_31``, the operation and its line) and the values of
+    the features it named (where: the name)."""
     out: dict = collections.defaultdict(list)
     for e in events:
+        if e["kind"] == "feature" and isinstance(e.get("value"), (int, float)):
+            # a feature the program named (pytrace's feature()): it stands for its item
+            out[e["tid"]].append((e["ts"], float(e["value"]), ident(str(e["name"]), "feature")))
+            continue
         if e["kind"] == "io" and e.get("op") in INPUTS and e.get("bytes"):
             line = str(e.get("site") or "").rpartition(":")[2]
             out[e["tid"]].append((e["ts"] + e.get("dur", 0), float(e["bytes"]),
@@ -104,6 +119,13 @@ def _line(xt, yt, xs):
     return a + b * xs
 
 
+def _quadratic(xt, yt, xs):
+    if len(np.unique(xt)) < 3:
+        return _line(xt, yt, xs)
+    c2, c1, c0 = np.polyfit(xt, yt, 2)
+    return c0 + c1 * xs + c2 * xs * xs
+
+
 def _means(xt, yt, xs):
     m = {v: yt[xt == v].mean() for v in np.unique(xt)}
     return np.array([m.get(v, yt.mean()) for v in xs])
@@ -122,15 +144,21 @@ def fit_feature(x, y) -> FeatureFit | None:
     order = np.random.default_rng(0).permutation(len(x))     # folds not in trace order
     x, y = x[order], y[order]
     base = _cv_mse(x, y, _const)
-    line = _cv_mse(x, y, _line)
     values = np.unique(x)
     few = len(values) <= MAX_CLASSES
-    means = _cv_mse(x, y, _means) if few else float("inf")
-    best = min(line, means)
+    # the simplest form within 1% of the best cross-validated error: a line, a parabola
+    # (work on every pair of the items), a mean per size
+    errs = {"line": _cv_mse(x, y, _line),
+            # with 3 sizes a parabola passes through the 3 means: no evidence of a square law
+            "quadratic": _cv_mse(x, y, _quadratic) if len(values) >= 4 else float("inf"),
+            "classes": _cv_mse(x, y, _means) if few else float("inf")}
+    best = min(errs.values())
+    kind = next(k for k, e in errs.items() if e <= best * 1.01 + 1e-300)
     r2 = 1 - best / base if base > 0 else 0.0
     if r2 < MIN_R2:
         return None
     b, a = np.polyfit(x, y, 1)
+    quad = tuple(float(c) for c in np.polyfit(x, y, 2)[::-1]) if kind == "quadratic" else ()
     if few:
         groups = [(v, x == v) for v in values]
     else:
@@ -138,8 +166,7 @@ def fit_feature(x, y) -> FeatureFit | None:
         cls = np.searchsorted(edges, x, side="right")
         groups = [(float(x[cls == c].mean()), cls == c) for c in range(4) if np.any(cls == c)]
     classes = [SizeClass(float(v), float(m.mean()), [float(t) for t in y[m]]) for v, m in groups]
-    return FeatureFit("classes" if few and means <= line else "line", float(a), float(b),
-                      float(r2), len(x), classes)
+    return FeatureFit(kind, float(a), float(b), float(r2), len(x), classes, quad)
 
 
 def size_fit(sizes: dict, steps) -> tuple[FeatureFit, str] | None:
@@ -165,6 +192,12 @@ def size_fit(sizes: dict, steps) -> tuple[FeatureFit, str] | None:
     return (ff, where) if ff else None
 
 
+def _is_io(where: str) -> bool:
+    """Whether an input site is an I/O operation's (``read_31``), not a named feature."""
+    op, _, line = where.partition("_")
+    return op in INPUTS and (not line or line.isdigit())
+
+
 def size_steps(w, by_size: tuple, name: str, share: float, sp: str, k,
                parts: list | None = None) -> list:
     """The steps of a fragment whose demand follows its input's size: a branch on the
@@ -172,13 +205,14 @@ def size_steps(w, by_size: tuple, name: str, share: float, sp: str, k,
     shared by the fragments that follow the same input), a fitted demand per class
     (added to ``parts`` as (fit, share, speed-up, factor, label))."""
     ff, where = by_size
+    unit = "bytes" if _is_io(where) else where
     refs = []
     for c in ff.classes[1:]:
         key = (where, round(c.value))
         if key not in w.share_params:
             w.share_params[key] = w.param(
                 f"share_{where}_{round(c.value)}", round(c.share, 4),
-                f"share of the {where} inputs of about {round(c.value)} bytes (traced: "
+                f"share of the {where} inputs of about {round(c.value)} {unit} (traced: "
                 f"{100 * c.share:.1f}%); set it to predict another input mix")
         refs.append(Ref(w.share_params[key]))
     rest = Num(1)
@@ -191,9 +225,10 @@ def size_steps(w, by_size: tuple, name: str, share: float, sp: str, k,
         if parts is not None:
             parts.append((f, share, sp, k, step))
         alts.append(sw.Alternative(prob, tuple(w.split(f, share, sp, k, step)),
-                                   doc=f"about {round(c.value)} bytes: {f.describe()}"))
-    how = ("a mean per size" if ff.kind == "classes" else "a line")
+                                   doc=f"about {round(c.value)} {unit}: {f.describe()}"))
+    how = {"classes": "a mean per size", "line": "a line", "quadratic": "a parabola"}[ff.kind]
+    what = (f"the bytes of the {where} before it" if unit == "bytes" else
+            f"the program's feature '{where}' (pytrace.feature)")
     return [sw.Branch(tuple(alts), doc=(
-        f"demand by the bytes of the {where} before it: {fmt_time(ff.intercept)} + "
-        f"{ff.slope:.4g} ns/byte ({how}, cross-validated R² {ff.r2:.2f}, "
-        f"{ff.n} samples; features.py)"))]
+        f"demand by {what}: {ff.formula('byte' if unit == 'bytes' else 'unit')} ({how}, "
+        f"cross-validated R² {ff.r2:.2f}, {ff.n} samples; features.py)"))]

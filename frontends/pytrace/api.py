@@ -1,4 +1,4 @@
-"""Optional markers a traced program may use: request spans and marks.
+"""Optional markers a traced program may use: request spans, marks and input features.
 
 They cost nothing when the program is not traced, so programs can keep them::
 
@@ -71,3 +71,16 @@ def mark(name: str, text: str | None = None) -> None:
     if _rec is not None:
         emit, site, mono, cpu, gettid = _rec
         emit(("mark", gettid(), mono(), cpu(), site(), name, text))
+
+
+def feature(name: str, value: float) -> None:
+    """The item this thread is about to process has ``value`` of feature ``name`` (rows,
+    items, an argument's size ...): ``qpn build`` fits the CPU demand of the code that
+    follows as a function of it, like the bytes of a read, and makes the mix of its values
+    a parameter of the model (frontends/analyze/features.py).
+
+    >>> feature("rows", 120)      # untraced: nothing happens
+    """
+    if _rec is not None:
+        emit, site, mono, cpu, gettid = _rec
+        emit(("feature", gettid(), mono(), cpu(), site(), name, float(value)))

@@ -32,6 +32,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "span": ("name", "req", "dur", "cpu_dur"),
     "request": ("req", "phase", "name"),
     "mark": ("name", "text"),
+    "feature": ("name", "value"),
     "mpi": ("op", "obj", "bytes", "peer", "dur", "cpu_dur", "count"),
 }
 

@@ -105,3 +105,41 @@ def test_the_cpu_pruning_leaves_out_goes_into_the_largest_fragment_on_every_pass
     own = re.search(r"samples, mean ([\d.]+) us, scv [\d.e-]+; .*\n.*\n\s+cpu \w+\((?:\d+, )?"
                     r"([\d.]+) us / speedup_compute\)", text)
     assert own and float(own[2]) == pytest.approx(float(own[1]) * float(m[3]), rel=1e-3)
+
+
+def test_a_demand_that_grows_with_the_square_of_the_size_is_fitted_by_a_parabola():
+    rng = np.random.default_rng(5)
+    x = rng.choice([80.0, 120.0, 160.0, 320.0], size=400, p=[0.6, 0.15, 0.15, 0.1])
+    y = 3_000 + 20 * x + 21 * x * x + rng.normal(0, 3_000, size=400)
+    f = fit_feature(x, y)
+    assert f.kind == "quadratic" and f.r2 > 0.99
+    c0, c1, c2 = f.quadratic
+    assert c2 == pytest.approx(21, rel=0.05)
+    assert "ns per unit²" in f.formula("unit")
+    # three sizes: a parabola only passes through their means, no evidence of a square law
+    x3 = rng.choice([80.0, 160.0, 320.0], size=300)
+    f3 = fit_feature(x3, 21 * x3 * x3 + rng.normal(0, 3_000, size=300))
+    assert f3.kind in ("classes", "line") and not f3.quadratic
+
+
+def test_a_feature_the_program_names_is_fitted_and_its_mix_is_a_parameter(tmp_path):
+    """tests/programs/feature_items.py names each item's size with pytrace.feature and reads
+    nothing: the model branches on the named feature, and the largest items (4x the
+    numbers of the smallest) take about 16x their CPU (every pair compared)."""
+    import subprocess
+    import sys
+    out = str(tmp_path / "fi.jsonl")
+    prog = os.path.join(TESTS_DIR, "programs", "feature_items.py")
+    p = subprocess.run([sys.executable, "-m", "qpn.cli", "trace", "-o", out, "--", sys.executable,
+                        prog, "300", "1", "0.2"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    feats = [e for e in read_trace(out).events if e["kind"] == "feature"]
+    assert len(feats) == 300 and {e["name"] for e in feats} == {"numbers"}
+    assert sorted({e["value"] for e in feats}) == [80, 120, 160, 320]
+    text = build(read_trace(out)).text
+    assert "param share_numbers_320 = 0.2\n" in text and "share_numbers_120" in text
+    assert "the program's feature 'numbers' (pytrace.feature)" in text and "a parabola" in text
+    means = {int(m[1]): float(m[2]) * {"us": 1e-6, "ms": 1e-3}[m[3]] for m in re.finditer(
+        r"# about (\d+) numbers: \d+ samples, mean ([\d.]+) (us|ms)", text)}
+    assert set(means) == {80, 120, 160, 320}
+    assert means[320] / means[80] == pytest.approx(16, rel=0.25)
