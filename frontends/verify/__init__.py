@@ -127,7 +127,7 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
     from qpn.frontends.analyze import build, read_run
     from qpn.frontends.pytrace import trace_command
 
-    from .measure import program_key
+    from .measure import canonical_key, program_key
     traces = []
     for i, cfg in enumerate(suite.configs):
         path = os.path.join(out_dir, f"trace{i}.jsonl")
@@ -135,7 +135,7 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
         key = program_key(suite, {**cfg})
         try:
             with open(path + ".key") as fh:
-                same = fh.read() == key and os.path.exists(path)
+                same = canonical_key(fh.read()) == key and os.path.exists(path)
         except OSError:
             same = False
         if retrace or not same:                  # the children of an earlier trace

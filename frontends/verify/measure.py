@@ -85,11 +85,27 @@ def runs_of(suite, point: dict) -> list[dict]:
 
 
 def program_key(suite, values: dict) -> str:
-    """The program file's hash and its arguments: what a cached sample or trace is of."""
+    """The program file's hash and its arguments: what a cached sample or trace is of.
+    This interpreter is written ``{python}`` (:func:`canonical_key`)."""
     key = f"{_file_hash(suite.program, os.path.getmtime(suite.program))} {json.dumps(suite.argv(values))}"
     if suite.launcher:                   # mpiexec -n RANKS: the ranks are part of the run
         key += f" launcher {json.dumps(suite._fill(list(suite.launcher), values, 'program.launcher'))}"
-    return key + (f" server {json.dumps(suite.server_argv(values))}" if suite.server else "")
+    return canonical_key(key + (f" server {json.dumps(suite.server_argv(values))}"
+                                if suite.server else ""))
+
+
+def canonical_key(key: str) -> str:
+    """``key`` with this interpreter's path as ``{python}``: ``qpn verify`` runs as
+    ``.venv/bin/python3`` (the console script) and ``python -m pytest`` as
+    ``.venv/bin/python``, one interpreter; a key that kept the spelling made each retrace
+    and remeasure what the other had recorded.  Older keys are read through it too."""
+    exe = sys.executable
+    names = {exe, os.path.realpath(exe)} | {os.path.join(os.path.dirname(exe), n)
+                                            for n in ("python", "python3")}
+    for n in sorted(names, key=len, reverse=True):
+        if os.path.realpath(n) == os.path.realpath(exe):
+            key = key.replace(json.dumps(n)[1:-1], "{python}")
+    return key
 
 
 @functools.lru_cache(maxsize=32)
@@ -119,6 +135,10 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
             cache = {} if remeasure else json.load(fh)
     except (OSError, ValueError):
         cache = {}
+    merged: dict = {}                        # keys written before canonical_key, read through it
+    for k, v in cache.items():
+        merged.setdefault(canonical_key(k), []).extend(v)
+    cache = merged
     points = suite.points()
     configs = [(i, c) for i, p in enumerate(points) for c in runs_of(suite, p)]
     need = {program_key(suite, c): c for _, c in configs}
@@ -171,4 +191,4 @@ def _values(suite, points, cache) -> dict:
     return out
 
 
-__all__ = ["measure", "setup", "run_once", "runs_of", "program_key", "ISOLATE"]
+__all__ = ["measure", "setup", "run_once", "runs_of", "program_key", "canonical_key", "ISOLATE"]

@@ -77,3 +77,17 @@ def test_the_jacobi_stencil_traced_at_2_and_1_ranks_predicts_4_within_15_percent
     assert max(eps.values()) <= 0.15, rep.table()
     with open(rep.model) as fh:
         assert "How the compute divides (traces at 1, 2 ranks)" in fh.read()
+
+
+def test_a_key_is_the_same_whichever_spelling_of_this_interpreter_ran_it():
+    """`qpn verify` runs as .venv/bin/python3, `python -m pytest` as .venv/bin/python: the
+    traces and measurements of one must be found by the other (they were retraced)."""
+    import json
+    import sys
+    from qpn.frontends.verify.measure import canonical_key
+    bindir = os.path.dirname(sys.executable)
+    spellings = [os.path.join(bindir, n) for n in ("python", "python3")
+                 if os.path.exists(os.path.join(bindir, n))] + [os.path.realpath(sys.executable)]
+    keys = {canonical_key(f"abc [\"x\"] server {json.dumps([p, '-m', 'srv'])}") for p in spellings}
+    assert keys == {'abc ["x"] server ["{python}", "-m", "srv"]'}
+    assert canonical_key('abc ["/usr/bin/other-python"]') == 'abc ["/usr/bin/other-python"]'
