@@ -47,7 +47,8 @@ TRIVIAL_CALLS = frozenset("""
     notify_all recv send sendall accept connect open read write close split decode
     encode strip items keys values copy update add clear digest hexdigest to_bytes
     from_bytes result submit start set is_set
-""".split())
+    feature span mark request_begin request_end
+""".split())    # (the last: the tracer's own markers, qpn.frontends.pytrace)
 
 _ID = re.compile(r"[^0-9a-zA-Z_]+")
 _ASSIGN = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
