@@ -7,23 +7,12 @@ from qpn.cli import main
 from qpn.errors import ModelError
 
 from bad_inputs import CASES
+from located import assert_located
 
 
 @pytest.mark.parametrize("cid,src,fragment,line,col", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_located(cid, src, fragment, line, col):
-    with pytest.raises(ModelError) as info:
-        qpn.parse(src, "bad.qpn")
-    err = info.value
-    assert fragment in err.message
-    assert err.loc is not None and err.loc.file == "bad.qpn"
-    assert (err.loc.line, err.loc.col) == (line, col)
-    text = str(err)
-    assert text.startswith(f"bad.qpn:{line}:{col}: error: ")
-    lines = text.splitlines()
-    # the offending source line and a caret under the column
-    assert lines[1].endswith(src.splitlines()[line - 1])
-    caret = lines[2].split("| ", 1)[1]
-    assert caret.index("^") == col - 1
+    assert_located(src, fragment, line, col)
 
 
 def test_at_least_forty_distinct_bad_inputs():

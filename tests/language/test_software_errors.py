@@ -5,10 +5,10 @@ import pytest
 import qpn
 from qpn.cli import main
 from qpn.errors import ModelError
+from located import assert_located, software_block
 
 
-def block(*lines: str) -> str:
-    return "software {\n" + "".join(f"    {ln}\n" for ln in lines) + "}\n"
+block = software_block
 
 
 POOL = ("mutex m", "cpu host", "pool p size 2 {")
@@ -123,17 +123,7 @@ CASES = [
 
 @pytest.mark.parametrize("cid,src,fragment,line,col", CASES, ids=[c[0] for c in CASES])
 def test_software_mistake_is_located(cid, src, fragment, line, col):
-    with pytest.raises(ModelError) as info:
-        qpn.parse(src, "bad.qpn")
-    err = info.value
-    assert fragment in err.message, err.render()
-    assert err.loc is not None and err.loc.file == "bad.qpn"
-    assert (err.loc.line, err.loc.col) == (line, col), err.render()
-    text = str(err)
-    assert text.startswith(f"bad.qpn:{line}:{col}: error: ")
-    lines = text.splitlines()
-    assert lines[1].endswith(src.splitlines()[line - 1])
-    assert lines[2].split("| ", 1)[1].index("^") == col - 1
+    assert_located(src, fragment, line, col)
 
 
 def test_catalogue_is_distinct():

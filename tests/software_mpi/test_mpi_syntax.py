@@ -12,6 +12,7 @@ from qpn.model import Param, QueueingPlace
 from qpn.net import Net
 from qpn.software import ast as sw
 from qpn.software.mpi import cost, rounds
+from located import assert_located, software_block
 
 OPS = ("allreduce", "reduce", "bcast", "gather", "scatter", "allgather", "alltoall", "sendrecv")
 
@@ -262,8 +263,7 @@ software {
 
 
 # ------------------------------------------------------------------ errors
-def block(*lines: str) -> str:
-    return "software {\n" + "".join(f"    {ln}\n" for ln in lines) + "}\n"
+block = software_block
 
 
 BASE = ("cpu host cores 4", "mutex m", "disk d service exp(1 ms)")
@@ -301,17 +301,7 @@ CASES = [
 
 @pytest.mark.parametrize("cid,src,fragment,line,col", CASES, ids=[c[0] for c in CASES])
 def test_mpi_mistake_is_located(cid, src, fragment, line, col):
-    with pytest.raises(ModelError) as info:
-        qpn.parse(src, "bad.qpn")
-    err = info.value
-    assert fragment in err.message, err.render()
-    assert err.loc is not None and err.loc.file == "bad.qpn"
-    assert (err.loc.line, err.loc.col) == (line, col), err.render()
-    text = str(err)
-    assert text.startswith(f"bad.qpn:{line}:{col}: error: ")
-    lines = text.splitlines()
-    assert lines[1].endswith(src.splitlines()[line - 1])
-    assert lines[2].split("| ", 1)[1].index("^") == col - 1
+    assert_located(src, fragment, line, col)
 
 
 def test_unknown_comm_suggests_the_declared_one():

@@ -11,6 +11,7 @@ from qpn.net import Net
 from qpn.distributions import Det
 from qpn.software import ast as sw
 from qpn.software.omp import dynamic_split, static_split
+from located import assert_located, software_block
 
 EVERY_FORM = """\
 # every form of parallel for
@@ -248,8 +249,7 @@ def test_symbolic_counts_are_the_literal_ones(n, t):
 
 
 # ------------------------------------------------------------------ errors
-def block(*lines: str) -> str:
-    return "software {\n" + "".join(f"    {ln}\n" for ln in lines) + "}\n"
+block = software_block
 
 
 BASE = ("cpu host cores 4", "mutex m")
@@ -311,16 +311,7 @@ CASES = [
 
 @pytest.mark.parametrize("cid,src,fragment,line,col", CASES, ids=[c[0] for c in CASES])
 def test_omp_mistake_is_located(cid, src, fragment, line, col):
-    with pytest.raises(ModelError) as info:
-        qpn.parse(src, "bad.qpn")
-    err = info.value
-    assert fragment in err.message, err.render()
-    assert err.loc is not None and err.loc.file == "bad.qpn"
-    assert (err.loc.line, err.loc.col) == (line, col), err.render()
-    text = str(err)
-    assert text.startswith(f"bad.qpn:{line}:{col}: error: ")
-    lines = text.splitlines()
-    assert lines[1].endswith(src.splitlines()[line - 1])
+    assert_located(src, fragment, line, col)
 
 
 def test_guided_expansion_hands_out_shrinking_chunks_in_order():
