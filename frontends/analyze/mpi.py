@@ -31,13 +31,15 @@ rate of the loop's iterations (``throughput('world.trip')`` counts every collect
 """
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter, defaultdict
 
 import numpy as np
 
 from qpn.errors import QPNError
+from qpn.expr import Num, evaluate
+from qpn.software import ast as sw
+from qpn.software import mpi as software_mpi
 
 from .fit import fit, fmt_time, _g
 from .naming import ident, split_site
@@ -56,26 +58,24 @@ def has_mpi(trace) -> bool:
 
 
 def rounds(p: int) -> int:
-    """ceil(log2 p): the rounds of a tree or recursive-doubling collective of p ranks."""
-    return max(0, math.ceil(math.log2(p) - 1e-9)) if p > 1 else 0
+    """ceil(log2 p): the rounds of a tree or recursive-doubling collective of p ranks (the
+    software layer's :func:`qpn.software.mpi.rounds`)."""
+    return int(software_mpi.rounds(Num(p)).value)
 
 
 def cost_terms(op: str, p: int, m: float, k: int = 1) -> tuple[float, float]:
     """(a, b) with cost = a * latency + b * per_byte for ``op`` of ``m`` bytes among ``p``
-    ranks (the formulas of qpn/software/mpi.py); a ``wait`` completes ``k`` receives of
-    ``m`` bytes in all, one exchange each."""
-    r = rounds(p)
+    ranks: the software layer's formulas (:func:`qpn.software.mpi.cost`) at latency 1 and
+    per_byte 0, then at 0 and 1.  A blocking send or receive is an exchange (``sendrecv``);
+    a ``wait`` completes ``k`` receives of ``m`` bytes in all, an exchange each."""
+    step = {"send": "sendrecv", "recv": "sendrecv", "wait": "sendrecv"}.get(op, op)
+
+    def at(lat: int, per_byte: int, size: float) -> float:
+        comm = sw.Comm("world", Num(p), Num(lat), Num(per_byte))
+        return evaluate(software_mpi.cost(step, comm, Num(size)), {})
     if op == "wait":
-        return (float(k), m) if p > 1 else (0.0, 0.0)
-    if op == "barrier":
-        return r, 0.0
-    if op in ("bcast", "reduce", "allreduce"):
-        return r, r * m
-    if op in ("gather", "scatter", "allgather"):
-        return r, (p - 1) * m
-    if op == "alltoall":
-        return p - 1, (p - 1) * m
-    return (1.0, m) if p > 1 else (0.0, 0.0)       # send, recv, sendrecv
+        return k * at(1, 0, 0), at(0, 1, m)
+    return at(1, 0, m), at(0, 1, m)
 
 
 def _ranks(trace) -> tuple[dict, int]:
@@ -103,11 +103,11 @@ def _loop(calls: list) -> tuple[tuple, list]:
     anchor = max(sites, key=lambda k: (sites[k], k[1] or ""))
     cuts = [i for i, c in enumerate(calls) if (c["op"], c.get("site")) == anchor]
     its = [calls[a + 1:b + 1] for a, b in zip(cuts, cuts[1:])]
-    sigs = Counter(tuple((c["op"], c.get("site")) for c in it) for it in its)
+    sigs = [tuple((c["op"], c.get("site")) for c in it) for it in its]
     if not sigs:
         return (), []
-    body = sigs.most_common(1)[0][0]
-    return body, [it for it in its if tuple((c["op"], c.get("site")) for c in it) == body]
+    body = Counter(sigs).most_common(1)[0][0]
+    return body, [it for it, sig in zip(its, sigs) if sig == body]
 
 
 def analyze_mpi(trace, probe_ns: float = 0.0) -> dict:
@@ -154,10 +154,9 @@ def analyze_mpi(trace, probe_ns: float = 0.0) -> dict:
             if len(per) == len(ranks):
                 ts, d, _ = max(per.values(), key=lambda x: x[0])
                 last.append(d if op in COLLECTIVES else min(x[1] for x in per.values()))
-        sizes = [c.get("bytes") or 0 for _, its in loops.values() for it in its[skip:n]
-                 for c in it[i:i + 1]]
-        counts = [c.get("count", 1) for _, its in loops.values() for it in its[skip:n]
-                  for c in it[i:i + 1]]
+        made = [it[i] for _, its in loops.values() for it in its[skip:n]]   # call i's
+        sizes = [c.get("bytes") or 0 for c in made]
+        counts = [c.get("count", 1) for c in made]
         calls.append({"op": op, "site": site, "bytes": int(np.median(sizes)) if sizes else 0,
                       "cost": float(np.median(last)) if last else 0.0, "n": len(last),
                       "count": int(round(float(np.median(counts)))) if counts else 1,
@@ -387,5 +386,5 @@ def _short(site: str | None) -> str:
 def _dist(f, mean: float, nm: str) -> str:
     from qpn.dsl.printing import fmt_dist
     from qpn.expr import Ref
-    f.mean = mean
-    return fmt_dist(f.dist(f"speedup_{nm}", factor=Ref("work_rank")))
+    scale = mean / f.mean if f.mean else 1.0      # the pruned fragments' CPU added
+    return fmt_dist(f.dist(f"speedup_{nm}", scale=scale, factor=Ref("work_rank")))

@@ -99,13 +99,18 @@ def canonical_key(key: str) -> str:
     ``.venv/bin/python3`` (the console script) and ``python -m pytest`` as
     ``.venv/bin/python``, one interpreter; a key that kept the spelling made each retrace
     and remeasure what the other had recorded.  Older keys are read through it too."""
-    exe = sys.executable
+    for n in _spellings(sys.executable):
+        key = key.replace(n, "{python}")
+    return key
+
+
+@functools.lru_cache(maxsize=4)
+def _spellings(exe: str) -> tuple:
+    """The paths naming interpreter ``exe`` (as JSON writes them), longest first."""
     names = {exe, os.path.realpath(exe)} | {os.path.join(os.path.dirname(exe), n)
                                             for n in ("python", "python3")}
-    for n in sorted(names, key=len, reverse=True):
-        if os.path.realpath(n) == os.path.realpath(exe):
-            key = key.replace(json.dumps(n)[1:-1], "{python}")
-    return key
+    same = [n for n in names if os.path.realpath(n) == os.path.realpath(exe)]
+    return tuple(json.dumps(n)[1:-1] for n in sorted(same, key=len, reverse=True))
 
 
 @functools.lru_cache(maxsize=32)
