@@ -203,13 +203,22 @@ class Builder(SoftwareBuilder, Transformer):
         if d.infinite_servers and "servers" in kw:
             raise self.err(f"an '{disc}' queue has infinitely many servers; do not give 'servers'",
                            opts[[o[0] for o in opts].index("servers")][2])
+        if "speed" in kw:
+            where = opts[[o[0] for o in opts].index("speed")][2]
+            if not d.takes_speed:
+                raise self.err(f"'speed' (a load-dependent capacity) applies to "
+                               f"{'/'.join(disciplines.names_where(takes_speed=True))} queues, not {disc}", where,
+                               hint="a flow-equivalent server is 'queue ps speed [1.2, 1.9, 2.3]'")
+            if "servers" in kw:
+                raise self.err("give 'servers' or 'speed', not both: 'speed' is the capacity "
+                               "with n tokens ('servers k' is 'speed [1, 2, .., k]')", where)
         servers = kw.get("servers", Num(d.default_servers) if d.infinite_servers else Num(1))
         disc_loc = self.tloc(disc_tok)
 
         def build(name, loc):
             return Queue(name, disc, servers=servers, quantum=kw.get("quantum"),
                          switch=kw.get("switch"), preemptive=kw.get("preemptive", True),
-                         loc=loc or disc_loc)
+                         speed=kw.get("speed"), loc=loc or disc_loc)
         return build
 
     # Options are (key, value, location of the option's keyword): errors about an
@@ -225,6 +234,14 @@ class Builder(SoftwareBuilder, Transformer):
     def q_switch(self, c):
         """``SWITCH sum``"""
         return ("switch", c[1], self.tloc(c[0]))
+
+    def q_speed_table(self, c):
+        """``SPEED "[" sum ("," sum)* "]"``: the capacity with 1, 2, ... tokens"""
+        return ("speed", tuple(c[1:]), self.tloc(c[0]))
+
+    def q_speed(self, c):
+        """``SPEED sum``: the capacity as an expression in ``n``, the tokens present"""
+        return ("speed", c[1], self.tloc(c[0]))
 
     def q_preemptive(self, c):
         """``PREEMPTIVE``"""

@@ -203,6 +203,13 @@ class _Reader(XmlReader):
                                            if c.get(k))
                 if c.get("preemptive") in ("false", "no"):
                     out["queue"] += " nonpreemptive"
+                speed = c.get("speed")
+                if speed is not None:
+                    vals = speed.split()
+                    if not vals or not all(re.fullmatch(r"[0-9.eE+-]+", v) for v in vals):
+                        raise self.err(c, f"attribute 'speed' is not a list of numbers: '{speed[:40]}'",
+                                       expected="numbers separated by spaces, e.g. '1 1.5 1.8'")
+                    out["queue"] += f" speed [{', '.join(vals)}]"
             elif c.tag in ("service", "capacity"):
                 out[c.tag] = self.one_line(c, "a distribution" if c.tag == "service" else "a capacity")
         return out
@@ -312,6 +319,8 @@ def qpn_to_pnml(c) -> str:
                 attrs += f' quantum="{q.quantum!r}" switch="{q.switch!r}"'
             if disciplines.get(q.discipline).takes_priority and not q.preemptive:
                 attrs += ' preemptive="false"'
+            if q.speed is not None:       # the capacity with 1, 2, ... tokens, as compiled
+                attrs += f' speed="{" ".join(repr(float(v)) for v in q.speed)}"'
             if len(q.places) > 1:
                 raise ModelError(f"place '{p.name}' is on a shared queue: PNML export writes each "
                                  f"queue with its one place", p.loc)

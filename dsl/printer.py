@@ -74,6 +74,10 @@ def fmt_qspec(q: Queue) -> str:
         parts.append(f"switch {fmt(q.switch)}")
     if d is not None and d.takes_priority and not q.preemptive:
         parts.append("nonpreemptive")
+    if isinstance(q.speed, tuple):
+        parts.append(f"speed [{', '.join(fmt(e) for e in q.speed)}]")
+    elif q.speed is not None:
+        parts.append(f"speed {fmt(q.speed)}")
     return " ".join(parts)
 
 

@@ -111,6 +111,9 @@ def qpn_to_qpe(c: CompiledNet) -> str:
             raise ModelError(f"queue '{q.name}': QPME has no {q.discipline} queues", loc,
                              expected=", ".join(STRATEGY))
         d = disciplines.get(q.discipline)
+        if q.speed is not None:
+            raise ModelError(f"queue '{q.name}': QPME has no load-dependent queues ('speed')", loc,
+                             hint="export a net whose queues have servers, or simulate it in qpn")
         if d.takes_priority and q.preemptive:
             raise ModelError(f"queue '{q.name}': QPME's PRIO queues do not preempt", loc,
                              hint="write 'queue prio nonpreemptive' if that is meant")

@@ -59,6 +59,9 @@ def expansion_limit() -> int:
 
 #: the most servers a queue that places each token on one of them (jsq-ps) may have
 MAX_PLACED_SERVERS = 4096
+#: token counts at which a queue's 'speed' expression in n is evaluated (the last value
+#: holds for more tokens)
+SPEED_POINTS = 4096
 
 
 @dataclass
@@ -90,6 +93,31 @@ class CompiledQueue:
     service: list[Distribution] = field(default_factory=list)
     priority: list[float] = field(default_factory=list)
     places: list[int] = field(default_factory=list)    # place index of each class
+    speed: np.ndarray | None = None   # capacity with n = 1, 2, ... tokens (the last for more)
+
+    @property
+    def peak(self) -> float:
+        """The most service capacity the queue has: its servers, or its speed table's
+        largest entry (utilization is the share of it in use; servers k = speed [1 .. k]).
+
+        >>> CompiledQueue("db", "ps", 1.0, None, 0.0, True, speed=np.array([1.0, 2.5, 1.8])).peak
+        2.5
+        """
+        return self.servers if self.speed is None else float(self.speed.max())
+
+    def capacity(self, n):
+        """The queue's total service capacity with ``n`` tokens present (array-wise):
+        ``min(n, servers)``, or its ``speed`` table (its last entry beyond its end).
+
+        >>> q = CompiledQueue("db", "ps", 1.0, None, 0.0, True, speed=np.array([1.0, 1.5, 1.8]))
+        >>> q.capacity(np.arange(6)).tolist()
+        [0.0, 1.0, 1.5, 1.8, 1.8, 1.8]
+        """
+        n = np.asarray(n)
+        if self.speed is None:
+            return np.minimum(n, self.servers).astype(float)
+        i = np.clip(n - 1, 0, len(self.speed) - 1).astype(np.int64)
+        return np.where(n > 0, self.speed[i], 0.0)
 
 
 @dataclass
@@ -316,7 +344,24 @@ class _Compiler:
             raise ModelError(f"queue '{q.name}': {disc} places each token on one of its servers: "
                              f"it needs servers 1 to {MAX_PLACED_SERVERS} (a machine's cores), "
                              f"not {servers:g}", q.loc)
-        return CompiledQueue(q.name, disc, servers, quantum, switch, q.preemptive)
+        return CompiledQueue(q.name, disc, servers, quantum, switch, q.preemptive,
+                             speed=None if q.speed is None else self.speed_table(q))
+
+    def speed_table(self, q: Queue) -> np.ndarray:
+        """The capacity of a load-dependent queue with n = 1, 2, ... tokens: its table, or
+        its expression in n at n = 1 .. SPEED_POINTS."""
+        what = f"the speed of queue '{q.name}'"
+        if isinstance(q.speed, tuple):
+            vals = [_num(self.ev(e), f"{what} with {i + 1} token{'s' if i else ''}", q.loc,
+                         positive=True, maximum=1e300) for i, e in enumerate(q.speed)]
+        else:
+            env = dict(self.env)
+            vals = []
+            for n in range(1, SPEED_POINTS + 1):
+                env["n"] = n
+                vals.append(_num(evaluate(q.speed, env), f"{what} at n = {n}", q.loc,
+                                 positive=True, maximum=1e300))
+        return np.asarray(vals, dtype=float)
 
     def add_classes(self, cq: CompiledQueue, p: QueueingPlace, pi: int, colors, slots, qslots):
         by_color: dict[Any, Distribution] = {}

@@ -55,8 +55,13 @@ def _arc(a: Arc, places: Mapping[str, str], m) -> Arc:
 
 
 def _queue(q: Queue, name: str, m) -> Queue:
+    speed = q.speed
+    if isinstance(speed, tuple):
+        speed = tuple(_ren(e, m) for e in speed)
+    elif speed is not None:     # n, the queue's tokens, is no parameter of the subnet
+        speed = _ren(speed, {k: v for k, v in m.items() if k != "n"})
     return replace(q, name=name, servers=_ren(q.servers, m), quantum=_ren(q.quantum, m),
-                   switch=_ren(q.switch, m))
+                   switch=_ren(q.switch, m), speed=speed)
 
 
 def _place(p: Place, name: str, m, queues: Mapping[str, str]) -> Place:

@@ -145,12 +145,16 @@ class Queue(Declaration):
 
     ``servers`` is an expression; ``Num(inf)`` means infinitely many.
     ``quantum`` and ``switch`` (context-switch cost) apply to RR only;
-    ``preemptive`` to PRIO only.
+    ``preemptive`` to PRIO only.  ``speed`` (PS only) makes the queue load dependent:
+    its total service capacity with ``n`` tokens present, a table (a tuple: entry n-1,
+    the last one for more tokens) or one expression in ``n``; None: ``min(n, servers)``.
+    A flow-equivalent server (a subnet replaced by its throughput by population) is a
+    ``ps`` queue with exponential service of mean 1 and ``speed`` its throughputs.
 
     >>> import qpn
     >>> qpn.parse("shared queue cpu : ps servers 2\\nplace a on cpu service exp(1)").queues[0]
     Queue(name='cpu', discipline='ps', servers=Num(value=2, unit=None), quantum=None,
-          switch=None, preemptive=True)
+          switch=None, preemptive=True, speed=None)
     """
     name: str
     discipline: str
@@ -158,6 +162,7 @@ class Queue(Declaration):
     quantum: Expr | None = None
     switch: Expr | None = None
     preemptive: bool = True
+    speed: "tuple[Expr, ...] | Expr | None" = None
 
 
 @dataclass(frozen=True)

@@ -399,6 +399,14 @@ def _check_queue(q: Queue, scope: _Scope) -> None:
                          expected=", ".join(DISCIPLINES), did_you_mean=suggest(q.discipline, DISCIPLINES))
     for what, e in (("servers", q.servers), ("quantum", q.quantum), ("switch", q.switch)):
         _check_numeric(e, scope.numeric, f"'{what}' of queue '{q.name}'")
+    if q.speed is not None:
+        if not disciplines.get(q.discipline).takes_speed:
+            raise ModelError(f"'speed' applies to {'/'.join(disciplines.names_where(takes_speed=True))} "
+                             f"queues, not {q.discipline} (queue '{q.name}')", q.loc)
+        for e in (q.speed if isinstance(q.speed, tuple) else (q.speed,)):
+            # n: the tokens in the queue (a table's entries are numbers)
+            _check_numeric(e, scope.numeric, f"'speed' of queue '{q.name}'",
+                           extra=() if isinstance(q.speed, tuple) else ("n",))
     sliced = disciplines.get(q.discipline).takes_quantum    # known: checked above
     if sliced and q.quantum is None:
         raise ModelError(f"{q.discipline} queue '{q.name}' needs 'quantum <time>'", q.loc)

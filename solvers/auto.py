@@ -41,6 +41,9 @@ def choose(compiled, options: dict) -> tuple[str, str]:
         kinds = sorted({"closed" if getattr(ch, "population", None) else "open" for ch in qn.chains})
         return "mva", (f"the net is product form ({' and '.join(kinds)}, {len(qn.chains)} chain(s)): "
                        "mean value analysis is exact")
+    from .mva.productform import LOAD_DEPENDENT
+    # product form with load-dependent queues, which the MVA here does not take: say so
+    lead = "not for MVA" if all(LOAD_DEPENDENT in r for r in qn) else "not product form"
     why_not_pf = qn[0]
     ctmc = get_solver("ctmc")
     problems = ctmc.problems(compiled, options) + _non_ph(compiled)
@@ -65,11 +68,11 @@ def choose(compiled, options: dict) -> tuple[str, str]:
             if too_large is None:
                 if space is not None:
                     keep_probe(compiled, o, cutoff, spec, space)
-                return "ctmc", (f"not product form ({why_not_pf}); the CTMC has "
+                return "ctmc", (f"{lead} ({why_not_pf}); the CTMC has "
                                 f"{spec.estimate_phrase()} and every delay is exponential or "
                                 "phase-type")
             problems = [too_large]
-    return "des", f"not product form ({why_not_pf}); not for the CTMC: {problems[0]}"
+    return "des", f"{lead} ({why_not_pf}); not for the CTMC: {problems[0]}"
 
 
 class AutoSolver:

@@ -98,8 +98,8 @@ def _measures(args) -> list[str] | None:
     return expand_measures(names) or None
 
 
-def _compare_table(a, b) -> str:
-    rows = a.compare(b)
+def _compare_table(a, b, measures=None) -> str:
+    rows = [r for r in a.compare(b) if measures is None or r[0].measure in measures]
     head = ["measure", "element", "color", a.method, b.method, "rel. diff"]
     body = [[x.measure, x.element, x.color, f"{x.value:.6g}", f"{y.value:.6g}", f"{d:.2e}"]
             for x, y, d in rows]
@@ -157,6 +157,8 @@ def cmd_solve(args) -> int:
     net = load_model(args.file, args.set)
     options = _options(args)
     measures = _measures(args)
+    if args.hybrid and (args.sweep or args.transient):
+        raise QPNError(f"error: --hybrid cannot be combined with {'--sweep' if args.sweep else '--transient'}")
     if args.sweep:
         return _solve_sweep(args, net, options, measures)
     if args.transient:
@@ -171,15 +173,25 @@ def cmd_solve(args) -> int:
             print(f"t = {res.info['time']:g}")
             sys.stdout.write(res.table(measures))
         return 0
-    res = _run(net, args.method, options)
+    if args.hybrid:
+        from .hybrid import solve_hybrid
+        res = solve_hybrid(net, args.hybrid, args.method, options, population=args.hybrid_population,
+                           subnet_method=args.hybrid_method)
+    else:
+        res = _run(net, args.method, options)
     if not args.quiet:
-        for line in res.explanation[:1]:
+        hybrid = [line for line in res.explanation if line.startswith("hybrid:")]
+        for line in hybrid + res.explanation[len(hybrid):len(hybrid) + 1]:
             print(line, file=sys.stderr)
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
     if args.compare:
         other = _run(net, args.compare, options)
-        sys.stdout.write(_compare_table(res, other))
+        if args.hybrid:         # the whole net's own rows for the replaced instances
+            from .hybrid import instance_rows
+            for name, inp in res.info["hybrid_inputs"].items():
+                instance_rows(other, name, inp)
+        sys.stdout.write(_compare_table(res, other, measures))
     else:
         sys.stdout.write(res.table(measures))
         if args.method == "symbolic" and args.show_expressions:
@@ -247,6 +259,15 @@ def _(p):
                    help="CTMC: probability of a marking predicate over place totals, e.g. idle=lock==1")
     p.add_argument("--option", action="append", metavar="NAME=VALUE", help="a solver option (repeatable; all are listed below)")
     p.add_argument("--show-expressions", action="store_true", help="symbolic: print the closed forms")
+    p.add_argument("--hybrid", action="append", metavar="INSTANCE",
+                   help="replace this subnet instance by its flow-equivalent server (its throughput "
+                        "alone at 1..K tokens inside) and solve the rest (repeatable; --compare "
+                        "METHOD solves the whole net beside it)")
+    p.add_argument("--hybrid-population", type=int, metavar="K",
+                   help="--hybrid: solve the subnets for up to K tokens (default: the tokens that "
+                        "can enter them; 64 in an open net)")
+    p.add_argument("--hybrid-method", default="auto", choices=METHODS,
+                   help="--hybrid: how the subnets alone are solved (default auto)")
     p.add_argument("-q", "--quiet", action="store_true", help="no explanation or progress on stderr")
     p.add_argument("--allow-imprecise", action="store_true",
                    help="exit 0 even when the simulation stopped before reaching its precision")

@@ -108,7 +108,7 @@ def derive(compiled, slot_tokens, mode_rates, class_busy) -> list[tuple[str, str
     for qi, q in enumerate(compiled.queues):
         busy = np.asarray(class_busy[qi], dtype=dtype)
         total = busy.sum(axis=-1)
-        cap = q.servers
+        cap = q.peak
         util = total / cap if not math.isinf(cap) else total
         rows.append(("utilization", q.name, "", util))
         labels = class_labels(compiled, qi)

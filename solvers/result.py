@@ -15,7 +15,8 @@ Measures:
                 tokens in a queueing place's depository (served, not yet taken by a
                 transition) and their mean time there: QPME's depository statistics;
                 tables show them when asked for (``--measure``, or ``--measure qpme``)
-  utilization   busy servers / servers of a queue (for IS: mean busy servers)
+  utilization   busy servers / servers of a queue (for IS: mean busy servers; with a
+                speed table: capacity in use / its largest capacity)
   throughput    firings of a transition per second
   probability   probability of a marking predicate
 """

@@ -112,6 +112,16 @@ class Discipline:
                 f"({self.ctmc_note or 'its order is not a finite state'})")
 
     @property
+    def takes_speed(self) -> bool:
+        """Whether a queue of it may have a load-dependent ``speed`` (its servers'
+        capacity is shared by every token, so a capacity by token count has a meaning).
+
+        >>> get("ps").takes_speed, get("fcfs").takes_speed
+        (True, False)
+        """
+        return self.scheduling.serves == "shared"
+
+    @property
     def infinite_servers(self) -> bool:
         """Whether the queue has infinitely many servers (a model gives it none)."""
         return math.isinf(self.default_servers)

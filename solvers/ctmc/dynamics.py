@@ -314,9 +314,8 @@ class Dynamics:
         else:  # in arrival or (preemptive) priority order: first s active
             served = active & (np.cumsum(active, axis=1) <= s)
         share = np.ones(len(R))
-        if q.serves == "shared" and not math.isinf(s):
-            nact = active.sum(axis=1)
-            share = np.where(nact > s, s / np.maximum(nact, 1), 1.0)
+        if q.serves == "shared":
+            share = q.shared_factor(active.sum(axis=1))
         return served, share
 
     def _settle(self, q: QueueSpec, qi: int, R, w, par) -> Branch:
@@ -501,7 +500,7 @@ class Dynamics:
             if q.serves == "all":
                 factor = np.ones(len(S))
             elif q.serves == "shared":
-                factor = np.where(ntot > s, s / np.maximum(ntot, 1), 1.0) if not math.isinf(s) else np.ones(len(S))
+                factor = q.shared_factor(ntot)
             else:  # a single exponential class: min(n, s) busy servers
                 factor = np.where(n > 0, np.minimum(n, s) / np.maximum(n, 1), 0.0)
             for i, cnt in enumerate(counts):

@@ -196,7 +196,7 @@ def class_busy(spec: CTMCSpec, states: np.ndarray) -> list[np.ndarray]:
             if q.serves == "all":
                 B = n
             elif q.serves == "shared":
-                B = n * (np.where(tot > s, s / np.maximum(tot, 1), 1.0)[:, None] if not math.isinf(s) else 1.0)
+                B = n * q.shared_factor(tot)[:, None]
             else:
                 B = np.minimum(n, s)
         else:

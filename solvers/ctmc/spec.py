@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -54,6 +55,17 @@ class QueueSpec:
     cls_cols: np.ndarray | None = None
     ph_cols: np.ndarray | None = None
     flag_cols: np.ndarray | None = None
+    capacity: Callable | None = None  # capacity by token count (CompiledQueue.capacity)
+
+    def shared_factor(self, ntot: np.ndarray) -> np.ndarray:
+        """Each token's share of a 'shared' queue's capacity with ``ntot`` tokens in
+        service: capacity(ntot) / ntot (1 for no tokens)."""
+        ntot = np.asarray(ntot)
+        if self.capacity is None:
+            if math.isinf(self.servers):
+                return np.ones(ntot.shape)
+            return np.where(ntot > self.servers, self.servers / np.maximum(ntot, 1), 1.0)
+        return np.where(ntot > 0, self.capacity(ntot) / np.maximum(ntot, 1), 1.0)
 
     # -- how the queue serves (its discipline's Scheduling, preemption resolved) ------
     @property
@@ -207,7 +219,8 @@ def build_spec(c, *, cutoff: int = 60, det_order: int = 20, rr: str | None = Non
             phs.append(ph)
         fifo = [c.places[p].departure == IN_ORDER for p in q.places]
         spec = QueueSpec(qi, q.name, disc, q.servers, q.preemptive, list(q.classes), list(q.dslots),
-                         list(q.places), phs, list(q.priority), fifo)
+                         list(q.places), phs, list(q.priority), fifo,
+                         capacity=q.capacity if q.speed is not None else None)
         single_exp = len(q.classes) == 1 and phs[0].nphases == 1
         if any(fifo):
             if not decl.ctmc_fifo_departure:

@@ -91,6 +91,7 @@ class EventEngine:
         Q = self.flat.nqueues
         for name, value in (("weight", p.weight), ("tservers", p.tservers), ("qservers", p.qservers[:, :Q]),
                             ("quantum", p.quantum[:, :Q]), ("switch", p.switch[:, :Q]),
+                            ("qspeed", p.qspeed[:, :self.where["qspeed"][1]]),
                             ("mu", p.mu[:, :self.where["mu"][1]]),
                             ("smp_par", p.smp_par[:, :len(p.smp_kind)].reshape(L, -1))):
             region(self.sf, self.where, name)[:] = value

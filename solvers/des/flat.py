@@ -62,7 +62,7 @@ NetArrays = namedtuple("NetArrays", [
     # queues and their classes (classes of all queues in one numbering)
     "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo",
     "cls_qslot", "cls_dslot", "cls_sampler", "cls_prio", "cls_place", "cls_fifo",
-    "nunits", "nrings", "nwork", "nmulti", "ninh", "ncap", "q_dring_ptr", "q_dring",
+    "nunits", "nrings", "nwork", "nmulti", "ninh", "ncap", "q_dring_ptr", "q_dring", "q_spd_ptr",
     # places that offer one token at a time: offer slots (see .jit.layout)
     "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random", "nord",
     # per output arc: the tokens the mode puts into the arc's store, and its order ring
@@ -70,7 +70,7 @@ NetArrays = namedtuple("NetArrays", [
 ])
 
 LaneParams = namedtuple("LaneParams", [
-    "m0", "weight", "tservers", "cap_limit", "inh_thr", "qservers", "quantum", "switch",
+    "m0", "weight", "tservers", "cap_limit", "inh_thr", "qservers", "quantum", "switch", "qspeed",
     "mu", "smp_kind", "smp_par", "smp_off", "smp_n", "smp_tab", "point",
 ])
 
@@ -336,6 +336,7 @@ def build_net_arrays(ln: LaneNet) -> NetArrays:
         cls_fifo=_i64([c.places[p].departure == IN_ORDER for q in c.queues for p in q.places]),
         nunits=int(unit.max()) + 1 if S else 0, nrings=nrings, nwork=nwork, nmulti=nmulti,
         ninh=int(inh.shape[0]), ncap=int(cap.shape[0]), q_dring_ptr=q_dring_ptr, q_dring=q_dring,
+        q_spd_ptr=_i64(np.cumsum([0] + [0 if x is None else x.shape[1] for x in ln.speed])),
         slot_ord=slot_ord, ord_real=_i64(ord_real), ord_ring=_i64(ord_ring), ord_place=_i64(ord_place),
         ord_random=_i64(ord_random), nord=len(ordered), out_room=out_room, out_oroom=out_oroom,
     )
@@ -418,11 +419,14 @@ def build_params(ln: LaneNet, net: NetArrays) -> LaneParams:
             quantum[:, qi] = ln.quantum[qi]
         if ln.switch[qi] is not None:
             switch[:, qi] = ln.switch[qi]
+    # each load-dependent queue's capacity by tokens present: a stretch of one row per lane
+    speeds = [x for x in ln.speed if x is not None]
+    qspeed = np.concatenate(speeds, axis=1) if speeds else np.zeros((L, 0))
     return LaneParams(
         m0=_i64(ln.m0), weight=_f64(ln.weight.reshape(L, M)), tservers=_f64(ln.tservers.reshape(L, M)),
         cap_limit=_i64(np.asarray(ln.cap_limit).reshape(L, -1)),
         inh_thr=_i64(np.asarray(ln.inh_thr).reshape(L, -1)),
-        qservers=_f64(qservers), quantum=_f64(quantum), switch=_f64(switch), mu=_f64(mu),
+        qservers=_f64(qservers), quantum=_f64(quantum), switch=_f64(switch), qspeed=_f64(qspeed), mu=_f64(mu),
         smp_kind=kinds, smp_par=_f64(par), smp_off=off, smp_n=cnt,
         smp_tab=_f64(np.concatenate(tab) if tab else np.zeros(1)),
         point=_i64(ln.point if ln.point is not None else np.zeros(L)),

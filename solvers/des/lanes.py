@@ -22,7 +22,8 @@ from .sampling import Sampler
 def signature(c) -> tuple:
     """What must be equal for two compiled nets to share an engine run."""
     q = tuple((x.discipline, tuple(x.classes), tuple(x.dslots), tuple(x.places),
-               tuple(type(d).__name__ for d in x.service)) for x in c.queues)
+               tuple(type(d).__name__ for d in x.service),
+               None if x.speed is None else len(x.speed)) for x in c.queues)
     m = tuple((x.transition, x.mode, x.kind, type(x.delay).__name__ if x.delay else None,
                x.servers == float("inf")) for x in c.modes)
     return (c.nslots, _sparse_key(c.pre), _sparse_key(c.post), _sparse_key(c.inh),
@@ -65,6 +66,7 @@ class LaneNet:
     qservers: list[np.ndarray]      # per queue (L,)
     quantum: list[np.ndarray | None]
     switch: list[np.ndarray | None]
+    speed: list[np.ndarray | None]  # per queue (L, table) capacity by tokens, None: servers
     service: list[list[Sampler]]    # per queue, per class
     delay: dict[int, Sampler]       # timed mode -> sampler
     routes: dict[int, Route] = field(default_factory=dict)   # depository slot -> fused route
@@ -106,6 +108,8 @@ def build_lanes(points: list, reps: int = 1, lanes: np.ndarray | None = None) ->
         quantum=[rep(np.array([x.queues[q].quantum for x in P], float)) if c.queues[q].quantum else None
                  for q in range(len(c.queues))],
         switch=[rep(np.array([x.queues[q].switch for x in P], float)) for q in range(len(c.queues))],
+        speed=[rep(np.stack([x.queues[q].speed for x in P])) if c.queues[q].speed is not None else None
+               for q in range(len(c.queues))],
         service=[[Sampler([x.queues[q].service[k] for x in compiled]) for k in range(len(c.queues[q].classes))]
                  for q in range(len(c.queues))],
         delay={i: Sampler([x.modes[i].delay for x in compiled]) for i, m in enumerate(c.modes)

@@ -94,6 +94,9 @@ def qn_plan(net: LaneNet, unit_of_slot) -> QNPlan | list[str]:
         if any(c.places[p].departure == IN_ORDER for p in q.places):
             reasons.append(f"queue {q.name}: in-order departure")
             continue
+        if q.speed is not None:
+            reasons.append(f"queue {q.name}: a load-dependent speed")
+            continue
         classes = []
         for k, (s, d) in enumerate(zip(q.classes, q.dslots)):
             r = net.routes.get(d)

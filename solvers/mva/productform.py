@@ -53,6 +53,9 @@ from qpn.colors import color_label
 
 REL = 1e-12  # "same mean" tolerance for FCFS/RANDOM classes
 
+#: the reason given for a queue with a 'speed' table: product form (BCMP), not for this MVA
+LOAD_DEPENDENT = "a load-dependent speed"
+
 
 @dataclass
 class Station:
@@ -465,7 +468,11 @@ def _build(c, chains, routes, V, MV, chain_of, timed, smean, sservers):
             np.allclose(means, means[0], rtol=REL, atol=0)
         disc, srv = q.discipline, q.servers
         d = disciplines.get(disc)
-        if math.isinf(srv):
+        if q.speed is not None:
+            # product form holds (BCMP), but this MVA takes a capacity of min(n, servers) only
+            reasons.append(f"{el}: {LOAD_DEPENDENT} (product form, but this MVA takes servers only; "
+                           f"the CTMC or the simulator solve it)")
+        elif math.isinf(srv):
             pass  # no queueing at all: an IS station whatever the discipline says
         elif d.product_form == "exponential":
             if not all(d.is_exponential() for d in dists):

@@ -39,7 +39,7 @@ NI_REGIONS = ("slot_queue", "slot_class", "slot_ring", "slot_unit",
               "minh_ptr", "minh_grp", "mcap_ptr", "mcap_grp", "mcap_add",
               "timed_modes", "mode_col", "clock_kind", "mode_sampler", "mode_multi",
               "q_kind", "q_serves", "q_order", "q_hold", "q_sliced", "q_kptr", "q_store", "q_fifo", "q_dring_ptr", "q_dring",
-              "cls_qslot", "cls_dslot", "cls_sampler", "cls_place", "cls_fifo", "smp_kind",
+              "q_spd_ptr", "cls_qslot", "cls_dslot", "cls_sampler", "cls_place", "cls_fifo", "smp_kind",
               "slot_ord", "ord_real", "ord_ring", "ord_place", "ord_random", "out_room", "out_oroom")
 (SLOT_QUEUE, SLOT_CLASS, SLOT_RING, SLOT_UNIT,
  SIMM_PTR, SIMM_IDX, STIM_PTR, STIM_IDX, SINH_PTR, SINH_IDX, SCAP_PTR, SCAP_IDX,
@@ -47,13 +47,13 @@ NI_REGIONS = ("slot_queue", "slot_class", "slot_ring", "slot_unit",
  MINH_PTR, MINH_GRP, MCAP_PTR, MCAP_GRP, MCAP_ADD,
  TIMED_MODES, MODE_COL, CLOCK_KIND, MODE_SAMPLER, MODE_MULTI,
  Q_KIND, Q_SERVES, Q_ORDER, Q_HOLD, Q_SLICED, Q_KPTR, Q_STORE, Q_FIFO, Q_DRING_PTR, Q_DRING,
- CLS_QSLOT, CLS_DSLOT, CLS_SAMPLER, CLS_PLACE, CLS_FIFO, SMP_KIND,
+ Q_SPD_PTR, CLS_QSLOT, CLS_DSLOT, CLS_SAMPLER, CLS_PLACE, CLS_FIFO, SMP_KIND,
  SLOT_ORD, ORD_REAL, ORD_RING, ORD_PLACE, ORD_RANDOM, OUT_ROOM, OUT_OROOM) = range(NI_SCALARS, NI_SCALARS + len(NI_REGIONS))
 NF_REGIONS = ("prio", "cls_prio", "smp_tab")
 
 # ------------------------------------------------ lane parameters (pi, pf)
 PI_REGIONS = ("m0", "cap_limit", "inh_thr", "smp_off", "smp_n", "point")
-PF_REGIONS = ("weight", "tservers", "qservers", "quantum", "switch", "mu", "smp_par")
+PF_REGIONS = ("weight", "tservers", "qservers", "quantum", "switch", "qspeed", "mu", "smp_par")
 # ---------------------------------------------------- lane state (si, sf)
 SI_REGIONS = ("steps", "phase", "en_n", "imm_nd", "tim_nd", "info",
               "m", "inh_sum", "cap_sum", "imm_en", "en_list", "en_pos", "imm_mark", "imm_dirty",
@@ -66,7 +66,7 @@ LAY_STORES = ("r_cap", "r_off", "w_cap", "w_off", "c_cap", "c_off")
 _LAY_NAMES = PI_REGIONS + PF_REGIONS + SI_REGIONS + SF_REGIONS + LAY_STORES
 _LAY0 = NI_SCALARS + len(NI_REGIONS)      # the layout part of ni's header starts here
 (PI_M0, PI_CAP_LIMIT, PI_INH_THR, PI_SMP_OFF, PI_SMP_N, PI_POINT,
- PF_WEIGHT, PF_TSERVERS, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, PF_MU, PF_SMP_PAR,
+ PF_WEIGHT, PF_TSERVERS, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, PF_QSPEED, PF_MU, PF_SMP_PAR,
  SI_STEPS, SI_PHASE, SI_EN_N, SI_IMM_ND, SI_TIM_ND, SI_INFO,
  SI_M, SI_INH_SUM, SI_CAP_SUM, SI_IMM_EN, SI_EN_LIST, SI_EN_POS, SI_IMM_MARK, SI_IMM_DIRTY,
  SI_TIM_MARK, SI_TIM_DIRTY, SI_FIRED, SI_Q_COUNTER, SI_CURSOR, SI_RH, SI_RN, SI_WN, SI_CN,
@@ -121,7 +121,7 @@ class Sizes:
                        cap_sum=net.ncap, imm_en=M, en_list=M, en_pos=M, imm_mark=M, imm_dirty=M,
                        tim_mark=M, tim_dirty=M, fired=M, q_counter=Q, cursor=NS, rh=NR, rn=NR, wn=NW,
                        cn=NC, rc=RC, wcls=WC, wseq=WC, wflag=WC, wrseq=WC, wsrv=WC, ovis=net.nord)
-        self.sf = dict(weight=M, tservers=M, qservers=Q, quantum=Q, switch=Q, mu=K, smp_par=4 * NS,
+        self.sf = dict(weight=M, tservers=M, qservers=Q, quantum=Q, switch=Q, qspeed=par.qspeed.shape[1], mu=K, smp_par=4 * NS,
                        t=1, dead=1, t_start=1, eff=M, ev=net.ntimed + Q, q_last=Q, area=S + V, last=S + V,
                        fires=M, res=3 * net.nunits, busy=K, busy_prev=K, rt=RC, wt0=WC, wwork=WC,
                        wqleft=WC, wsetup=WC, cclk=CC, cstart=CC)

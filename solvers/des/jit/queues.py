@@ -35,7 +35,7 @@ from .layout import (CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W
                      SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_WCLS, SI_WFLAG,
                      SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
 from .options import kernel
-from .rates import deliver, rate_account, rate_event, rate_reschedule
+from .rates import deliver, rate_account, rate_event, rate_reschedule, shared_share
 from .store import ring_push, ring_room
 
 SERVING, DONE = 1, 2
@@ -129,8 +129,8 @@ def _served(ni, nf, si, sf, q: int) -> float:
                 si[srv + i] = 1
         if serves == SERVE_CORES:        # each at its own server's share
             return PER_TOKEN
-        if serves == SERVE_SHARED and nact > s:
-            return s / nact
+        if serves == SERVE_SHARED:
+            return shared_share(ni, sf, q, nact)
         return 1.0
     for _ in range(int(s)):              # the s first by the discipline's order
         best = -1

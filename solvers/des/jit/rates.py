@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from ..flat import Q_RATE_FCFS, Q_RATE_PS
-from .layout import (CLS_DSLOT, CLS_QSLOT, N_TIMED, PF_MU, PF_QSERVERS, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY,
-                     SF_EV, SF_Q_LAST, SI_RC, SI_RN)
+from .layout import (CLS_DSLOT, CLS_QSLOT, N_TIMED, PF_MU, PF_QSERVERS, PF_QSPEED, Q_KIND, Q_KPTR, Q_SPD_PTR,
+                     Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SI_RC, SI_RN)
 from .options import kernel
 from .store import change, put_tokens, ring_pos, ring_take_any, ring_take_ordered
 
@@ -24,6 +24,18 @@ def deliver(ni, si, sf, kg: int, t0: float, now: float) -> None:
     """A token of class ``kg`` leaves the queue for its depository, keeping its entry time."""
     change(ni, si, sf, ni[ni[CLS_QSLOT] + kg], -1, now)
     put_tokens(ni, si, sf, ni[ni[CLS_DSLOT] + kg], 1, now, t0)
+
+
+@kernel(inline="always")
+def shared_share(ni, sf, q: int, n: int) -> float:
+    """Each token's share of a shared (PS) queue's capacity with n >= 1 tokens in it:
+    min(n, servers) / n, or the queue's speed table (its last entry past its end) / n."""
+    a, b = ni[ni[Q_SPD_PTR] + q], ni[ni[Q_SPD_PTR] + q + 1]
+    if a == b:
+        s = sf[ni[PF_QSERVERS] + q]
+        return s / n if n > s else 1.0
+    i = n - 1 if n <= b - a else b - a - 1
+    return sf[ni[PF_QSPEED] + a + i] / n
 
 
 @kernel(inline="always")
@@ -51,8 +63,8 @@ def rate_account(ni, si, sf, q: int, now: float) -> None:
         n = 0
         for k in range(k0, k1):
             n += si[rn + base + k - k0]
-        if n > s:
-            share = s / n
+        if n > 0:
+            share = shared_share(ni, sf, q, n)
     for k in range(k0, k1):
         sf[busy + k] += si[rn + base + k - k0] * share * dt
 
@@ -77,8 +89,8 @@ def rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
             c = si[rn + base + k - k0]
             n += c
             R += c * sf[mu + k]
-        if ni[ni[Q_KIND] + q] == Q_RATE_PS and n > s:
-            R *= s / n
+        if ni[ni[Q_KIND] + q] == Q_RATE_PS and n > 0:
+            R *= shared_share(ni, sf, q, n)
     sf[ni[SF_EV] + ni[N_TIMED] + q] = now + g.standard_exponential() / R if R > 0.0 else INF
 
 
