@@ -19,7 +19,7 @@ from qpn.software import ast as sw
 
 #: the first words of steps, kept by the grammar so that steps are located at them
 STEP_WORDS = frozenset("""CPU IO SLEEP LOCK UNLOCK READ WRITE ACQUIRE RELEASE AWAIT WAIT NOTIFY PUT
-TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK PARALLEL CALL RETURN""".split()) | \
+TAKE ALLOCATE FREE TIMER BRANCH LOOP FORK PARALLEL CRITICAL ATOMIC SINGLE CALL RETURN""".split()) | \
     frozenset(op.upper() for op in sw.COLLECTIVES)
 #: how a software cpu may schedule threads and a disk serve requests (policies of the
 #: software layer; what each discipline means is in qpn.disciplines)
@@ -490,8 +490,10 @@ class SoftwareBuilder:
         count, opts, label, blk = c[0], c[1:-2], c[-2], c[-1]
         kw = self._opts(opts)
         schedule, chunk = kw.get("schedule", (("static", None),))[0]
+        reduction, on = kw.get("reduction", ((None, None),))[0]
         return sw.ParallelFor(count, blk.steps, threads=kw.get("threads", (None,))[0],
-                              schedule=schedule, chunk=chunk, label=label, loc=self.sloc(c))
+                              schedule=schedule, chunk=chunk, label=label, reduction=reduction,
+                              reduction_on=on, loc=self.sloc(c))
 
     @_words
     def omp_threads(self, c):
@@ -511,6 +513,26 @@ class SoftwareBuilder:
                            "chunks are for 'schedule dynamic' and 'schedule guided'",
                            getattr(chunk, "loc", None) or c[1])
         return ("schedule", (word, chunk), self.tloc(c[0]))
+
+    @_words
+    def omp_reduction(self, c):
+        """``REDUCTION dist ["on" NAME]``"""
+        return ("reduction", (c[1], self._s(c[2])), self.tloc(c[0]))
+
+    @_words
+    def st_critical(self, c):
+        """``CRITICAL [NAME] [label] block``"""
+        return sw.Critical(self._s(c[0]), c[2].steps, c[1], loc=self.sloc(c))
+
+    @_words
+    def st_atomic(self, c):
+        """``ATOMIC dist ["on" NAME] [label]``"""
+        return sw.Atomic(c[0], self._s(c[1]), c[2], loc=self.sloc(c))
+
+    @_words
+    def st_single(self, c):
+        """``SINGLE [NOWAIT] [label] block``"""
+        return sw.Single(c[2].steps, c[0] is not None, c[1], loc=self.sloc(c))
 
     @_words
     def st_call(self, c):

@@ -187,8 +187,17 @@ def step_head(st) -> str:
         if st.schedule != "static":
             s += f" schedule {st.schedule}"
             if st.chunk is not None:
-                s += " " + _guarded(fmt(st.chunk), {"as", "threads", "schedule"})
+                s += " " + _guarded(fmt(st.chunk), {"as", "threads", "schedule", "reduction"})
+        if st.reduction is not None:
+            s += f" reduction {fmt_dist(st.reduction)}" + (f" on {st.reduction_on}"
+                                                           if st.reduction_on else "")
         return s + _label(st)
+    if t is sw.Critical:
+        return "critical" + (f" {st.name}" if st.name else "") + _label(st)
+    if t is sw.Atomic:
+        return f"atomic {fmt_dist(st.dist)}" + (f" on {st.on}" if st.on else "") + _label(st)
+    if t is sw.Single:
+        return "single" + (" nowait" if st.nowait else "") + _label(st)
     if t is sw.Call:
         return f"call {st.target}" + _label(st)
     if t is sw.Return:
@@ -202,7 +211,7 @@ def _blocks_of(st) -> list | None:
         return [st.otherwise] if st.otherwise is not None else None
     if isinstance(st, sw.Allocate):
         return [st.otherwise]
-    if isinstance(st, (sw.Loop, sw.ParallelFor)):
+    if isinstance(st, (sw.Loop, sw.ParallelFor, sw.Critical, sw.Single)):
         return [st.body]
     if isinstance(st, sw.Fork):
         return [b.body for b in st.blocks]

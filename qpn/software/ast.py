@@ -329,17 +329,49 @@ class ParallelFor(Declaration):
     contiguous blocks, ``dynamic``: chunks of C taken one at a time, ``guided``: chunks
     that shrink down to C) and the encountering thread waits until all are done
     (:mod:`qpn.software.omp`).  ``threads`` None: the cores of the only cpu; ``chunk``
-    None: 1 (written only with ``dynamic`` and ``guided``)."""
+    None: 1 (written only with ``dynamic`` and ``guided``); ``reduction`` (with
+    ``reduction_on``, its cpu): the cpu time of each thread's combine at the end."""
     count: Expr
     body: tuple
     threads: Expr | None = None
     schedule: str = "static"         # static | dynamic | guided
     chunk: Expr | None = None
     label: str | None = None
+    reduction: Distribution | None = None   # ``reduction D [on CPU]``: each thread's combine
+    reduction_on: str | None = None
 
 
 #: the schedules of ``ParallelFor``
 SCHEDULES = ("static", "dynamic", "guided")
+
+
+@dataclass(frozen=True)
+class Critical(Declaration):
+    """``critical [NAME] [as L] { ... }``: OpenMP's critical section: one thread at a time
+    runs the body among all threads of the model that reach a critical section of that
+    name (every unnamed one shares one lock), :mod:`qpn.software.omp_sync`."""
+    name: str | None
+    body: tuple
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Atomic(Declaration):
+    """``atomic DIST [on CPU] [as L]``: an OpenMP atomic update of that cpu time, serialized
+    with the other updates of the same site."""
+    dist: Distribution
+    on: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Single(Declaration):
+    """``single [nowait] [as L] { ... }`` in the block of a parallel for: the first thread
+    of the team to arrive runs the body, the others skip it; without ``nowait`` all wait
+    for each other at its end."""
+    body: tuple
+    nowait: bool = False
+    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -366,7 +398,8 @@ RUNNERS = (Pool, Population, Source)
 Decl = Union[Cpu, Disk, Mutex, RwLock, Semaphore, Barrier, Comm, Condition, BlockingQueue, Limit,
              Timer, Sink, Pool, Population, Source, Behavior]
 STEPS = (Compute, Io, Sleep, Lock, Unlock, Acquire, Release, Await, Collective, Wait, Notify, Put,
-         Take, Allocate, Free, TimerStep, Branch, Loop, Fork, ParallelFor, Call, Return)
+         Take, Allocate, Free, TimerStep, Branch, Loop, Fork, ParallelFor, Critical, Atomic, Single,
+         Call, Return)
 
 #: what each declaration is called in messages
 KIND_NAMES = {Cpu: "cpu", Disk: "disk", Mutex: "mutex", RwLock: "rwlock", Semaphore: "semaphore",
@@ -382,7 +415,8 @@ def children(node) -> list:
         return list(node.decls)
     if isinstance(node, (Pool, Population, Source)):
         return list(node.body) if isinstance(node.body, tuple) else []
-    if isinstance(node, (Behavior, Alternative, Block, Loop, ParallelFor)):
+    if isinstance(node, (Behavior, Alternative, Block, Loop, ParallelFor, Critical,
+                         Single)):
         return list(node.body)
     if isinstance(node, Branch):
         return list(node.alternatives)
@@ -400,7 +434,8 @@ def with_children(node, kids: list):
         return replace(node, decls=kids)
     if isinstance(node, (Pool, Population, Source)):
         return replace(node, body=kids) if isinstance(node.body, tuple) else node
-    if isinstance(node, (Behavior, Alternative, Block, Loop, ParallelFor)):
+    if isinstance(node, (Behavior, Alternative, Block, Loop, ParallelFor, Critical,
+                         Single)):
         return replace(node, body=kids)
     if isinstance(node, Branch):
         return replace(node, alternatives=kids)

@@ -9,7 +9,10 @@
   lock held twice (locks are not reentrant), the same locks held after every
   alternative of a branch and every iteration of a loop, none held at the end
   (or at ``return``).  Semaphores and limits may be released by another thread
-  (signalling); :func:`check` reports which ones are used in balanced pairs.
+  (signalling); :func:`check` reports which ones are used in balanced pairs;
+* the OpenMP steps (``parallel for``, ``critical``, ``atomic``, ``single``):
+  :mod:`qpn.software.omp_check`; a critical section reached while its own lock is held
+  is refused with the lock discipline.
 
 >>> import qpn
 >>> try:
@@ -26,6 +29,7 @@ from typing import Any
 from ..errors import Loc, ModelError, suggest
 from ..expr import Expr, evaluate, fmt
 from . import ast as sw
+from .omp_check import OMP_STEPS, check_singles, check_step, nested_critical
 
 EPS = 1e-6
 
@@ -300,67 +304,10 @@ def _step(st, table: Table, nums: Numbers) -> None:
         nums.whole(st.count, "the number of forked threads", st.loc)
         for b in st.blocks:
             _steps(b.body, table, nums)
-    elif t is sw.ParallelFor:
-        nums.whole(st.count, "the iterations of a parallel for", st.loc)
-        if st.threads is not None:
-            nums.whole(st.threads, "the threads of a parallel for", st.loc)
-        else:
-            default_threads(table, st)
-        if st.chunk is not None:
-            nums.whole(st.chunk, "the chunk size of a parallel for", st.loc)
-        if st.schedule == "guided":
-            cpu = default_threads(table, st) if st.threads is None else None
-            for e, what, of in ((st.count, "iterations", ""), (st.threads, "threads", ""),
-                                (st.chunk, "chunk size", ""),
-                                (cpu and cpu.cores, "threads",
-                                 cpu and f" (the cores of cpu '{cpu.name}')")):
-                if e is not None and not _literal(e):
-                    raise ModelError(f"'schedule guided' needs the {what} as a number, got "
-                                     f"{fmt(e)}{of}", st.loc if of else (e.loc or st.loc),
-                                     hint="its chunks shrink with the iterations left, so their "
-                                          "number and sizes are computed when the model is "
-                                          "expanded; 'schedule dynamic' takes expressions")
-        ret = _find_return(st.body)
-        if ret is not None:
-            raise ModelError("'return' cannot leave a parallel for: every iteration runs to its "
-                             "end", ret.loc,
-                             hint="skip the rest of an iteration with a branch; a behavior "
-                                  "called in the body may return")
-        _steps(st.body, table, nums)
+    elif t in OMP_STEPS:
+        check_step(st, table, nums, _steps, target_loc)
     elif t is sw.Call:
         table.get(st.target, (sw.Behavior,), lambda: target_loc(st))
-
-
-def _literal(e: Expr) -> bool:
-    """Whether ``e`` is written as a number without a unit."""
-    return getattr(e, "unit", "x") is None and isinstance(getattr(e, "value", None), (int, float))
-
-
-def _find_return(nodes):
-    """The first ``return`` of a thread's steps (not in forked children), or None."""
-    for n in nodes:
-        if isinstance(n, sw.Return):
-            return n
-        if isinstance(n, (sw.Fork, sw.ParallelFor)):
-            continue
-        found = _find_return(sw.children(n))
-        if found is not None:
-            return found
-    return None
-
-
-def default_threads(table: Table, st: sw.ParallelFor) -> sw.Cpu:
-    """The cpu whose cores are the threads of a ``parallel for`` without ``threads``."""
-    cpus = table.of(sw.Cpu)
-    if len(cpus) == 1:
-        return cpus[0]
-    if not cpus:
-        raise ModelError("a parallel for without 'threads' runs one thread per core of the "
-                         "cpu, but no cpu is declared", st.loc,
-                         expected="'threads <count>' after the number of iterations")
-    raise ModelError("a parallel for without 'threads' runs one thread per core of the cpu, "
-                     f"but there are several: {', '.join(d.name for d in cpus)}", st.loc,
-                     expected="'threads <count>' after the number of iterations")
 
 
 # ------------------------------------------------------------ lock discipline
@@ -396,10 +343,11 @@ class Discipline:
         self.table = table
         self.unbalanced: set[str] = set()     # semaphores/limits used for signalling
 
-    def runner(self, steps, loc: Loc | None, what: str) -> None:
-        """Errors for a runner's body that ends holding a lock or other resource."""
+    def runner(self, steps, loc: Loc | None, what: str, held: "_Held | None" = None) -> None:
+        """Errors for a runner's body that ends holding a lock or other resource (``held``:
+        the critical sections its parent holds while it waits for it)."""
         ends: list[_Held] = []
-        out = self._steps(steps, _Held(), ends, ())
+        out = self._steps(steps, held or _Held(), ends, ())
         for h in ([out] if out is not None else []) + ends:
             self._locks_free(h, f"{what} ends while holding")
             self._resources_free(h)
@@ -483,9 +431,21 @@ class Discipline:
                 self._merge([h, once], st.loc, "around this loop")
         elif t is sw.Fork:
             for b in st.blocks:
-                self.runner(b.body, b.loc, "a forked thread")
+                self.runner(b.body, b.loc, "a forked thread", _criticals(h))
         elif t is sw.ParallelFor:
-            self.runner(st.body, st.loc, "a thread of a parallel for")
+            self.runner(st.body, st.loc, "a thread of a parallel for", _criticals(h))
+        elif t is sw.Critical:
+            key = ("critical", st.name)
+            if h.items.get(key, [0])[0]:
+                raise nested_critical(st, h.items[key][1])
+            h.add(key, st.loc)
+            out = self._steps(st.body, h, ends, stack)
+            if out is not None:
+                out.remove(key)
+            return out
+        elif t is sw.Single:     # run by one thread, skipped by the others
+            ran = self._steps(st.body, h.copy(), ends, stack)
+            return self._merge([ran, h], st.loc, "after this single")
         elif t is sw.Call:
             if st.target in stack:
                 chain = " -> ".join(stack + (st.target,))
@@ -503,9 +463,15 @@ class Discipline:
         return h
 
 
+def _criticals(h: _Held) -> _Held:
+    """The critical sections held in ``h`` (a thread started now cannot take them)."""
+    return _Held({k: v for k, v in h.items.items() if k[0] == "critical" and v[0]})
+
+
 def check(table: Table, nums: Numbers) -> set[str]:
     """Run every check; the names of semaphores/limits used for signalling."""
     check_references(table, nums)
+    check_singles(table)
     disc = Discipline(table)
     for d in table.of(*sw.RUNNERS):
         disc.runner(_body(d, table), d.loc, f"a thread of {sw.KIND_NAMES[type(d)]} '{d.name}'")

@@ -5,7 +5,8 @@ is a *scope*: its steps are named ``PREFIX.LABEL``.  A step's label is the
 one written (``cpu exp(4 ms) as parse``) or an automatic one: the kind of
 step and its target, numbered from the second occurrence on (``cpu``,
 ``cpu2``, ``lock_m``, ``take_requests``, ``allreduce_world``, ``loop``,
-``fork``, ``parallel_for``, or the called behavior's name).
+``fork``, ``parallel_for``, ``critical`` (``critical_NAME``), ``atomic``, ``single``,
+or the called behavior's name).
 
 >>> from qpn.software import ast as sw
 >>> from qpn.distributions import Exp
@@ -69,6 +70,10 @@ def base_label(st) -> str | None:
         return "fork"
     if t is sw.ParallelFor:
         return "parallel_for"
+    if t is sw.Critical:
+        return "critical" if st.name is None else f"critical_{st.name}"
+    if t in (sw.Atomic, sw.Single):
+        return t.__name__.lower()
     if t is sw.Call:
         return st.target
     return None
@@ -133,23 +138,25 @@ class Env:
     """The expansion context of the steps of one scope."""
 
     def __init__(self, kit: Kit, table, unbalanced: set, prefix: str, ctx: tuple, ret,
-                 labels: dict, stations: list, stack: tuple = ()):
+                 labels: dict, stations: list, stack: tuple = (), team=None):
         self.kit, self.table, self.unbalanced = kit, table, unbalanced
         self.prefix, self.ctx, self.ret = prefix, ctx, ret
         self.labels, self.stations, self.stack = labels, stations, stack
+        self.team = team    # the threads of the OpenMP team running these steps (None: no team)
 
     def scope(self, prefix: str, steps, *, ret, ctx: tuple | None = None,
-              stack: tuple | None = None, reserved: tuple = ()) -> "Env":
+              stack: tuple | None = None, reserved: tuple = (), team=None) -> "Env":
         """The environment of a nested body: its own name prefix, labels and return point
-        (loop context and call stack kept unless given)."""
+        (loop context and call stack kept unless given; in an OpenMP team only if ``team``
+        is given)."""
         return Env(self.kit, self.table, self.unbalanced, prefix,
                    self.ctx if ctx is None else ctx, ret, assign_labels(steps, RESERVED + reserved),
-                   self.stations, self.stack if stack is None else stack)
+                   self.stations, self.stack if stack is None else stack, team)
 
     def with_ctx(self, ctx: tuple) -> "Env":
         """This environment with another loop context (the enclosing loops' counters)."""
         return Env(self.kit, self.table, self.unbalanced, self.prefix, ctx, self.ret, self.labels,
-                   self.stations, self.stack)
+                   self.stations, self.stack, self.team)
 
     # -- names -------------------------------------------------------------------
     def label(self, st) -> str:

@@ -24,7 +24,7 @@ from .kit import Kit
 from .runners import build_runner
 
 # the modules register their builders on import
-from . import control, locks, mpi, omp, processors, queues, sync  # noqa: F401,E402
+from . import control, locks, mpi, omp, omp_sync, processors, queues, sync  # noqa: F401,E402
 
 
 def _core_names(core_items) -> dict[str, str]:

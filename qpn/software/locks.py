@@ -91,9 +91,8 @@ def lock(st: sw.Lock, nxt, env):
     m = env.table.decls[st.target]
     kit, n = env.kit, m.name
     if st.mode == "mutex":
-        waiting = kit.counter(f"{n}.waiting", m.loc)
-        mode = ExitMode(ins=[arc(f"{n}.free"), arc(waiting)], outs=[arc(f"{n}.held")])
-    elif st.mode == "read":
+        return mutex_wait(env, env.path(st), m, st.loc, nxt)
+    if st.mode == "read":
         waiting = kit.counter(f"{n}.read_waiting", m.loc)
         inh = [arc(f"{n}.writer")]
         if m.prefer_writers:
@@ -108,13 +107,30 @@ def lock(st: sw.Lock, nxt, env):
     return s
 
 
+def mutex_wait(env, path: str, m: sw.Mutex, loc, nxt):
+    """The station ``path`` where a thread waits for mutex ``m`` (counted in ``m.waiting``)
+    and leaves holding it (``path.done``); also the entry of OpenMP's critical sections
+    (:mod:`qpn.software.omp_sync`)."""
+    n = m.name
+    waiting = env.kit.counter(f"{n}.waiting", m.loc)
+    s = env.station(path, loc, entry=[arc(waiting)])
+    s.exits.append(Exit(f"{path}.done", next=nxt, loc=loc, modes=[ExitMode(
+        ins=[arc(f"{n}.free"), arc(waiting)], outs=[arc(f"{n}.held")])]))
+    return s
+
+
+def mutex_release(m: sw.Mutex, loc, nxt) -> Act:
+    """Give mutex ``m`` back (to ``m.released`` if it is handed over with a delay)."""
+    freed = f"{m.name}.free" if m.handover is None else f"{m.name}.released"
+    return Act([Alt(ins=[arc(f"{m.name}.held")], outs=[arc(freed)], next=nxt)], loc)
+
+
 @step(sw.Unlock)
 def unlock(st: sw.Unlock, nxt, env):
     """``unlock m``: give the lock back."""
     n = st.target
     if st.mode == "mutex":
-        freed = f"{n}.free" if env.table.decls[n].handover is None else f"{n}.released"
-        return Act([Alt(ins=[arc(f"{n}.held")], outs=[arc(freed)], next=nxt)], st.loc)
+        return mutex_release(env.table.decls[n], st.loc, nxt)
     held = f"{n}.readers" if st.mode == "read" else f"{n}.writer"
     return Act([Alt(ins=[arc(held)], next=nxt)], st.loc)
 

@@ -94,6 +94,11 @@ software {
         unlock cache
         sleep exp(10 ms)
         parallel for threads threads 2 schedule dynamic as team { sleep exp(1 ms) }
+        parallel for 4 threads 4 reduction det(1 us) on host as region {
+            single nowait { sleep exp(1 ms) }
+            critical { atomic det(50 ns) on gpu }
+            critical stats as add { sleep exp(1 ms) }
+        }
     }
 
     pool solver size 2 {
@@ -404,6 +409,7 @@ def test_documentation_models(name):
 MODULES = ["qpn.software", "qpn.software.ast", "qpn.software.kit", "qpn.software.cfg",
            "qpn.software.env", "qpn.software.check", "qpn.software.processors",
            "qpn.software.locks", "qpn.software.sync", "qpn.software.mpi", "qpn.software.omp",
+           "qpn.software.omp_sync", "qpn.software.omp_check", "qpn.software.omp_counts",
            "qpn.software.queues",
            "qpn.software.control", "qpn.software.runners", "qpn.software.expansion"]
 
