@@ -11,7 +11,8 @@ from qpn.model import (EnumColors, Include, Port, QueueingPlace, RangeColors, Re
 
 from conftest import MODELS
 
-FILES = sorted(glob.glob(os.path.join(MODELS, "*.qpn")) + glob.glob(os.path.join(MODELS, "lib", "*.qpn")))
+FILES = sorted(glob.glob(os.path.join(MODELS, "*.qpn")) + glob.glob(os.path.join(MODELS, "lib", "*.qpn"))
+               + glob.glob(os.path.join(MODELS, "published", "*.qpn")))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(f, MODELS) for f in FILES])
