@@ -5,11 +5,15 @@ A worker that reads an item and then processes it spends CPU in proportion to th
 size.  One distribution per fragment mixes the sizes of the traced run: a prediction for
 another input mix (more large items) keeps the traced mix.  Here each execution of a
 fragment gets the feature of its thread's last input before it ended: the bytes of the
-last ``recv`` or ``read`` (the tracer records them).  If the demand follows the feature
-(a straight line, a parabola or a mean per size, the simplest within 1% of the best
-5-fold cross-validated error, and better than a constant), the model branches on the size class with the traced shares as parameters
-(``share_read_31_65536``), each class with its own demand, and prints the fit and its R²;
-setting the shares predicts another mix.
+last ``recv`` or ``read`` (the tracer records them) or the value the program named with
+``pytrace.feature``.  If the demand follows the feature (a straight line, n log2 n, a
+parabola, two lines split at a breakpoint or a mean per size: the simplest whose 5-fold
+cross-validated error is within 1% or one standard error of the best, curves.py; and
+better than a constant), the model branches on the size class with the traced shares as
+parameters (``share_read_31_65536``), each class with its own demand, and prints the fit
+and its R²; setting the shares predicts another mix.  The model has no feature variable:
+whatever the curve, each class's demand is fitted to its own samples (a piecewise fit's
+classes do not straddle its breakpoint).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(1)
@@ -32,6 +36,7 @@ import numpy as np
 from qpn.expr import BinOp, Num, Ref
 from qpn.software import ast as sw
 
+from . import curves
 from .fit import fit, fmt_time
 from .naming import ident
 
@@ -54,20 +59,36 @@ class SizeClass:
 
 @dataclass
 class FeatureFit:
-    kind: str                 # "classes" (a mean per class) or "line"
-    intercept: float          # ns: demand = intercept + slope * size
+    kind: str                 # "line", "nlogn", "quadratic", "piecewise" or "classes"
+    intercept: float          # ns: demand = intercept + slope * size (the line, whatever kind)
     slope: float              # ns per byte
-    r2: float                 # cross-validated share of the variance explained
+    r2: float                 # cross-validated share of the variance explained (by kind)
     n: int
     classes: list = field(default_factory=list)
     quadratic: tuple = ()     # (c0, c1, c2) ns: demand = c0 + c1 size + c2 size^2, if chosen
+    nlogn: tuple = ()         # (a, b) ns: demand = a + b size log2(size), if chosen
+    pieces: tuple = ()        # (breakpoint, a1, b1, a2, b2): a1 + b1 size up to it, if chosen
+    errors: dict = field(default_factory=dict)   # candidate -> its cross-validated MSE (ns²)
 
-    def formula(self, unit: str = "byte") -> str:
-        """The fitted demand as text: ``20 us + 30 ns per byte`` or with a square term."""
+    def formula(self, unit: str = "byte", var: str = "x") -> str:
+        """The fitted demand as text: ``20 us + 30 ns per byte``, with a square term, an
+        n log n term, or per side of a breakpoint on ``var``."""
         if self.kind == "quadratic":
             c0, c1, c2 = self.quadratic
-            return f"{fmt_time(c0)} + {c1:.4g} ns per {unit} + {c2:.4g} ns per {unit}²"
-        return f"{fmt_time(self.intercept)} + {self.slope:.4g} ns per {unit}"
+            return f"{fmt_time(c0)} {_signed(c1)} per {unit} {_signed(c2)} per {unit}²"
+        if self.kind == "nlogn":
+            a, b = self.nlogn
+            return f"{fmt_time(a)} {_signed(b)} × {var} log2 {var} ({var} in {unit}s)"
+        if self.kind == "piecewise":
+            bp, a1, b1, a2, b2 = self.pieces
+            return (f"[{var} <= {bp:g}] {fmt_time(a1)} {_signed(b1)} per {unit}; "
+                    f"[{var} > {bp:g}] {fmt_time(a2)} {_signed(b2)} per {unit}")
+        return f"{fmt_time(self.intercept)} {_signed(self.slope)} per {unit}"
+
+
+def _signed(ns: float) -> str:
+    """``+ 30 ns`` or ``- 400.3 us``."""
+    return f"- {fmt_time(-ns)}" if ns < 0 else f"+ {fmt_time(ns)}"
 
 
 def input_sizes(events) -> dict:
@@ -98,75 +119,48 @@ def feature_of(sizes: dict, tid: int, since: float, end: int) -> tuple | None:
     return inputs[i]
 
 
-def _cv_mse(x: np.ndarray, y: np.ndarray, predict, k: int = 5) -> float:
-    """Mean squared error of ``predict(x_train, y_train, x_test)`` over k folds."""
-    idx = np.arange(len(x))
-    err = 0.0
-    for f in range(k):
-        test = idx % k == f
-        err += float(np.sum((predict(x[~test], y[~test], x[test]) - y[test]) ** 2))
-    return err / len(x)
-
-
-def _const(xt, yt, xs):
-    return np.full(len(xs), yt.mean())
-
-
-def _line(xt, yt, xs):
-    if np.ptp(xt) == 0:
-        return _const(xt, yt, xs)
-    b, a = np.polyfit(xt, yt, 1)
-    return a + b * xs
-
-
-def _quadratic(xt, yt, xs):
-    if len(np.unique(xt)) < 3:
-        return _line(xt, yt, xs)
-    c2, c1, c0 = np.polyfit(xt, yt, 2)
-    return c0 + c1 * xs + c2 * xs * xs
-
-
-def _means(xt, yt, xs):
-    m = {v: yt[xt == v].mean() for v in np.unique(xt)}
-    return np.array([m.get(v, yt.mean()) for v in xs])
-
-
 def fit_feature(x, y) -> FeatureFit | None:
     """The demands ``y`` (ns) as a function of the sizes ``x`` (bytes), or None when a
     constant does about as well (cross-validated R² below MIN_R2) or the sample is small.
 
     Few distinct sizes (<= MAX_CLASSES) are classes of their own, with a mean each when
-    that cross-validates better than a line; more are cut into 4 quantile classes on a
-    line fitted to all."""
+    that cross-validates better than a curve; more are cut into 4 quantile classes (two
+    each side of a piecewise fit's breakpoint)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < MIN_SAMPLES or np.ptp(x) == 0 or np.var(y) == 0:
         return None
     order = np.random.default_rng(0).permutation(len(x))     # folds not in trace order
     x, y = x[order], y[order]
-    base = _cv_mse(x, y, _const)
     values = np.unique(x)
     few = len(values) <= MAX_CLASSES
-    # the simplest form within 1% of the best cross-validated error: a line, a parabola
-    # (work on every pair of the items), a mean per size
-    errs = {"line": _cv_mse(x, y, _line),
-            # with 3 sizes a parabola passes through the 3 means: no evidence of a square law
-            "quadratic": _cv_mse(x, y, _quadratic) if len(values) >= 4 else float("inf"),
-            "classes": _cv_mse(x, y, _means) if few else float("inf")}
-    best = min(errs.values())
-    kind = next(k for k, e in errs.items() if e <= best * 1.01 + 1e-300)
-    r2 = 1 - best / base if base > 0 else 0.0
-    if r2 < MIN_R2:
+    kind, errs = curves.choose(x, y, few)
+    r2 = 1 - errs[kind] / errs["const"] if errs["const"] > 0 else 0.0
+    if kind == "const" or r2 < MIN_R2:
         return None
     b, a = np.polyfit(x, y, 1)
     quad = tuple(float(c) for c in np.polyfit(x, y, 2)[::-1]) if kind == "quadratic" else ()
+    nlogn = curves.nlogn(x, y) if kind == "nlogn" else ()
+    pieces = ()
+    if kind == "piecewise":
+        bp, (a1, b1), (a2, b2) = curves.piecewise(x, y)
+        pieces = (bp, a1, b1, a2, b2)
     if few:
         groups = [(v, x == v) for v in values]
+    elif pieces:
+        # two classes each side of the breakpoint (split at the side's median): no class
+        # mixes the two lines
+        groups = []
+        for side in (x <= pieces[0], x > pieces[0]):
+            med = np.median(x[side])
+            groups += [(float(x[m].mean()), m) for m in (side & (x <= med), side & (x > med))
+                       if np.any(m)]
     else:
         edges = np.quantile(x, [0.25, 0.5, 0.75])
         cls = np.searchsorted(edges, x, side="right")
         groups = [(float(x[cls == c].mean()), cls == c) for c in range(4) if np.any(cls == c)]
     classes = [SizeClass(float(v), float(m.mean()), [float(t) for t in y[m]]) for v, m in groups]
-    return FeatureFit(kind, float(a), float(b), float(r2), len(x), classes, quad)
+    return FeatureFit(kind, float(a), float(b), float(r2), len(x), classes, quad, nlogn, pieces,
+                      errs)
 
 
 def size_fit(sizes: dict, steps) -> tuple[FeatureFit, str] | None:
@@ -226,9 +220,12 @@ def size_steps(w, by_size: tuple, name: str, share: float, sp: str, k,
             parts.append((f, share, sp, k, step))
         alts.append(sw.Alternative(prob, tuple(w.split(f, share, sp, k, step)),
                                    doc=f"about {round(c.value)} {unit}: {f.describe()}"))
-    how = {"classes": "a mean per size", "line": "a line", "quadratic": "a parabola"}[ff.kind]
+    how = {"classes": "a mean per size", "line": "a line", "nlogn": "n log n",
+           "quadratic": "a parabola",
+           "piecewise": "two lines split at a breakpoint; the classes split there too"}[ff.kind]
     what = (f"the bytes of the {where} before it" if unit == "bytes" else
             f"the program's feature '{where}' (pytrace.feature)")
+    formula = ff.formula("byte", "size") if unit == "bytes" else ff.formula("unit", where)
     return [sw.Branch(tuple(alts), doc=(
-        f"demand by {what}: {ff.formula('byte' if unit == 'bytes' else 'unit')} ({how}, "
+        f"demand by {what}: {formula} ({how}, "
         f"cross-validated R² {ff.r2:.2f}, {ff.n} samples; features.py)"))]
