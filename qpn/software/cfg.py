@@ -290,6 +290,14 @@ def emit_exit(kit: Kit, station: Station, ex: Exit) -> object:
     """Write the transition of one exit (one mode per exit mode and walk path)."""
     vars_ = ctx_vars(len(station.ctx))
     paths = walk(ex.next, vars_) if ex.next is not None else [Path([], None, [], [], [])]
+    if ex.delay is None and _gated(ex, paths):
+        # the next station may be entered only once the place this exit takes from is
+        # empty (a barrier's releases: 'await b' again, at once): the thread waits for
+        # that in between, or the last releases of a round would block each other
+        mid = Station(f"{station.place}.left", station.ctx, [], ex.loc)
+        kit.place(mid.place, colors=kit_colors(kit, station), loc=ex.loc)
+        emit_exit(kit, mid, Exit(f"{mid.place}.enter", next=ex.next, loc=ex.loc))
+        paths = walk(mid, vars_)
     for p in paths:
         if station.cycle_error and ex.delay is None and p.stations and p.stations[-1] is station:
             raise ModelError(station.cycle_error, station.loc,
@@ -314,6 +322,13 @@ def emit_exit(kit: Kit, station: Station, ex: Exit) -> object:
     if ex.delay is not None:
         return kit.transition(ex.name, modes, kind="timed", servers=ex.servers, loc=ex.loc)
     return kit.transition(ex.name, modes, loc=ex.loc)
+
+
+def _gated(ex: Exit, paths: list) -> bool:
+    """Whether a path after the exit enters a station only while a place is empty that
+    the exit itself takes from."""
+    taken = {a.place for em in ex.modes for a in em.ins}
+    return any(a.place in taken for p in paths for seg in p.segments for a in seg[2])
 
 
 def kit_colors(kit: Kit, station: Station) -> str | None:

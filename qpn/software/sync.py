@@ -5,7 +5,9 @@ token into ``b.waiting``.  When ``b.waiting`` holds N tokens, ``b.trip`` turns
 them into N ``b.go`` tokens, and each waiting thread leaves with one
 (``RUNNER.await_b.done``).  A thread enters only while ``b.go`` is empty (an
 inhibitor arc): the releases of one trip are not interchangeable with the next
-round's, so a thread that comes back in zero time cannot pass twice on one trip.  ``throughput b.trip`` is the rate of rounds and
+round's, so a thread that comes back in zero time cannot pass twice on one trip (it
+waits in ``RUNNER.await_b.left`` for the round's other releases to be taken:
+:func:`qpn.software.cfg.emit_exit`).  ``throughput b.trip`` is the rate of rounds and
 ``residence b.waiting`` the time a thread waits for the others.
 
 ``condition c [on m]``: ``wait c`` releases ``m`` (if the condition is on a

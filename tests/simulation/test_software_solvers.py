@@ -180,6 +180,28 @@ software {
     assert close(r.get("throughput", "main.begin"), 0.5)
 
 
+
+@pytest.mark.parametrize("body", ["await b\n await b", "loop 2 times { await b }"])
+def test_every_party_awaiting_twice_in_a_row_passes_two_trips(body):
+    # both threads compute exp(1 ms) on 2 cores, then pass the barrier twice: two trips per
+    # 1 / E[max of two exp(1 ms)] = 1.5 ms.  Before the fix each released thread's exit
+    # waited for b.go to hold only its own release, so both waited for each other: a dead
+    # marking (b.go = 2) found by qpn check; each now waits in w.await_b.left between.
+    net = qpn.parse(f"""
+software {{
+    cpu host cores 2 ps
+    barrier b parties 2
+    pool w size 2 {{ cpu exp(1 ms)
+                    {body} }}
+}}""")
+    r = solve(net, "ctmc")
+    assert close(r.get("throughput", "b.trip"), 2 * 1000 / 1.5)
+    assert close(r.get("throughput", "w.begin"), 2 * 1000 / 1.5)   # both threads, once a cycle
+    d = solve(net, "des", options={"seed": 1})
+    c = d.cell("throughput", "b.trip")
+    assert abs(c.value - 2000 / 1.5) <= 3 * c.ci
+
+
 NOTIFY_TWICE = """
 software {
     mutex m
