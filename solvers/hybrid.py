@@ -26,7 +26,7 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from qpn.errors import ModelError, SolverError
 from qpn.model import Instance, Place, Port, Queue, Subnet, Transition
@@ -53,7 +53,6 @@ class FlowEquivalent:
     method: str
     ci: list[float] | None = None
     population: str = ""
-    notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         """One line for a result's explanation."""
