@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import qpn
-from qpn.frontends.analyze import build
+from qpn.frontends.analyze import Options, build
 from qpn.frontends.analyze.features import MIN_SAMPLES, feature_of, fit_feature
 from qpn.frontends.trace import read_trace
 
@@ -50,7 +50,9 @@ def sized_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("sized") / "trace.jsonl"
     with gzip.open(TRACE, "rb") as src:
         path.write_bytes(src.read())
-    return build(read_trace(str(path)))
+    # the trace recorded the cwd of the machine it was taken on: name elements after
+    # the program's files here, wherever that directory is (or is not)
+    return build(read_trace(str(path)), Options(source_dir=os.path.join(TESTS_DIR, "programs")))
 
 
 def test_the_mix_of_input_sizes_is_a_parameter_of_the_model(sized_model):
