@@ -83,6 +83,8 @@ def layered(net, env: dict | None = None) -> tuple[object, list[str]]:
     decls = [d for block in net.software for d in block.decls]
     if any(isinstance(d, sw.Behavior) for d in decls):
         return net, []
+    timed = any(isinstance(d, sw.Timer) for d in decls)
+    decls = _without_timers(decls)
     pools = [d for d in decls if isinstance(d, sw.Pool) and isinstance(d.body, tuple)]
     takers = {st.target: p for p in pools for st in p.body if isinstance(st, sw.Take)}
     putters: dict = {}
@@ -141,8 +143,29 @@ def layered(net, env: dict | None = None) -> tuple[object, list[str]]:
     if gil_dropped:
         notes.append("the GIL (mutex gil*) has no LQN form: left out, its holders' cpu steps "
                      "stay on their cpu")
+    if timed:
+        notes.append("response timers measure, they do not act: left out (LQN solvers give "
+                     "each entry's response time)")
     items = [it for it in net.items if not isinstance(it, sw.Software)]
     return replace(net, items=tuple(items) + (sw.Software(tuple(out)),)), notes
+
+
+def _without_timers(decls: list) -> list:
+    """The declarations without timers and their start and stop steps."""
+    def node(st):
+        kids = sw.children(st)
+        if not kids or isinstance(st, (sw.Put, sw.Take, sw.Allocate)):
+            return st
+        if isinstance(st, (sw.Branch, sw.Fork)):       # alternatives and blocks have bodies
+            return sw.with_children(st, [replace(k, body=strip(k.body)) for k in kids])
+        return sw.with_children(st, strip(kids))
+
+    def strip(steps) -> tuple:
+        return tuple(node(st) for st in steps if not isinstance(st, sw.TimerStep))
+
+    return [replace(d, body=strip(d.body)) if isinstance(d, (sw.Pool, sw.Source))
+            and isinstance(d.body, tuple) else d
+            for d in decls if not isinstance(d, sw.Timer)]
 
 
 def _task(p: sw.Pool, served: str | None, takers: dict, replies: dict, asyncs: dict) -> list:

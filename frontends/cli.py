@@ -230,6 +230,9 @@ def _(p):
     p.add_argument("log", help="PERSIK probe log")
     p.add_argument("-o", "--output", required=True, help="trace file to write (.jsonl)")
     p.add_argument("--lenient", action="store_true", help="keep the valid part of a bad log")
+    p.add_argument("--no-check", action="store_true",
+                   help="do not solve the model at the traced configuration to compare it with "
+                        "the trace (the check costs a short simulation, up to 10 s)")
     p.add_argument("--pcg", action="store_true",
                    help="also print the code fragments' probabilistic call graph")
     p.add_argument("--context-probes", default="",
@@ -276,7 +279,7 @@ def cmd_build(args) -> int:
     from qpn.progress import ticking
     with ticking(f"building the model from {len(args.trace)} trace(s)"):
         res = build_file(args.trace[0], args.output, opt, strict=not args.lenient, name=args.name,
-                         others=tuple(args.trace[1:]))
+                         others=tuple(args.trace[1:]), check=not args.no_check)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     info = res.info
@@ -286,6 +289,10 @@ def cmd_build(args) -> int:
         print(f"  {name}{size}: {what}", file=sys.stderr)
     for name, why in info.get("omitted", {}).items():
         print(f"  {name}: not modelled ({why})", file=sys.stderr)
+    chk = info.get("check")
+    if chk is not None:
+        for line in chk.lines():
+            print(line[2:] if line.startswith("# ") else line[1:], file=sys.stderr)
     extra = f" and {len(res.side_files)} sample file(s)" if res.side_files else ""
     print(f"wrote {args.output}{extra}", file=sys.stderr)
     if args.pcg:
@@ -329,6 +336,9 @@ def _(p):
     p.add_argument("--source-dir", default=None, metavar="DIR",
                    help="where the traced program's files are, to name model elements after "
                         "its code (default: the working directory the trace recorded)")
+    p.add_argument("--no-check", action="store_true",
+                   help="do not solve the model at the traced configuration to compare it with "
+                        "the trace (the check costs a short simulation, up to 10 s)")
     p.add_argument("--pcg", action="store_true",
                    help="also print each runner's probabilistic call graph (code fragments, "
                         "counts, mean CPU, successor probabilities)")

@@ -73,9 +73,12 @@ def _name(trace) -> str:
 
 
 def build_file(path, output, options: Options | None = None, *, strict: bool = True,
-               name: str | None = None, others: tuple = ()) -> BuildResult:
+               name: str | None = None, others: tuple = (), check: bool = False,
+               check_wall: float = 10.0) -> BuildResult:
     """Read a trace file (and ``others``, more traces of the program), build the model,
-    write it (and side files) atomically.
+    write it (and side files) atomically.  With ``check``, the model is first solved at
+    the traced configuration and compared with the trace (:mod:`.reproduce`): the
+    comparison goes into the model's header and ``info["check"]``.
 
     >>> import os, tempfile
     >>> from qpn.frontends.analyze.synth import batch_trace, write
@@ -103,6 +106,11 @@ def build_file(path, output, options: Options | None = None, *, strict: bool = T
         full = os.path.join(base, rel)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         write_atomic(full, text)
+    if check and res.info.get("reproduce"):
+        from .reproduce import check as reproduce, with_lines
+        c = reproduce(res.text, res.info["reproduce"], wall=check_wall)
+        res.info["check"] = c
+        res.text = with_lines(res.text, c.lines())
     write_atomic(output, res.text)
     return res
 

@@ -79,13 +79,19 @@ def barrier_parties(w, key, parties: int) -> tuple[list[str], str]:
 
 def open_loop(w, r):
     """(queue key, put times) when runner ``r`` is an open-loop client: its steady loop
-    only sleeps and puts into one unbounded queue, and the sleeps it asks for vary
-    (it sleeps until the next scheduled arrival, not for a fixed time).  Its arrivals
-    do not depend on the rest of the program: a ``source`` with a rate parameter."""
+    only takes planned requests (a schedule: :mod:`.schedules`) and puts each into one
+    unbounded queue, or (a trace without the times asked for) only sleeps and puts, the
+    sleeps varying.  Its arrivals do not depend on the rest of the program: a ``source``
+    with a rate parameter that puts into that queue directly."""
     if r.mode != "forever":
         return None
     lvs = leaves(r.items)
-    if {lf.action for lf in lvs} != {"sleep", "put"}:
+    acts = {lf.action for lf in lvs}
+    plans = {lf.token[1] for lf in lvs if lf.action == "take"
+             and w.an.objects.info(lf.token[1]).get("name_type") == "plan"}
+    # (a schedule's thread also sleeps a little after each planned instant: its wake-up)
+    if not (acts == {"sleep", "put"} or acts - {"sleep"} == {"take", "put"} and len(plans) == 1
+            and sum(lf.action == "take" for lf in lvs) == 1):
         return None
     keys = {lf.token[1] for lf in lvs if lf.action == "put"}
     if len(keys) != 1:
@@ -93,9 +99,10 @@ def open_loop(w, r):
     key = next(iter(keys))
     if w.an.objects.info(key).get("capacity"):
         return None                          # a bounded queue: the client can block
-    asked = [s.ev.get("requested") for lf in lvs if lf.action == "sleep" for s in lf.steps]
-    if len(asked) < 3 or None in asked or fit(asked).scv < 0.05:
-        return None                          # fixed sleeps: the period follows its own work
+    if not plans:
+        asked = [s.ev.get("requested") for lf in lvs if lf.action == "sleep" for s in lf.steps]
+        if len(asked) < 3 or None in asked or fit(asked).scv < 0.05:
+            return None                      # fixed sleeps: the period follows its own work
     return key, sorted(s.end for lf in lvs if lf.action == "put" for s in lf.steps)
 
 

@@ -20,6 +20,8 @@ from qpn.software import ast as sw
 from .fit import fit, fmt_time
 from .comments import doc
 from .model import ModelText, Writer
+from .reproduce import trace_facts
+from .responses import response_timers
 from .wakeups import MIN_WAKEUPS
 
 
@@ -36,7 +38,8 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
     if name is None:
         name = os.path.splitext(os.path.basename(argv[0]))[0] if argv else "model"
     w = Writer(an, name=name, samples_dir=samples_dir, across=across)
-    body = w.runners()
+    body = response_timers(w, w.runners())           # sources timed to their ends: responses.py
+    w.info["reproduce"] = trace_facts(w, an)         # what the check compares (reproduce.py)
     cpus = []
     if "host" in w.cpus:
         if an.gil:

@@ -33,6 +33,7 @@ from .features import input_sizes, size_fit, size_steps
 from .fit import fit, number
 from .naming import RESERVED, Names, ident, split_site
 from .diskio import file_io
+from .eventloop import handlers, is_event_loop
 from .comments import doc, documented, probs
 from .objects import kind_of
 from .peers import peer_waits
@@ -103,6 +104,10 @@ class Writer:
         self.share_params: dict = {}           # (input, size) -> the param of its share
         self.forked: dict = {}                 # fork semaphore (forks.py) -> the children's runner
         self.assumptions: list = []            # (param, what it assumes): in the header
+        self.origin: dict = {}                 # id(software step) -> the leaf it was written for
+        self.pools: dict = {}                  # runner name -> (its sw.Pool, the Runner)
+        self.arrivals: dict = {}               # source queue name -> arrival times (ns)
+        self.handlers: dict = {}               # event-loop runner -> channel key -> its pool
         self.peer_waits = peer_waits(an, self.assumptions)   # condition waits left out
         self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
                            "branches": [], "steps": {}, "sources": {}, "open_loop": {}}
@@ -234,14 +239,20 @@ class Writer:
                 divided_work(self, r, base)
         if not self.an.gil:
             self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
+        relayed = {lf.token[1] for r in an.runners if r.name in clients
+                   for lf in leaves(r.items) if lf.action == "take"}   # plans a client relays
         for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
-            out += self.source(key, times)
+            if key not in relayed:
+                out += self.source(key, times)
         for name, (key, times) in clients.items():
             out += self.source(key, times, why=f"thread '{name}' keeps a schedule: its sleeps "
                                                 "end at arrival times whatever the rest does")
             self.info["open_loop"][name] = self.obj(key)
         for r in live:
-            out.append(self.runner(r))
+            if is_event_loop(r, an.selecting):     # serves whichever channel is ready
+                out += handlers(self, r)
+            else:
+                out.append(self.runner(r))
         return out
 
     def source(self, key, times, why: str | None = None) -> list:
@@ -264,6 +275,7 @@ class Writer:
         p = self.param(f"rate_{q}", float(f"{rate:.4g}"),
                        f"arrivals per second into '{q}' (open workload, {len(times)} arrivals)")
         self.info["sources"][q] = {"rate": rate, "n": len(times), "scv": f.scv, "param": p}
+        self.arrivals[q] = list(times)         # the response timers' start (responses.py)
         name = self.names.unique(f"arrivals_{q}")
         why = why or f"completions of the takes from '{q}', nobody in the trace puts there"
         return [sw.Source(name, f.dist(mean=BinOp("/", Num(1), Ref(p))), (sw.Put(q),),
@@ -323,7 +335,9 @@ class Writer:
             "threads": list(g.tids), "thread_names": list(g.thread_names), "cycle": cycle,
             "iterations": r.iterations, "exits": r.exits}
         self.info["steps"][r.name] = ctx.steps
-        return sw.Pool(r.name, atom(size), tuple(body), doc=doc(head))
+        pool = sw.Pool(r.name, atom(size), tuple(body), doc=doc(head))
+        self.pools[r.name] = (pool, r)
+        return pool
 
     def _bad_mutexes(self, items) -> set:
         """Mutexes whose lock/unlock do not pair up on every path (left out)."""
@@ -346,7 +360,10 @@ class Writer:
         out: list = []
         for it in items:
             if isinstance(it, Leaf):
-                out += self.leaf(it, ctx, force=id(it) in plan)
+                got = self.leaf(it, ctx, force=id(it) in plan)
+                for st in got:                 # which leaf each step came from (reproduce.py)
+                    self.origin[id(st)] = it
+                out += got
                 ctx.last_site = it.token[2]
             elif isinstance(it, Loop):
                 out += self.loop(it, ctx)

@@ -46,6 +46,8 @@ from .steps import fold, thread_steps
 from .structure import Tokens, leaves
 from .barrier_rounds import one_round_barriers
 from .spawns import spawns_as_pool
+from .schedules import schedules_as_sources
+from .selects import select_waits
 from .threads import Group, group_processes
 from .wakeups import wake_latencies
 
@@ -131,6 +133,7 @@ class Analysis:
     notes: list = field(default_factory=list)       # header lines: what was read how
     phase_by: str = "hand-overs"      # what bounds the work phase: hand-overs | threads
     wakeups: dict = field(default_factory=dict)     # process -> wake-up times, ns (wakeups.py)
+    selecting: frozenset = frozenset()              # threads that waited in select (selects.py)
 
 
 @contextlib.contextmanager
@@ -170,16 +173,17 @@ def _analyze(trace, options: Options | None) -> Analysis:
                         "outside the recorded calls and waits, less the tracer's own, stands "
                         "in for CPU demand (true when each thread had a core: trace a "
                         "configuration with no more busy threads than cores)")
-    by = trace.by_thread()
+    by, selecting = select_waits(trace.by_thread())   # a select wait is the recv's: selects.py
     _tick(timings, 'by_thread')
     object_events = [e for e in trace.events if e["kind"] == "object"]
     by, partial = blocking_only(by, object_events, h.capabilities)  # kernel-side: contended.py
     by, inferred_joins = unseen_joins(by, h.capabilities)
     by, spawned = spawns_as_pool(by)                        # a thread per item: spawns.py
+    by, planned, plan_notes = schedules_as_sources(by)      # sleeps that keep a plan: schedules.py
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
     by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
     by, forked = forks_as_semaphores(by)                     # threads started and joined: forks.py
-    objects = ObjectTable(object_events + spawned + waited + items + forked)
+    objects = ObjectTable(object_events + spawned + planned + waited + items + forked)
     info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
     main = h.program.get("pid") if h.program.get("pid") in by else next(
         (t for t, e in info.items() if e.get("name") == "MainThread"), None)
@@ -215,7 +219,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
         partial.append(f"# Joins inferred: {inferred_joins} thread(s) that only computed, ended "
                        "and were never seen joined (a join that did not block makes no call), "
                        "joined by their parent at its first event after their end.")
-    notes = partial + _handed_notes(handed) + notes
+    notes = partial + plan_notes + _handed_notes(handed) + notes
     sigs = {}                          # tid -> how often it did each token in the work phase
     for tid, w in walks.items():
         i, j = _inside(w, lo, hi)
@@ -286,7 +290,8 @@ def _analyze(trace, options: Options | None) -> Analysis:
     traced = frozenset((p, n or 0) for p, n in map(split_site, sites) if p)
     return Analysis(trace, opt, objects, tokens, runners, links, _sources(h, opt, sites, warnings),
                     bool(gil), shares, _queue_flow(pairs), external, phase, warnings,
-                    traced, _tick(timings, "rest"), joins, probe, notes, phase_by, wakeups)
+                    traced, _tick(timings, "rest"), joins, probe, notes, phase_by, wakeups,
+                    selecting)
 
 
 def _handed_notes(handed: list) -> list[str]:

@@ -62,6 +62,11 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS,
     accepts, connects, sends = [], [], []
     cands = collections.defaultdict(list)            # recv site -> candidate steps
     conns = _connections(walks, processes or {})
+    # connection ends a thread sends on: a thread that only receives on an end (a
+    # receiver beside the thread that sent the request) takes the answers the other
+    # end's sends put there
+    sending = {(s.tid, conns[id(s)]) for w in walks.values() for s in w
+               if s.action == "sock" and s.key == "send" and id(s) in conns}
     for w in walks.values():
         last: dict = {}
         for s in [s for s in w if s.action == "sock"]:
@@ -74,7 +79,8 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS,
                 connects.append(s)
             elif op == "send":
                 sends.append(s)
-            elif op == "recv" and last.get(fd) == "send":
+            elif op == "recv" and (last.get(fd) == "send" or id(s) in conns
+                                   and (s.tid, conns[id(s)]) not in sending):
                 cands[s.site].append(s)
             last[fd] = op
     by_fd = collections.defaultdict(list)

@@ -49,7 +49,7 @@ class Step:
     """One operation of one thread and the fragment before it (times in ns)."""
 
     __slots__ = ("tid", "action", "key", "site", "ev", "start", "cpu", "wall",
-                 "own_cpu", "dur", "drop", "klass", "tok", "out", "ts", "item", "fd")
+                 "own_cpu", "dur", "drop", "klass", "tok", "out", "ts", "item", "fd", "hidden")
 
     def __init__(self, tid, action, key, site, ev, start, cpu, wall, own_cpu, dur):
         self.tid = tid
@@ -71,6 +71,7 @@ class Step:
         self.ts = ev["ts"]            # when the operation began
         self.item = ev.get("item")    # the queue item handed over (take / put)
         self.fd = ev.get("fd")        # the file descriptor of an I/O operation
+        self.hidden = 0               # blocked time of folded operations in the fragment
 
     @property
     def token(self) -> tuple:
@@ -172,6 +173,7 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
     prev_end = None            # end of the previous boundary event
     prev_cpu = None            # thread CPU clock at that end
     pend_cpu = 0               # folded CPU waiting for the next step
+    pend_wait = 0              # folded operations' blocked time (in the next fragment's wall)
     frag_start = 0
     ignored, folded = IGNORED_KINDS, FOLDED_KINDS
     okey, ones = objects.key, objects.single
@@ -229,6 +231,8 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
         if action is None:
             # fold: the fragment and the event's own CPU go to the next step
             pend_cpu += frag_cpu + own
+            if dur > own:
+                pend_wait += dur - own
             if kind == "wait" and joins is not None and get("on") == "join":
                 joins.append(ev)
         else:
@@ -249,6 +253,9 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
                     i = ids[t] = len(toks)
                     toks.append(t)
                 st.tok = i
+            if pend_wait:
+                st.hidden = pend_wait
+                pend_wait = 0
             append(st)
             pend_cpu = 0
             frag_start = ts + dur
@@ -270,7 +277,7 @@ def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True,
     nothing else refers to the walk's steps yet: it saves a copy per step).
     """
     out: list[Step] = []
-    pend_cpu, pend_known = 0, True
+    pend_cpu, pend_known, pend_wait = 0, True, 0
     start = None
     leading = True
     for st in walk:
@@ -284,6 +291,7 @@ def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True,
                 pend_known = False
             else:
                 pend_cpu += st.cpu + (st.own_cpu if st.action == "io" else 0)
+            pend_wait += st.hidden + max(0, st.dur - st.own_cpu)
             if start is None:
                 start = st.start
             continue
@@ -299,12 +307,14 @@ def fold(walk: Sequence[Step], keep, *, discard_leading: bool = True,
             s0 = start if start is not None else st.start
         if in_place:
             st.start, st.cpu, st.wall = s0, cpu, st.ts - s0
+            st.hidden += pend_wait
             out.append(st)
         else:
             new = Step(st.tid, st.action, st.key, st.site, st.ev, s0, cpu, st.ts - s0,
                        st.own_cpu, st.dur)
             new.klass, new.tok = st.klass, st.tok
+            new.hidden = st.hidden + pend_wait
             out.append(new)
         leading = False
-        pend_cpu, pend_known, start = 0, True, None
+        pend_cpu, pend_known, start, pend_wait = 0, True, None, 0
     return out

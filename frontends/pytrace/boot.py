@@ -27,6 +27,7 @@ def install(raw_path: str) -> None:
     when_imported("queue", lambda m: _load("queues").install())
     when_imported("concurrent.futures.thread", lambda m: _load("queues").install_futures())
     when_imported("socket", lambda m: iopatch.install_socket())
+    when_imported("selectors", iopatch.install_select)
     when_imported("mpi4py.MPI", lambda m: _load("mpipatch").install(m))
     agent.begin(start)
 

@@ -381,3 +381,37 @@ def install_socket() -> None:
     """Trace socket I/O (connections, sends and receives) of the program."""
     import socket
     _wrap_socket(socket)
+
+
+def _traced_select(real):
+    """A selector's ``select`` (or ``select.select``) that records the wait as ``wait
+    on=select``: the time a thread waits for one of its sockets, which a ``recv`` or
+    ``accept`` after it does not show (it returns at once)."""
+    def select(*args, **kwargs):
+        s, c0, t0 = site(), cpu(), mono()
+        out = real(*args, **kwargs)
+        d, cd = spent(t0, c0)
+        timeout = kwargs.get("timeout", args[-1] if len(args) in (2, 4) else None)
+        emit(("wait", gettid(), t0, c0, s, "select", None, d, bool(out and (
+            out[0] if isinstance(out, tuple) else out)) or None,
+            int(timeout * 1e9) if isinstance(timeout, (int, float)) and timeout >= 0 else None,
+            None, None, cd))
+        return out
+    select.__name__ = getattr(real, "__name__", "select")
+    select.__doc__ = getattr(real, "__doc__", None)
+    select._qpn_traced = True
+    return select
+
+
+def install_select(selectors) -> None:
+    """Trace the waits of ``selectors``' selectors and of ``select.select`` (a server's
+    accept loop, a client's receiver over many sockets, an event loop's idle time)."""
+    import select as select_mod
+    if not getattr(select_mod.select, "_qpn_traced", False):
+        select_mod.select = _traced_select(select_mod.select)
+    for cls in list(vars(selectors).values()):
+        if isinstance(cls, type) and issubclass(cls, selectors.BaseSelector) and \
+                callable(cls.__dict__.get("select")) and not getattr(
+                    cls.__dict__["select"], "_qpn_traced", False) and \
+                not getattr(cls.__dict__["select"], "__isabstractmethod__", False):
+            cls.select = _traced_select(cls.__dict__["select"])
