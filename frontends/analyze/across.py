@@ -7,10 +7,11 @@ trace and reads the others for two things:
   (lock-step rounds, barriers) does, per iteration, either the same work at any
   pool size or a share of a fixed amount (``n / threads`` rows each).  One
   trace cannot tell them apart; traces at two pool sizes can.  With ``W(n)`` a
-  thread's CPU per iteration at ``n`` threads and ``n0`` the first trace's size,
-  ``W(n) / W(n0) = 1 - s + s n0 / n``: ``s`` (the divided share) is fitted by
-  least squares, clipped to [0, 1], and becomes the default of the model's
-  ``split_<pool>`` parameter;
+  thread's CPU per iteration at ``n`` threads, ``W(n) = a + b / n`` is fitted by
+  least squares over all the traces (the same fit whichever comes first), and
+  the divided share at the first trace's size ``n0``, ``s = (b / n0) / W(n0)``,
+  clipped to [0, 1], becomes the default of the model's ``split_<pool>``
+  parameter;
 * **spread** -- traces of the same configuration should give the same model:
   pool sizes, and each pool's CPU per iteration and GIL-free share within
   their stated spread;
@@ -26,6 +27,8 @@ trace and reads the others for two things:
 >>> fit_split([(2, 4.0), (1, 8.0), (4, 2.0)], n0=2)
 1.0
 >>> fit_split([(2, 4.0), (1, 4.2)], n0=2)
+0.05
+>>> fit_split([(1, 4.2), (2, 4.0)], n0=2)        # the same traces in the other order
 0.05
 >>> fit_split([(2, 4.0), (2, 4.1)], n0=2) is None
 True
@@ -121,16 +124,23 @@ def configuration(an) -> tuple:
 
 
 def fit_split(points: list[tuple[int, float]], n0: int) -> float | None:
-    """The divided share ``s`` from (pool size, work per iteration) points, the first
-    at size ``n0``; None when every point has the same size."""
-    w0 = points[0][1]
-    xs = [n0 / n - 1 for n, _ in points]
-    ys = [w / w0 - 1 for _, w in points]
-    sxx = sum(x * x for x in xs)
-    if sxx == 0 or w0 <= 0:
+    """The divided share ``s`` at pool size ``n0`` from (pool size, work per iteration and
+    thread) points: ``W(n) = a + b / n`` fitted by least squares over every point (in any
+    order: the fit does not depend on which trace came first), ``s = (b / n0) / W(n0)``,
+    clipped to [0, 1]; None when every point has the same size."""
+    ns = {n for n, _ in points}
+    if len(ns) < 2:
         return None
-    s = sum(x * y for x, y in zip(xs, ys)) / sxx
-    return round(min(1.0, max(0.0, s)), 2)
+    xs = [1.0 / n for n, _ in points]
+    ys = [w for _, w in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    w0 = a + b / n0
+    if w0 <= 0:
+        return None
+    return round(min(1.0, max(0.0, (b / n0) / w0)), 2)
 
 
 def across(analyses: list, names: list[str]) -> Across:

@@ -19,6 +19,7 @@ from qpn.expr import BinOp, Num, Ref
 from qpn.distributions import Det
 from qpn.software import ast as sw
 
+from .division import divided
 from .fit import fit, fmt_time
 from .structure import leaves
 
@@ -113,11 +114,22 @@ def divided_work(w, r, base: str) -> None:
     share is divided, ``work_*`` scales the pool's CPU demands accordingly."""
     size = w.size_param[r.name]
     fitted = w.across.splits.get(r.name) if w.across else None
+    by = w.an.trace.by_thread()
+    starts = [by[t][0] for t in r.group.tids if by.get(t) and by[t][0]["kind"] == "thread_start"]
+    given, why = divided(starts)
+    w.info.setdefault("division", {})[r.name] = {"fitted": fitted[0] if fitted else None,
+                                                "from_arguments": why or None}
     if fitted:
         v = fitted[0]
         sp = w.param(f"split_{base}", int(v) if v == int(v) else v,
                         f"{fitted[1]} (0: each thread's work does not depend on the pool "
                         f"size; 1: {r.size} / {size} of the traced work each)")
+    elif given:
+        sp = w.param(f"split_{base}", 1,
+                     f"share of the work per iteration of pool '{r.name}' that the program "
+                     f"divides among its threads: 1, from what the threads were given: {why} "
+                     f"(0: each thread's work does not depend on the pool size; 1: {r.size} / "
+                     f"{size} of the traced work each)")
     else:
         sp = w.param(f"split_{base}", 0,
                         f"ASSUMPTION: share of the work per iteration of pool '{r.name}' that "

@@ -249,6 +249,7 @@ class Writer:
                                                 "end at arrival times whatever the rest does")
             self.info["open_loop"][name] = self.obj(key)
         for r in live:
+            take_first(r, an)
             if is_event_loop(r, an.selecting):     # serves whichever channel is ready
                 out += handlers(self, r)
             else:
@@ -626,6 +627,41 @@ class Writer:
             ctx.last_site = start
             alts.append(sw.Alternative(p, tuple(self.items(alt, ctx))))
         return [sw.Branch(tuple(alts), doc=comment)]
+
+
+def take_first(r, an) -> None:
+    """Turn a steady-state loop whose body hands an item on before its first take, and
+    whose thread took before it first handed on, so that it begins with that take.  A loop is a cycle, and its text begins at the header the
+    trace showed first, but a model's thread runs its body from the top: a server thread
+    written as 'reply; take the next request' would reply once before any request came
+    (and its client would take that answer at once: no wait at all)."""
+    if r.mode != "forever" or not r.items:
+        return
+    hands = [k for k, it in enumerate(r.items) if isinstance(it, Leaf)
+             and it.action in ("put", "release")]
+    if not hands:
+        return
+    first = hands[0]
+    later = [k for k, it in enumerate(r.items) if k > first and isinstance(it, Leaf)
+             and it.action == "take"]
+    if not later or any(isinstance(it, Leaf) and it.action == "take" for it in r.items[:first]):
+        return
+    k = later[0]
+    # only a thread that took before it handed on (a server's handler: it answers what it
+    # took); a client hands its request on first and then takes the answer.  The loop's
+    # steps start at its header, so the thread's whole life says which came first.
+    put_site, take_site = r.items[first].token[2], r.items[k].token[2]
+    by = an.trace.by_thread()
+    votes = 0
+    for t in r.group.tids:
+        sites = [e.get("site") for e in by.get(t, ())]
+        p = sites.index(put_site) if put_site in sites else None
+        q = sites.index(take_site) if take_site in sites else None
+        if p is not None and q is not None:
+            votes += 1 if q < p else -1
+    if votes <= 0:
+        return
+    r.items = r.items[k:] + r.items[:k]
 
 
 def _hosts(trace) -> tuple[dict, dict]:

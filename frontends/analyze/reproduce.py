@@ -35,6 +35,9 @@ from .structure import leaves
 
 #: relative difference between the model and its trace beyond which the build says why
 TOLERANCE = 0.05
+#: a runner doing less than this share of the work of all is not compared (its cycle is
+#: that of an idle thread: a listener that accepted two connections)
+MINOR = 0.03
 
 
 def walk_steps(steps):
@@ -98,8 +101,9 @@ def trace_facts(w, an) -> dict:
                           "frag_ns": sum(s.wall - s.hidden for s in lf.steps) / runs,
                           "hidden_ns": sum(s.hidden for s in lf.steps) / runs,
                           "op_ns": sum(s.dur for s in lf.steps) / runs})
+        busy = sum(p["frag_ns"] + (0 if p["idle"] else p["op_ns"]) for p in parts) * runs
         runners[name] = {"size": r.size, "runs": runs, "cycle_ns": total / runs,
-                         "mode": r.mode, "parts": parts}
+                         "mode": r.mode, "parts": parts, "work_ns": busy}
     timers = {name: {"trace_ns": t["trace_ns"], "where": t["where"]}
               for name, t in w.info.get("timers", {}).items() if t.get("trace_ns")}
     return {"runners": runners, "timers": timers}
@@ -135,7 +139,10 @@ class Check:
         """(what, trace, model, relative difference): each runner's cycle, its busy time
         where it waits for items, and each timed response; in ns."""
         out = []
+        work = sum(f.get("work_ns", 0) for f in self.facts["runners"].values())
         for name, f in self.facts["runners"].items():
+            if work > 0 and f.get("work_ns", work) < MINOR * work:
+                continue                        # a thread that hardly works (a listener)
             m = self.cycle_ns.get(name)
             if m is not None and f["cycle_ns"] > 0:
                 out.append((name, f["cycle_ns"], m, (m - f["cycle_ns"]) / f["cycle_ns"]))

@@ -30,6 +30,11 @@ from .structure import Leaf, leaves
 
 #: fewer requests than this in the trace give no traced response time
 MIN_REQUESTS = 10
+#: a hand-over done by fewer than this share of a take's executions is no way on
+MIN_SHARE = 0.2
+#: a take that ends requests must have taken this share of the arrivals (or the timer
+#: would fill up or run dry)
+MIN_ENDS = 0.8
 
 
 def mean_response(arrivals: list, ends: list) -> float | None:
@@ -78,7 +83,16 @@ def request_end(runners, objects, key) -> tuple | None:
             seen.add((id(r), i))
             lvs = leaves(r.items)
             ways = []
-            for lf in lvs[i + 1:]:
+            entries = max(1, len(lvs[i].steps))
+            # what the runner does after the take, until its next take: a body written from
+            # the loop's header may hand the request on before the take (its code comes
+            # first in the text, after it in time): the loop goes round
+            after = lvs[i + 1:] + (lvs[:i] if r.mode == "forever" else [])
+            for lf in after:
+                if lf.action == "take":
+                    break
+                if len(lf.steps) < MIN_SHARE * entries:
+                    continue                 # a rare path (a connection made once per thread)
                 if lf.action == "put":
                     ways += takes.get(lf.token[1], [])
                 elif lf.action == "release":
@@ -152,6 +166,12 @@ def response_timers(w, body: list) -> list:
             continue
         r, i, hops = end
         lf = leaves(r.items)[i]
+        arrivals = w.arrivals.get(put.target, [])
+        if arrivals and not MIN_ENDS <= len(lf.steps) / len(arrivals) <= 1 / MIN_ENDS:
+            w.info["timers_skipped"] = w.info.get("timers_skipped", []) + [
+                f"source '{src.name}': its {len(arrivals)} arrivals end in {len(lf.steps)} "
+                f"takes at {lf.token[2]}: no response timer"]
+            continue
         name = w.names.unique("response" if len(sources) == 1 else f"response_{put.target}")
         stop = sw.TimerStep(name, "stop")
         handler = w.handlers.get(r.name, {}).get(lf.token[1])
@@ -186,7 +206,6 @@ def response_timers(w, body: list) -> list:
             w.handlers[r.name][lf.token[1]] = new_pool
         else:
             w.pools[r.name] = (new_pool, r)
-        arrivals = w.arrivals.get(put.target, [])
         traced = mean_response(arrivals, ends) if min(len(arrivals), len(ends)) >= \
             MIN_REQUESTS else None
         new_src = replace(src, body=(sw.TimerStep(name, "start"),) + tuple(src.body))

@@ -17,7 +17,7 @@ from __future__ import annotations
 LONG = 20_000
 
 FIELDS: dict[str, tuple[str, ...]] = {
-    "thread_start": ("name", "parent", "daemon", "native"),
+    "thread_start": ("name", "parent", "daemon", "native", "args"),
     "thread_end": (),
     "object": ("obj", "type", "params"),
     "acquire": ("obj", "dur", "contended", "ok", "timeout", "count", "cpu_dur"),
@@ -47,10 +47,9 @@ def to_event(rec: tuple, sites: dict[int, str], tids: dict[int, int] | None = No
     if tids is not None:
         if kind == "thread_start" and len(rec) > 8 and rec[8] is not None:
             tids[tid] = rec[8]
-            if rec[6] is not None:
-                rec = rec[:6] + (tids.get(rec[6], rec[6]),) + rec[7:8]
-            else:
-                rec = rec[:8]
+            # the OS tid names the thread (not a field of its own); its arguments stay
+            rec = rec[:6] + (tids.get(rec[6], rec[6]) if rec[6] is not None else None,) + \
+                rec[7:8] + (None,) + rec[9:]
         tid = tids.get(tid, tid)
     ev = {"kind": kind, "tid": tid, "ts": ts}
     if cpu is not None:

@@ -12,6 +12,7 @@ here include re-acquiring the GIL after the wake-up.
 from __future__ import annotations
 
 import _thread
+import numbers
 import threading
 
 from .agent import cpu, created_by_library, emit, gettid, mono, native_tid, site, spent
@@ -341,18 +342,51 @@ class TracedEvent(_LibraryAware, _Event):
         emit(("notify", gettid(), t, cpu(), site(), "event", id(self), True))
 
 
+def _shapes(args) -> list | None:
+    """What a thread's target was given, for the analyzer to see how work was divided
+    (docs/trace-format.md, thread_start ``args``): per positional argument an int's value
+    ``["i", v]``, a range ``["r", start, stop, step]``, an array (numpy) ``["a", rows,
+    id of its base, byte offset in it]``, a sized object ``["n", len, id]``, else ``["o"]``.
+    Never raises: a strange object is ``["o"]``."""
+    out = []
+    try:
+        for a in tuple(args)[:8]:
+            if isinstance(a, bool):
+                out.append(["o"])
+            elif isinstance(a, numbers.Integral):      # numpy's integers too
+                v = int(a)
+                out.append(["i", v if -(1 << 62) < v < (1 << 62) else 0])
+            elif isinstance(a, range):
+                out.append(["r", a.start, a.stop, a.step])
+            elif hasattr(a, "shape") and hasattr(a, "__array_interface__"):
+                shape = a.shape
+                base = a.base if getattr(a, "base", None) is not None else a
+                try:
+                    off = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+                except Exception:
+                    off = 0
+                out.append(["a", int(shape[0]) if shape else 1, id(base), int(off)])
+            elif hasattr(a, "__len__") and not isinstance(a, type):
+                out.append(["n", len(a), id(a)])
+            else:
+                out.append(["o"])
+    except Exception:
+        return None
+    return out or None
+
+
 def _patch_thread() -> None:
     Thread = threading.Thread
     start, bootstrap, join = Thread.start, Thread._bootstrap_inner, Thread.join
 
     def traced_start(self):
-        self._qpn_origin = (gettid(), site())
+        self._qpn_origin = (gettid(), site(), _shapes(getattr(self, "_args", ())))
         start(self)
 
     def traced_bootstrap_inner(self):
-        parent, s = getattr(self, "_qpn_origin", (None, None))
+        parent, s, shapes = getattr(self, "_qpn_origin", (None, None, None))
         emit(("thread_start", gettid(), mono(), cpu(), s, self.name, parent, self.daemon,
-              native_tid()))
+              native_tid(), shapes))
         try:
             bootstrap(self)
         finally:
