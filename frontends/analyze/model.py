@@ -45,6 +45,7 @@ from .blocks import walk_locks as _walk_locks
 from .blocks import per_thread_note
 from .assumptions import (barrier_parties, divided_work, geometric_mean_text, open_loop, serial_work,
                           sleep_times)
+from .reproduce import walk_steps
 from .structure import Leaf, Loop, leaves
 from .threads import stem
 
@@ -321,7 +322,12 @@ class Writer:
             cycle = "the whole run"
         join = next((j for j in self.an.joins if j.pool is r), None)   # from the take on
         body = joins.pool_body(self, r, join, ctx) if join else self.items(r.items, ctx)
+        labelled = {st.label: self.origin[id(st)] for st in walk_steps(body)
+                    if isinstance(st, sw.Compute) and st.label and id(st) in self.origin}
         body, took = pruned.take_pruned(self, body, ctx)
+        for st in walk_steps(body):            # steps the pruned CPU rewrote: the same leaf
+            if isinstance(st, sw.Compute) and id(st) not in self.origin and st.label in labelled:
+                self.origin[id(st)] = labelled[st.label]
         body += [st for j in self.an.joins if j.waiter is r for st in joins.waiter_steps(self, j)]
         if g.main and r.mode == "counted":
             before, after = serial_work(self, r, self._on("host"))
@@ -362,7 +368,7 @@ class Writer:
         for it in items:
             if isinstance(it, Leaf):
                 got = self.leaf(it, ctx, force=id(it) in plan)
-                for st in got:                 # which leaf each step came from (reproduce.py)
+                for st in walk_steps(got):     # which leaf each step came from (reproduce.py)
                     self.origin[id(st)] = it
                 out += got
                 ctx.last_site = it.token[2]

@@ -191,7 +191,12 @@ def response_timers(w, body: list) -> list:
         elif top:               # the take begins the iteration: serve, then stop; turn the body
             op, frag = mine[-1], mine[:-1]
             new_body = (op,) + pool.body[len(mine):] + tuple(frag) + (stop,)
-            ends = sorted(s.ts for s in lf.steps)[1:]
+            # a request ends where its thread's next take begins (each thread's first take
+            # ends nothing)
+            per: dict = {}
+            for s_ in lf.steps:
+                per.setdefault(s_.tid, []).append(s_.ts)
+            ends = sorted(t for ts in per.values() for t in sorted(ts)[1:])
             where = f"at the end of an iteration of '{r.name}' (which takes it first)"
         else:
             op = next((st for st in reversed(mine)), None)
