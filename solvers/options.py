@@ -242,6 +242,21 @@ def mapping() -> Check:
     return Check(conv, "name=expression pairs")
 
 
+def patterns() -> Check:
+    """A tuple of element name patterns (fnmatch: ``worker.*``), from a comma-separated
+    text or a sequence; empty: every element.
+
+    >>> patterns()("response.running, worker.*"), patterns()("")
+    (('response.running', 'worker.*'), ())
+    """
+    def conv(v):
+        items = [x.strip() for x in v.split(",")] if isinstance(v, str) else list(v)
+        if not all(isinstance(x, str) for x in items):
+            raise OptionValueError("expected element names or patterns (worker.*)")
+        return tuple(x for x in items if x)
+    return Check(conv, "element names or patterns, comma-separated")
+
+
 def anything(what: str) -> Check:
     """Any value, unchecked (an address, a client object); ``what`` names it in the help.
 

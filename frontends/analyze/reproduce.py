@@ -122,6 +122,12 @@ class Check:
     ci: dict = field(default_factory=dict)      # runner -> relative CI half-width of its cycle
     note: str = ""
 
+    def major(self, runner: str) -> bool:
+        """Whether ``runner`` does at least :data:`MINOR` of the work of all."""
+        work = sum(f.get("work_ns", 0) for f in self.facts["runners"].values())
+        f = self.facts["runners"][runner]
+        return not (work > 0 and f.get("work_ns", work) < MINOR * work)
+
     def busy(self, runner: str) -> tuple[float, float] | None:
         """(trace, model) ns per iteration that ``runner`` spends other than waiting to
         take an item: its fragments and its other operations."""
@@ -139,9 +145,8 @@ class Check:
         """(what, trace, model, relative difference): each runner's cycle, its busy time
         where it waits for items, and each timed response; in ns."""
         out = []
-        work = sum(f.get("work_ns", 0) for f in self.facts["runners"].values())
         for name, f in self.facts["runners"].items():
-            if work > 0 and f.get("work_ns", work) < MINOR * work:
+            if not self.major(name):
                 continue                        # a thread that hardly works (a listener)
             m = self.cycle_ns.get(name)
             if m is not None and f["cycle_ns"] > 0:
@@ -168,11 +173,12 @@ class Check:
         """Solved, and every cycle and response within :data:`TOLERANCE`."""
         return self.status == "ok" and abs(self.worst()[1]) <= TOLERANCE
 
-    def culprit(self, runner: str, busy: bool = False) -> tuple[str, float, float] | None:
+    def culprit(self, runner: str, busy: bool = False,
+                sign: float = 0.0) -> tuple[str, float, float] | None:
         """The part of ``runner`` (a step's code fragment, its operation, or the waits
         before it that the model leaves out) whose time per iteration differs most:
         (what, trace ns, model ns); ``busy``: among the parts that are not waiting for
-        work."""
+        work; ``sign`` (+1, -1): the part the model has most too much (too little) of."""
         f = self.facts["runners"].get(runner)
         if not f:
             return None
@@ -188,8 +194,11 @@ class Check:
                                  p.get("hidden_ns", 0.0), 0.0)):
                 if p["idle"] and what == p["what"] or busy and what.startswith("waits"):
                     continue                    # waiting for work: follows the rest
-                if math.isfinite(mm) and (best is None or abs(mm - t) > best[0]):
-                    best = (abs(mm - t), what, t, mm)
+                if not math.isfinite(mm):
+                    continue
+                d = sign * (mm - t) if sign else abs(mm - t)
+                if best is None or d > best[0]:
+                    best = (d, what, t, mm)
         return best[1:] if best else None
 
     def lines(self) -> list[str]:
@@ -212,16 +221,19 @@ class Check:
                 unit = "per iteration and thread, not waiting for work"
             out.append(f"#   {what}: trace {_ms(t)}, model {_ms(m)} {unit} ({100 * rel:+.1f}%)")
         runner = name[:-5] if name.endswith(" busy") else name
-        busy = name.endswith(" busy")
-        if name.startswith("response ") and self.facts["runners"]:
-            # a response is the sum of the parts on its way: the runner whose busy time is
-            # off by the most holds the largest of them
-            diffs = [(abs(b[1] - b[0]), r) for r in self.facts["runners"]
-                     if (b := self.busy(r)) is not None and math.isfinite(b[1])]
-            if diffs:
-                runner, busy = max(diffs)[1], True
-        if not self.ok and runner in self.facts["runners"]:
-            c = self.culprit(runner, busy=busy)
+        if not self.ok and name.startswith("response "):
+            # a response is the sum of the parts on its way: the part of any runner that
+            # the model has most too little (too much) of, as the response is short (long),
+            # waits the model leaves out included
+            sign = 1.0 if d > 0 else -1.0
+            found = [(sign * (c[2] - c[1]), r, c) for r in self.facts["runners"]
+                     if self.major(r) and (c := self.culprit(r, sign=sign)) is not None]
+            if found:
+                _, r, c = max(found, key=lambda x: x[0])
+                out.append(f"#   the largest unexplained part, in '{r}': {c[0]}: "
+                           f"{_ms(c[1])} per iteration in the trace, {_ms(c[2])} in the model")
+        elif not self.ok and runner in self.facts["runners"]:
+            c = self.culprit(runner, busy=name.endswith(" busy"))
             if c is not None:
                 out.append(f"#   the largest unexplained part of '{runner}': {c[0]}: "
                            f"{_ms(c[1])} per iteration in the trace, {_ms(c[2])} in the model")
@@ -254,7 +266,10 @@ def check(text: str, facts: dict, *, wall: float = 10.0, seed: int = 1) -> Check
     from qpn.errors import QPNError
     try:
         net = qpn.parse(text)
-        res = qpn.solve(net, "des", options={"quiet": True, "seed": seed, "wall": wall})
+        watch = tuple(f"{name}.begin" for name in facts["runners"]) + tuple(
+            f"{name}.running" for name in facts.get("timers", {}))
+        res = qpn.solve(net, "des", options={"quiet": True, "seed": seed, "wall": wall,
+                                             "watch_elements": watch})
     except QPNError as exc:
         return Check(facts, {}, {}, {}, "error", "des", note=str(exc).splitlines()[0])
     status = res.status

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ..measures import MEASURE_ORDER
 from ..options import (Check, Flag, OptionValueError, SolverOptions, anything, between, boolean, choice,
-                       duration, either, names, option, optional, positive, real, whole)
+                       duration, either, names, option, optional, patterns, positive, real,
+                       whole)
 
 #: simulation kernels (solvers.des.solver.choose_kernel)
 KERNELS = ("auto", "qn", "lindley", "general")
@@ -69,6 +70,14 @@ class DESOptions(SolverOptions):
                                 optional(positive()), flag=Flag(metavar="X"))
     watch: tuple = option(("throughput", "tokens"), "the measures whose precision stops the run",
                           names(MEASURE_ORDER))
+    watch_elements: tuple = option(
+        (), "the elements whose watched measures stop the run (patterns; default: every one)",
+        patterns(), flag=Flag(metavar="PATTERNS", help="stop when the watched measures of these "
+                                                      "elements (comma-separated names or "
+                                                      "patterns, e.g. 'response.running,worker.*') "
+                                                      "reach --rtol: the measures a prediction "
+                                                      "reads, not every token count (default: "
+                                                      "every element)"))
     level: float = option(0.95, "confidence level of the intervals", between(0, 1, "0.95"),
                           flag=Flag(metavar="L"))
     warmup: float | str = option(

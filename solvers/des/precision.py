@@ -34,22 +34,45 @@ FEW_EFFECTIVE = 100
 
 
 def tolerances(rows: list, o: DESOptions) -> list[float | None]:
-    """Target half-width of every row (None: not watched, or zero / non-finite)."""
+    """Target half-width of every row (None: not watched, or zero / non-finite).  Only
+    the elements ``watch_elements`` names are watched, when it names any.
+
+    >>> rows = [("tokens", "a", "", 7.0, 0.05), ("tokens", "b", "", 2e-6, 1e-6)]
+    >>> tolerances(rows, DESOptions(watch=("tokens",), watch_elements=("b",)))
+    [None, 2e-08]
+    """
     watch = set(o.watch)
+    pats = tuple(getattr(o, "watch_elements", ()) or ())
+    seen = _matcher(pats)
     floor = float(o.floor or 0.0)
     top: dict[str, float] = {}
-    for m, _e, _c, v, _h in rows:
-        if m in watch and np.isfinite(v):
+    for m, e, _c, v, _h in rows:
+        if m in watch and np.isfinite(v) and seen(e):
             top[m] = max(top.get(m, 0.0), abs(v))
     out: list[float | None] = []
-    for m, _e, _c, v, _h in rows:
-        if m not in watch or not np.isfinite(v) or v == 0:
+    for m, e, _c, v, _h in rows:
+        if m not in watch or not np.isfinite(v) or v == 0 or not seen(e):
             out.append(None)
         elif o.atol is not None:
             out.append(float(o.atol))
         else:
             out.append(float(o.rtol) * max(abs(v), floor * top[m]))
     return out
+
+
+def _matcher(pats: tuple):
+    """Whether an element is one ``pats`` name (all, when there are none)."""
+    if not pats:
+        return lambda e: True
+    import fnmatch
+    cache: dict = {}
+
+    def seen(e: str) -> bool:
+        hit = cache.get(e)
+        if hit is None:
+            hit = cache[e] = any(fnmatch.fnmatchcase(e, p) for p in pats)
+        return hit
+    return seen
 
 
 def imprecise(rows: list, o: DESOptions) -> list[tuple]:

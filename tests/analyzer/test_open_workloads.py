@@ -158,4 +158,4 @@ def test_a_model_that_misses_its_trace_names_the_part_it_misses(server_model):
     c = check(text, server_model.info["reproduce"], wall=30)
     assert not c.ok
     lines = "\n".join(c.lines())
-    assert "differs from its trace" in lines and "largest unexplained part of 'worker'" in lines
+    assert "differs from its trace" in lines and "largest unexplained part, in 'worker': the code before lock" in lines
