@@ -72,13 +72,35 @@ class Report:
             out.append("speed: a Python loop's time while tracing over its time while measuring "
                        "(below 1: the trace ran faster); in parentheses: not applied to the model "
                        "(calibration off, or within the loop's own spread)")
+            other = [r for r in self.rows if other_spell(r)]
+            if other:
+                lo = min(r["speed"] for r in other)
+                hi = max(r["speed"] for r in other)
+                out.append(f"OTHER SPELL (!): at {len(other)} of {len(self.rows)} point(s) the "
+                           f"machine ran Python at another speed while measuring than while "
+                           f"tracing (speed {lo:.3f}-{hi:.3f}, beyond the loop's own spread): "
+                           "their errors carry it; measure and trace again in one spell "
+                           "(--remeasure), or scale the demands ([predict] calibrate = true)")
         return "\n".join(out)
+
+
+#: a speed ratio this far from 1 (at least) is another spell of the machine
+SPELL = 0.05
+
+
+def other_spell(row: dict) -> bool:
+    """Whether a point was measured in another spell of the machine than its trace: the
+    Python loop's speed differs beyond the loop's own spread (and :data:`SPELL`)."""
+    sp = row.get("speed")
+    return sp is not None and not row.get("speed_applied") and \
+        abs(sp - 1.0) > max(SPELL, row.get("speed_noise") or 0.0)
 
 
 def _speed_cell(row: dict) -> str:
     if row.get("speed") is None:
         return "-"
-    return f"{row['speed']:.3f}" if row.get("speed_applied") else f"({row['speed']:.3f})"
+    flag = "!" if other_spell(row) else ""
+    return (f"{row['speed']:.3f}" if row.get("speed_applied") else f"({row['speed']:.3f})") + flag
 
 
 def _predictor(result, point: dict):
