@@ -36,6 +36,9 @@ from qpn.frontends.tracers import TRACERS as KERNEL_TRACERS
 KINDS = ("wall", "rate", "stdout")
 #: what a suite's ``group`` may say: programs run to completion, or servers under a load
 GROUPS = ("cpu", "server")
+#: where a suite's program came from (``origin``): written beside the analyzer, or by someone
+#: who had not read it (the analyzer is judged on those apart)
+ORIGINS = ("beside", "unseen")
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Suite:
     cflags: tuple = ()                 # [program] cflags: a C program's compiler options
     trace_load: bool = False           # [build] trace_load: trace the server's load too
     launcher: tuple = ()               # [program] launcher: runs the command (mpiexec -n N)
+    origin: str = "beside"             # beside | unseen: written knowing the analyzer or not
 
     def command(self, values: dict) -> list[str]:
         """The program's command line for ``values``: a Python file run by this
@@ -207,7 +211,9 @@ def load_suite(directory: str) -> Suite:
                  server, port, setup, _calibrate(pred, path), _group(doc, path),
                  _outside(pred, kind, server, path), _cpu(build, path),
                  _tracer(build, program, server, path), _cflags(prog, path),
-                 _trace_load(build, server, program, path), _launcher(prog, path))
+                 _trace_load(build, server, program, path), _launcher(prog, path),
+                 _choice(doc, "origin", "beside", ORIGINS, "", "written beside the analyzer, or "
+                         "by someone who had not read it", path))
 
 
 def _launcher(prog: dict, path: str) -> tuple:
@@ -305,4 +311,4 @@ def _calibrate(pred: dict, path: str) -> bool:
     return value
 
 
-__all__ = ["Suite", "load_suite", "KINDS", "GROUPS"]
+__all__ = ["Suite", "load_suite", "KINDS", "GROUPS", "ORIGINS"]

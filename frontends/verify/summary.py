@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from qpn.errors import QPNError
 from qpn.texttable import aligned
 
-from .manifest import GROUPS, load_suite
+from .manifest import GROUPS, ORIGINS, load_suite
 
 
 @dataclass
@@ -44,6 +44,7 @@ class SuiteRow:
     load: tuple | None              # (min, max) 1-minute load average while measuring
     bound: float | None = None
     error: str | None = None
+    origin: str = "beside"          # written beside the analyzer, or unseen by its authors
 
     @property
     def over_bound(self) -> bool:
@@ -68,13 +69,13 @@ def suite_dirs(paths: list[str]) -> list[str]:
     return out
 
 
-def row_of(report, group: str) -> SuiteRow:
+def row_of(report, group: str, origin: str = "beside") -> SuiteRow:
     """The summary row of a finished suite (a ``verify.Report``)."""
     spreads = [r["spread"] for r in report.rows]
     loads = [x for r in report.rows if r.get("load") for x in r["load"]]
     return SuiteRow(report.suite, group, len(report.rows), report.mean_eps, report.max_eps,
                     (min(spreads), max(spreads)) if spreads else None,
-                    (min(loads), max(loads)) if loads else None, report.bound)
+                    (min(loads), max(loads)) if loads else None, report.bound, origin=origin)
 
 
 def summary_table(rows: list[SuiteRow]) -> str:
@@ -92,9 +93,15 @@ def summary_table(rows: list[SuiteRow]) -> str:
                      f"  above its bound {100 * r.bound:.0f}%" if r.over_bound else "")
     out = aligned(head, lines[1:], left=2)
     out = out[:2] + [line + note for line, note in zip(out[2:], notes)]
-    for g, m in group_means(rows).items():
-        out.append(f"{g}: mean eps {100 * m['mean_eps']:.1f}% over {m['suites']} suite(s) "
-                   f"({m['points']} configurations)" if m["suites"] else f"{g}: no suite ran")
+    origins = [o for o in ORIGINS if any(r.origin == o for r in rows)]
+    for o in origins:
+        mine = [r for r in rows if r.origin == o]
+        tag = "" if len(origins) == 1 else (" (programs written beside the analyzer)" if o ==
+                                            "beside" else " (programs unseen by its authors)")
+        for g, m in group_means(mine).items():
+            out.append(f"{g}{tag}: mean eps {100 * m['mean_eps']:.1f}% over {m['suites']} "
+                       f"suite(s) ({m['points']} configurations)" if m["suites"]
+                       else f"{g}{tag}: no suite ran")
     return "\n".join(out)
 
 
@@ -119,24 +126,28 @@ def verify_all(dirs: list[str], *, log=sys.stderr, **options) -> list[SuiteRow]:
     from . import verify
     rows = []
     for d in dirs:
-        name, group = os.path.basename(os.path.abspath(d)), "cpu"
+        name, group, origin = os.path.basename(os.path.abspath(d)), "cpu", "beside"
         try:
-            group = load_suite(d).group
+            s = load_suite(d)
+            group, origin = s.group, s.origin
             rep = verify(d, log=log, **options)
         except (QPNError, OSError) as exc:
-            rows.append(SuiteRow(name, group, 0, None, None, None, None, error=str(exc)))
+            rows.append(SuiteRow(name, group, 0, None, None, None, None, error=str(exc),
+                                 origin=origin))
             print(f"verify {name}: failed: {exc}", file=log)
             continue
         for w in rep.warnings:
             print(f"warning: {rep.suite}: {w}", file=log)
         print(f"{rep.suite}:\n{rep.table()}\n", file=log)
-        rows.append(row_of(rep, group))
+        rows.append(row_of(rep, group, origin))
     return rows
 
 
 def summary_record(rows: list[SuiteRow]) -> dict:
     """The summary as plain data (for ``verify-summary.json``)."""
-    return {"suites": [asdict(r) for r in rows], "groups": group_means(rows)}
+    return {"suites": [asdict(r) for r in rows], "groups": group_means(rows),
+            "by_origin": {o: group_means([r for r in rows if r.origin == o]) for o in ORIGINS
+                          if any(r.origin == o for r in rows)}}
 
 
 __all__ = ["GROUPS", "SuiteRow", "suite_dirs", "row_of", "summary_table", "group_means",
