@@ -34,6 +34,7 @@ from .fit import fit, number
 from .naming import RESERVED, Names, ident, split_site
 from .diskio import file_io
 from .eventloop import handlers, is_event_loop
+from .tasks import lanes, loop_of, per_request
 from .comments import doc, documented, probs
 from .objects import kind_of
 from .peers import peer_waits
@@ -109,6 +110,8 @@ class Writer:
         self.pools: dict = {}                  # runner name -> (its sw.Pool, the Runner)
         self.arrivals: dict = {}               # source queue name -> arrival times (ns)
         self.handlers: dict = {}               # event-loop runner -> channel key -> its pool
+        self.aloop = None                      # the asyncio loop of the runner being written
+        self.loop_names: dict = {}             # ("loop", id) -> its mutex's name
         self.peer_waits = peer_waits(an, self.assumptions)   # condition waits left out
         self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
                            "branches": [], "steps": {}, "sources": {}, "open_loop": {}}
@@ -231,8 +234,14 @@ class Writer:
                 continue
             base = ident(stem(r.name), "threads")
             pname = base if base.endswith("s") else base + "s"
-            self.size_param[r.name] = self.param(
-                pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
+            if per_request(an, r):           # asyncio tasks, one per request: as many as come
+                self.size_param[r.name] = self.param(
+                    pname, lanes(r.size), f"asyncio tasks of '{r.name}' at once (one per "
+                    f"request; the traced run had at most {r.size} alive at a time): enough "
+                    "never to hold a request back")
+            else:
+                self.size_param[r.name] = self.param(
+                    pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
             # a pool of several threads looping without taking items, or forked to compute:
             # it may divide its work
             if r.size > 1 and (r.mode == "forever" or r in self.forked.values()) and not any(
@@ -290,6 +299,7 @@ class Writer:
         # a GIL per process in a model of several (frontends/processes.py)
         self.gil = f"gil_{r.group.process}" if r.group.process else "gil"
         self.host = self.host_of.get(r.group.process, "host")     # traces of several machines
+        self.aloop = self._loop(r)             # asyncio tasks: their loop's mutex (tasks.py)
         lvs = leaves(r.items)
         ctx.cpu_total = sum(_cpu_sum(lf) for lf in lvs)
         ctx.io_total = sum(_io_sum(lf) for lf in lvs)
@@ -458,7 +468,8 @@ class Writer:
         """The CPU steps of a fragment: fitted (or measured) demand, GIL-bound and GIL-free
         parts, its speed-up parameter and a comment saying where it came from."""
         xs = [s.cpu for s in lf.steps if s.cpu is not None]
-        share = self.an.shares.get(id(lf), 0.0) if self.an.gil else 0.0
+        # an asyncio task's code runs on its loop's thread, in Python: holding the GIL
+        share = self.an.shares.get(id(lf), 0.0) if self.an.gil and not self.aloop else 0.0
         traces = 1
         if self.across is not None:
             xs, share, traces = self.across.samples(ctx.runner.name, lf, xs, share)
@@ -529,10 +540,31 @@ class Writer:
         the GIL, a lock whose holder runs on a core like any other thread (the model's GIL
         was a server of its own until 2026-11-27: a third core for Python on two)."""
         if which != "gil" or not self.an.gil:
-            return [sw.Compute(dist, self._on(which), name)]
-        self.cpus.add(self.gil)
-        return [sw.Lock(self.gil), sw.Compute(dist, self._on("host"), name),
-                sw.Unlock(self.gil)]
+            steps = [sw.Compute(dist, self._on(which), name)]
+        else:
+            self.cpus.add(self.gil)
+            steps = [sw.Lock(self.gil), sw.Compute(dist, self._on("host"), name),
+                     sw.Unlock(self.gil)]
+        if self.aloop:                         # a task's code: one task at a time on its loop
+            steps = [sw.Lock(self.aloop)] + steps + [sw.Unlock(self.aloop)]
+        return steps
+
+    def _loop(self, r) -> str | None:
+        """The mutex of the event loop whose tasks runner ``r``'s threads are (declared on
+        first use), or None."""
+        loop = loop_of(self.an, r)
+        if loop is None:
+            return None
+        key = ("loop", loop)
+        if key not in self.decls:
+            name = self.names.unique("loop" if r.group.process is None
+                                     else f"loop_{r.group.process}")
+            self.decls[key] = (len(self.decls), sw.Mutex(name, doc=(
+                "the asyncio event loop: it runs one step of one task at a time, on its "
+                "thread (which holds the GIL meanwhile);\na task holds it for each piece of "
+                "its code and lets it go at each await (tasks.py)")))
+            self.loop_names[key] = name
+        return self.loop_names[key]
 
     def _on(self, which: str) -> str | None:
         """The cpu a step runs on: ``which`` with a GIL, else the host (not named)."""
