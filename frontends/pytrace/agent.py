@@ -321,5 +321,5 @@ def begin(start: int) -> None:
         real_exit(status)
     os._exit = _exit
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    from . import api
-    api._install_recorder(emit, site, mono, cpu, gettid)
+    from .api import _install_recorder
+    _install_recorder(emit, site, mono, cpu, gettid)

@@ -11,10 +11,15 @@ Only the standard library may be imported here (see :mod:`.agent`).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
-from . import agent, iopatch
+# (not `from . import agent`: for a submodule not yet loaded it makes CPython import the
+# top-level package, qpn, whose __init__ imports numpy; the runner loads this package
+# without its parents, see runner.BOOT)
+agent = importlib.import_module(".agent", __package__)
+iopatch = importlib.import_module(".iopatch", __package__)
 
 
 def install(raw_path: str) -> None:
@@ -28,11 +33,22 @@ def install(raw_path: str) -> None:
     when_imported("concurrent.futures.thread", lambda m: _load("queues").install_futures())
     when_imported("socket", lambda m: iopatch.install_socket())
     when_imported("mpi4py.MPI", lambda m: _load("mpipatch").install(m))
+    # the recorder was loaded without its parent packages (the runner's sitecustomize):
+    # when the program imports qpn, this package becomes qpn.frontends.pytrace as usual
+    when_imported("qpn", _adopt)
     agent.begin(start)
 
 
+def _adopt(qpn) -> None:
+    try:
+        frontends = importlib.import_module(".frontends", qpn.__name__)
+        if getattr(frontends, "pytrace", None) is None and __package__ in sys.modules:
+            frontends.pytrace = sys.modules[__package__]
+    except Exception:                     # noqa: BLE001  (qpn without its frontends)
+        pass
+
+
 def _load(name: str):
-    import importlib
     return importlib.import_module(f"{__package__}.{name}")
 
 
@@ -97,6 +113,7 @@ def install_from_env() -> None:
         return
     os.environ.pop("QPN_TRACE_RAW", None)
     os.environ.pop("QPN_TRACE_PACKAGES", None)
+    os.environ.pop("QPN_TRACE_AGENT", None)
     orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
     # Children of the traced program are not traced: restore their environment.
     if orig is not None:
