@@ -283,7 +283,42 @@ def _after_fork_in_child() -> None:
     _thread.start_new_thread(_spiller, ())
 
 
+#: code of a wrapper that blocks (a wait, a get) -> builder(frame, tid, ns waited) of the
+#: record of that wait cut short: a signal that ends the process while the thread it
+#: interrupts waits there (a server's main thread in Event.wait until SIGTERM, a pool
+#: worker stopped by Pool.terminate in its get) records the wait, with ``ok: false``.
+#: Nothing is done while the program runs: the handler reads the wrapper's locals.
+WAITS: dict = {}
+
+
+def blocking(fn, builder) -> None:
+    """Register wrapper ``fn`` (its code) as a blocking call recorded by ``builder``."""
+    WAITS[fn.__code__] = builder
+
+
+def _interrupted(frame) -> None:
+    """Record the wait the signal handler's thread was in (the innermost registered
+    wrapper on its stack), if it had begun timing it."""
+    try:
+        now = mono()
+        f = frame
+        while f is not None:
+            build = WAITS.get(f.f_code)
+            if build is not None:
+                t0 = f.f_locals.get("t0")
+                if type(t0) is int:
+                    rec = build(f, gettid(), now - t0)
+                    if rec is not None:
+                        emit(rec)
+                return
+            f = f.f_back
+    except Exception:                       # noqa: BLE001  the record must still be written
+        pass
+
+
 def _on_signal(signum, frame) -> None:
+    if not _state["done"]:
+        _interrupted(frame)
     finish(f"signal {signum}")
     _signal.signal(signum, _signal.SIG_DFL)
     os.kill(os.getpid(), signum)

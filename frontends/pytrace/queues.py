@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import queue
 
-from .agent import cpu, emit, gettid, mono, site, site_id, spent
+from .agent import blocking, cpu, emit, gettid, mono, site, site_id, spent
 from .sync import declare, ns
 
 _Full, _Empty = queue.Full, queue.Empty
@@ -33,6 +33,11 @@ def _traced_get(q, get, size, block: bool, timeout: float | None):
     d, cd = spent(t0, c0)
     emit(("get", gettid(), t0, c0, s, id(q), id(item), d, size(), None, cd))
     return item
+
+
+blocking(_traced_get, lambda f, tid, d: (
+    "get", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], id(f.f_locals["q"]), None,
+    d, None, False))
 
 
 class _QueueMixin:
