@@ -36,6 +36,14 @@ def install(raw_path: str) -> None:
     # the recorder was loaded without its parent packages (the runner's sitecustomize):
     # when the program imports qpn, this package becomes qpn.frontends.pytrace as usual
     when_imported("qpn", _adopt)
+    # processes and the channels between them (procpatch)
+    for name, module, fn in (
+            ("subprocess", "procpatch", "install_subprocess"),
+            ("multiprocessing.process", "procpatch", "install_process"),
+            ("multiprocessing.util", "procpatch", "install_mp_util"),
+            ("multiprocessing.connection", "procpatch", "install_connection"),
+            ("multiprocessing.queues", "procpatch", "install_queues")):
+        when_imported(name, _installer(module, fn))
     agent.begin(start)
 
 
@@ -46,6 +54,17 @@ def _adopt(qpn) -> None:
             frontends.pytrace = sys.modules[__package__]
     except Exception:                     # noqa: BLE001  (qpn without its frontends)
         pass
+
+
+def _installer(module: str, fn: str):
+    """A callback installing ``module.fn`` on the imported module; one that fails leaves
+    the module as it was (the program must run as it would untraced)."""
+    def install_on(mod) -> None:
+        try:
+            getattr(_load(module), fn)(mod)
+        except Exception:                 # noqa: BLE001  never break the traced program
+            pass
+    return install_on
 
 
 def _load(name: str):

@@ -120,17 +120,26 @@ def _site_text(filename: str, lineno: int, cwd: str) -> str:
     return f"{filename}:{lineno}"
 
 
-def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, list[dict], list[str]]:
-    """Raw records of the recorder -> (header, events sorted by ts, warnings)."""
+def convert(records: list, returncode: int | None = None,
+            spawns: dict[int, int] | None = None) -> tuple[TraceHeader, list[dict], list[str]]:
+    """Raw records of the recorder -> (header, events sorted by ts, warnings).
+
+    ``spawns`` gains {child pid: (OS tid of the thread that started it, the site)} from the
+    process's ``spawn`` records (exec'd children: :func:`link_children`)."""
     meta, end, warnings = {}, None, []
     sites: dict[int, str] = {}
     recs: list = []
+    started: list = []
     for rec in records:
         tag = rec[0]
         if tag == "H":
             meta = rec[1]
         elif tag == "E":
-            recs.extend(rec[1])
+            chunk = rec[1]
+            if any(r[0] == "spawn" for r in chunk):
+                started += [r for r in chunk if r[0] == "spawn"]
+                chunk = [r for r in chunk if r[0] != "spawn"]
+            recs.extend(chunk)
             cwd = meta.get("cwd", os.getcwd())
             for sid, fn, line in rec[2]:
                 sites[sid] = _site_text(fn, line, cwd)
@@ -139,6 +148,9 @@ def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, 
     if end is None:
         warnings.append("the program ended without the recorder's final flush (killed or "
                         "crashed?): the trace holds only the events written before")
+    if spawns is not None:
+        for r in started:
+            spawns[r[5]] = (r[6], sites.get(r[4]))
     tids: dict[int, int] = {}
     events = [to_event(r, sites, tids) for r in recs]
     events.sort(key=lambda e: e["ts"])
@@ -150,6 +162,8 @@ def convert(records: list, returncode: int | None = None) -> tuple[TraceHeader, 
         program["packages"] = meta["packages"]
     program["exit_code"] = returncode
     program["end"] = end["reason"] if end else "unknown"
+    if end and end.get("cpu_ns") is not None:
+        program["cpu_ns"] = end["cpu_ns"]       # the kernel's count, at the process's exit
     runtime = {"implementation": meta.get("implementation"), "version": meta.get("python"),
                "gil": True, "switch_interval_ns": meta.get("switch_interval_ns"),
                "cpus": meta.get("cpus"), "affinity": meta.get("affinity")}
@@ -244,6 +258,7 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         env["PYTHONPATH"] = os.pathsep.join([boot, ROOT] + ([orig] if orig else []))
         env["QPN_TRACE_RAW"] = raw if follow else os.path.join(raw, "root.bin")
         env["QPN_TRACE_FOLLOW"] = "1" if follow else "0"
+        env.pop("QPN_TRACE_DESCENDANT", None)      # the command is the run's first process
         env["QPN_TRACE_AGENT"] = os.path.dirname(os.path.abspath(__file__))
         pkgs = program_packages(cmd, cwd) if packages is None else list(packages)
         env["QPN_TRACE_PACKAGES"] = ",".join(pkgs)
@@ -271,15 +286,28 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         seconds = time.perf_counter() - t0
         machine["python_loop_ns"] = [round(loop_before, 3), round(python_loop_ns(), 3)]
         machine["host"] = os.uname().nodename     # traces of several machines: processes.py
+        if follow:
+            _await_children(raw, proc.pid)
         root, children = _records(raw, proc.pid)
         if root is None:
             raise QPNError(f"qpn trace: {cmd[0]!r} recorded nothing (exit status {returncode}); "
                            "the command must start a Python 3 interpreter without -S/-I/-E")
         records, warnings = root
-        header, events, more = convert(records, returncode)
+        spawns: dict = {}
+        header, events, more = convert(records, returncode, spawns)
         header.machine = machine
         warnings += more
-        names = _write_children(children, out, machine, warnings)
+        kids = []
+        for pid, recs, warns in children:
+            h, evs, more = convert(recs, None, spawns)
+            h.machine = machine
+            kids.append((pid, h, evs))
+            warnings += [f"child {pid}: {w}" for w in warns + more]
+        link_children([(h, evs) for _, h, evs in kids], spawns)
+        _inherit_probes(header, [h for _, h, _ in kids])
+        from ..processes import pair_channels      # (a multiprocessing.Queue's items)
+        pair_channels([e for evs in [events] + [k[2] for k in kids] for e in evs])
+        names = _write_children(kids, out)
         if names:
             header.program["children"] = names
         write_trace(out, header, events)
@@ -290,12 +318,34 @@ def trace_command(cmd: list[str], out: str, *, cwd: str | None = None,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _await_children(raw: str, pid: int, grace: float = 2.0) -> None:
+    """Give the command's children still running when it ended (multiprocessing's resource
+    tracker, which stops when the last process using it has ended) up to ``grace``
+    seconds to write their records."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        alive = []
+        for name in os.listdir(raw):
+            stem = name[:-4] if name.endswith(".bin") else ""
+            if stem.isdigit() and int(stem) != pid:
+                try:
+                    os.kill(int(stem), 0)
+                    alive.append(stem)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not alive:
+            return
+        time.sleep(0.01)
+
+
 def _records(raw: str, pid: int) -> tuple:
     """(records and warnings of the command's process or None, [(pid, records, warnings)]
     of the others).  The command's process is the one with ``pid`` (a shell that execs
     keeps it), else the first to start."""
     found = []
     for name in sorted(os.listdir(raw)):
+        if not name.endswith(".bin"):        # (procpatch's table of socket pairs)
+            continue
         records, warnings = _read_raw(os.path.join(raw, name))
         if records and records[0][0] == "H":
             found.append((records[0][1].get("pid"), records, warnings))
@@ -305,15 +355,50 @@ def _records(raw: str, pid: int) -> tuple:
     return found[0][1:], found[1:]
 
 
-def _write_children(children: list, out: str, machine: dict, warnings: list) -> list[str]:
-    """Write each child process's trace beside ``out``; their file names."""
+def link_children(children: list, spawns: dict[int, tuple]) -> None:
+    """Give the main thread of each exec'd child (``(header, events)``) the thread that
+    started it as its ``parent``, and the site where it did (``spawns``: pid -> (tid,
+    site), from the parents' records); a forked child names them already."""
+    for header, events in children:
+        pid = (header.program or {}).get("pid")
+        parent, where = spawns.get(pid, (None, None))
+        if parent is None:
+            continue
+        for e in events:
+            if e["kind"] == "thread_start" and e["tid"] == pid:
+                e.setdefault("parent", parent)
+                if where is not None:
+                    e.setdefault("site", where)
+                break
+
+
+def _inherit_probes(root: TraceHeader, children: list[TraceHeader]) -> None:
+    """Only the run's first traced process times the recorder (:func:`.agent.finish`);
+    each other gets the figures of its nearest ancestor that did, when it runs the same
+    interpreter (executable and version), else none."""
+    by_pid = {h.program.get("pid"): h for h in [root, *children]}
+
+    def same(a: TraceHeader, b: TraceHeader) -> bool:
+        return (a.program.get("executable"), a.runtime.get("version")) == \
+               (b.program.get("executable"), b.runtime.get("version"))
+    for h in children:
+        src, seen = h, set()
+        while src is not None and src.probe_ns is None and id(src) not in seen:
+            seen.add(id(src))
+            src = by_pid.get(src.program.get("ppid"))
+        if src is None or src.probe_ns is None:
+            src = root
+        if h.probe_ns is None and src.probe_ns is not None and same(h, src):
+            h.probe_ns, h.probe_cond_ns = src.probe_ns, src.probe_cond_ns
+
+
+def _write_children(children: list, out: str) -> list[str]:
+    """Write each child process's trace (``(pid, header, events)``) beside ``out``; their
+    file names."""
     stem, ext = os.path.splitext(out)
     names = []
-    for pid, records, warns in children:
-        header, events, more = convert(records, None)
-        header.machine = machine
+    for pid, header, events in children:
         path = f"{stem}.{pid}{ext or '.jsonl'}"
         write_trace(path, header, events)
         names.append(os.path.basename(path))
-        warnings += [f"child {pid}: {w}" for w in warns + more]
     return names
