@@ -36,13 +36,16 @@ def install(raw_path: str) -> None:
     # the recorder was loaded without its parent packages (the runner's sitecustomize):
     # when the program imports qpn, this package becomes qpn.frontends.pytrace as usual
     when_imported("qpn", _adopt)
-    # processes and the channels between them (procpatch)
+    # processes, the channels between them and process pools (procpatch, poolpatch)
     for name, module, fn in (
             ("subprocess", "procpatch", "install_subprocess"),
             ("multiprocessing.process", "procpatch", "install_process"),
             ("multiprocessing.util", "procpatch", "install_mp_util"),
             ("multiprocessing.connection", "procpatch", "install_connection"),
-            ("multiprocessing.queues", "procpatch", "install_queues")):
+            ("multiprocessing.queues", "procpatch", "install_queues"),
+            ("multiprocessing.pool", "poolpatch", "install_pool"),
+            ("concurrent.futures._base", "poolpatch", "install_futures_base"),
+            ("concurrent.futures.process", "poolpatch", "install_process_pool")):
         when_imported(name, _installer(module, fn))
     agent.begin(start)
 
