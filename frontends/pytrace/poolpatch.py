@@ -33,8 +33,8 @@ import sys
 import types
 
 from .agent import blocking, cpu, emit, gettid, mono, site, site_id, spent
-from .layout import LONG, shared_item
-from .procpatch import channel_id, ns
+from .layout import ITEM_BITS, LONG, shared_item
+from .procpatch import channel_id, ns, raw_method, raw_queue
 
 
 def _declare_pool(pool, workers, q: int, r: int, name: str) -> None:
@@ -54,12 +54,22 @@ def _callable_of(fn, wrappers: tuple):
     return fn
 
 
+_SHOWN: dict = {}          # a task's function -> (site, name)
+
+
 def _task(fn, item: int, shown):
     """``fn`` timed as a ``task`` span of work item ``item`` (``shown``: the program's
     function it runs, for ``func`` and the site)."""
-    code = getattr(shown, "__code__", None)
-    s = site_id(code.co_filename, code.co_firstlineno) if code is not None else None
-    name = getattr(shown, "__qualname__", None) or repr(shown)
+    try:
+        s, name = _SHOWN[shown]
+    except (KeyError, TypeError):
+        code = getattr(shown, "__code__", None)
+        s = site_id(code.co_filename, code.co_firstlineno) if code is not None else None
+        name = getattr(shown, "__qualname__", None) or repr(shown)
+        try:
+            _SHOWN[shown] = s, name
+        except TypeError:                      # (unhashable)
+            pass
 
     def run(*args, **kwargs):
         c0 = cpu()
@@ -70,13 +80,6 @@ def _task(fn, item: int, shown):
             t1, c1 = mono(), cpu()
             emit(("task", gettid(), t0, c0, s, item, t1 - t0, c1 - c0, name, item))
     return run
-
-
-def _caller_site() -> int | None:
-    """Site of the library line that called the wrapper (a worker's loop): the same in a
-    forked worker, whose stack still holds the program's frames, and a spawned one."""
-    f = sys._getframe(2)
-    return site_id(f.f_code.co_filename, f.f_lineno)
 
 
 def _waits(s, t0: int, c0: int, items: list, ok=None, timeout=None) -> None:
@@ -113,48 +116,88 @@ def _cut_wait(f, tid: int, d: int) -> tuple:
 def _cut_received(f, tid: int, d: int) -> tuple:
     """The record of a worker's get cut short by a signal (``Pool.terminate``)."""
     L = f.f_locals
-    s = f.f_back.f_locals.get("s") if f.f_back is not None else None
-    return ("get", tid, L["t0"], L["c0"], s, L["self"]._ch, None, d, None, False)
+    return ("get", tid, L["t0"], L["c0"], L["s"], L["self"]._ch, None, d, None, False)
 
 
-class _Channel:
-    """A worker's end of a pool's queue (``multiprocessing.queues.Queue`` or
-    ``SimpleQueue``), recording the pool's gets or result puts; anything else delegated."""
+class _End:
+    """A worker's end of one of its pool's queues (``multiprocessing.queues.Queue`` or
+    ``SimpleQueue``); what the worker does not call is delegated.  What a call needs is
+    bound once: the unwrapped connection methods (:func:`.procpatch.raw`), the locks, the
+    pickler, the calling line (the same for every call)."""
 
-    def __init__(self, q, ch: int, item_of, wrappers: tuple = (), skip=None):
-        self._q, self._ch, self._item_of = q, ch, item_of
-        self._wrappers, self._skip = wrappers, skip
+    def __init__(self, q, ch: int, base: int, last: list):
+        self._q, self._ch, self._base, self._last = q, ch, base, last
+        self._site = None
+        pickler = _pickler()
+        self._loads, self._dumps = pickler.loads, pickler.dumps
 
     def __getattr__(self, name):
         return getattr(self._q, name)
 
-    def _received(self) -> tuple:
-        """(the message, when the wait began, its CPU then, wait, CPU of the wait): the
-        bytes are taken under the reader's lock as the queue does, and unpickled after."""
-        q = self._q
-        c0 = cpu()
-        t0 = mono()
-        with q._rlock:
-            res = q._reader.recv_bytes()
-        sem = getattr(q, "_sem", None)          # a Queue (not a SimpleQueue): a slot freed
-        if sem is not None:
-            sem.release()
-        d, cd = spent(t0, c0)
-        return _pickler().loads(res), t0, c0, d, cd
+    def _caller(self) -> int | None:
+        f = sys._getframe(2)
+        s = self._site = site_id(f.f_code.co_filename, f.f_lineno)
+        return s
 
-    def _send(self, obj, item: int, s) -> None:
-        """Pickle ``obj``, then send it under the writer's lock, recorded as a put."""
-        q = self._q
-        data = _pickler().dumps(obj)
+
+class _WorkEnd(_End):
+    """The worker's end of the pool's work queue Q: ``get`` records the pool's get of the
+    item (the wait for its bytes; unpickling after it) and wraps its call in a task span;
+    ``decode(message)`` gives (item, message to return) or None (a stop sentinel)."""
+
+    def __init__(self, q, ch: int, base: int, last: list, decode):
+        super().__init__(q, ch, base, last)
+        self._decode = decode
+        self._recv = raw_method(q._reader, "recv_bytes")
+        self._rlock, self._sem = q._rlock, getattr(q, "_sem", None)
+
+    def get(self, *args, **kwargs):
+        if args not in ((), (True,)) or kwargs.get("timeout") is not None:
+            return self._q.get(*args, **kwargs)
+        s = self._site or self._caller()
         c0 = cpu()
         t0 = mono()
-        if q._wlock is None:
-            q._writer.send_bytes(data)
+        with self._rlock:
+            res = self._recv()
+        if self._sem is not None:               # a Queue (not a SimpleQueue): a slot freed
+            self._sem.release()
+        d = mono() - t0
+        cd = cpu() - c0 if d > LONG else None
+        msg = self._loads(res)
+        got = self._decode(msg)
+        if got is None:
+            return msg
+        item, msg = got
+        emit(("get", gettid(), t0, c0, s, self._ch, item, d, None, None, cd))
+        return msg
+
+
+class _ResultEnd(_End):
+    """The worker's end of the result queue R: ``put`` pickles the result, then records
+    sending it as the put of the item on R; ``item_of(message)`` gives the item or None."""
+
+    def __init__(self, q, ch: int, base: int, last: list, item_of):
+        super().__init__(q, ch, base, last)
+        self._item_of = item_of
+        self._send = raw_method(q._writer, "send_bytes")
+        self._wlock = q._wlock
+
+    def put(self, obj, *args):
+        item = None if args else self._item_of(obj)
+        if item is None:
+            return self._q.put(obj, *args)
+        data = self._dumps(obj)
+        s = self._site or self._caller()
+        c0 = cpu()
+        t0 = mono()
+        if self._wlock is None:
+            self._send(data)
         else:
-            with q._wlock:
-                q._writer.send_bytes(data)
-        d, cd = spent(t0, c0)
-        emit(("put", gettid(), t0, c0, s, self._ch, item, d, None, None, cd))
+            with self._wlock:
+                self._send(data)
+        d = mono() - t0
+        emit(("put", gettid(), t0, c0, s, self._ch, item, d, None, None,
+              cpu() - c0 if d > LONG else None))
 
 
 # -- concurrent.futures -------------------------------------------------------------
@@ -259,6 +302,8 @@ def install_process_pool(mod) -> None:
             r = channel_id(self._result_queue._reader.fileno())
             if q is not None and r is not None and isinstance(self._work_ids, _WorkIds):
                 self._work_ids._qpn = (q, self._pending_work_items)
+                raw_queue(self._call_queue)          # (the manager's and feeder's traffic)
+                raw_queue(self._result_queue)
                 _declare_pool(self, self._max_workers, q, r, "ProcessPoolExecutor")
         except Exception:
             pass
@@ -269,33 +314,33 @@ def install_process_pool(mod) -> None:
     real_worker = mod._process_worker
     chunk = getattr(mod, "_process_chunk", None)
 
-    class _Calls(_Channel):
-        def get(self, block=True, timeout=None):
-            if not (block and timeout is None):
-                return self._q.get(block, timeout)
-            s = _caller_site()
-            call, t0, c0, d, cd = self._received()
-            work_id = getattr(call, "work_id", None)
-            if work_id is not None:
-                item = shared_item(self._ch, work_id)
-                emit(("get", gettid(), t0, c0, s, self._ch, item, d, None, None, cd))
-                fn = call.fn
-                call.fn = _task(fn, item, _callable_of(fn, (chunk,)))
-            return call
-
-    class _Results(_Channel):
-        def put(self, obj, *args):
-            work_id = getattr(obj, "work_id", None)
-            if work_id is None or args:
-                return self._q.put(obj, *args)
-            self._send(obj, shared_item(self._item_of, work_id), _caller_site())
+    mask = (1 << ITEM_BITS) - 1
 
     def _process_worker(call_queue, result_queue, *args, **kwargs):
         try:
             q = channel_id(call_queue._reader.fileno())
             r = channel_id(result_queue._reader.fileno())
             if q is not None and r is not None:
-                call_queue, result_queue = _Calls(call_queue, q, None), _Results(result_queue, r, q)
+                base, last = shared_item(q, 0), [None, None]      # (work id, item)
+
+                def decode(call):
+                    work_id = getattr(call, "work_id", None)
+                    if work_id is None:
+                        return None
+                    item = base + (work_id & mask)
+                    last[0], last[1] = work_id, item
+                    fn = call.fn
+                    call.fn = _task(fn, item, _callable_of(fn, (chunk,)))
+                    return item, call
+
+                def item_of(result):
+                    work_id = getattr(result, "work_id", None)
+                    if work_id is None:
+                        return None
+                    return last[1] if work_id == last[0] else base + (work_id & mask)
+
+                call_queue, result_queue = (_WorkEnd(call_queue, q, base, last, decode),
+                                            _ResultEnd(result_queue, r, base, last, item_of))
         except Exception:
             pass
         return real_worker(call_queue, result_queue, *args, **kwargs)
@@ -396,6 +441,21 @@ def install_pool(mod) -> None:
 
     traced_init.__doc__ = init.__doc__
     Pool.__init__ = traced_init
+    setup = Pool._setup_queues
+
+    def traced_setup_queues(self):
+        setup(self)
+        if quiet.get(gettid()):                  # a process pool (not a ThreadPool)
+            try:
+                raw_queue(self._inqueue)
+                raw_queue(self._outqueue)
+                self._quick_put = self._inqueue._writer.send    # (the task handler's)
+                self._quick_get = self._outqueue._reader.recv   # (the result handler's)
+            except Exception:
+                pass
+
+    traced_setup_queues.__doc__ = setup.__doc__
+    Pool._setup_queues = traced_setup_queues
 
     def _puts(q, s, t0, c0, job, n) -> None:
         tid = gettid()
@@ -489,6 +549,7 @@ def install_pool(mod) -> None:
         ids = self._qpn_ids = pool._qpn_ids
         if ids is not None:
             import collections
+            self._qpn_base = shared_item(ids[0], (self._job & 0xFFFF) << 24)
             self._qpn_next = 0
             self._qpn_order = collections.deque()
             made[gettid()] = self
@@ -541,16 +602,19 @@ def install_pool(mod) -> None:
             raise
         finally:
             if t0 is not None:
+                d = mono() - t0
                 try:
                     if not got:
-                        _waits(s, t0, c0, [], ok=False, timeout=timeout)
+                        item = None
+                    elif self._qpn_unordered:
+                        item = self._qpn_base + (self._qpn_order.popleft() & 0xFFFFFF)
                     else:
-                        if self._qpn_unordered:
-                            i = self._qpn_order.popleft()
-                        else:
-                            i = self._qpn_next
-                            self._qpn_next = i + 1
-                        _waits(s, t0, c0, [_pool_item(ids[0], self._job, i)], timeout=timeout)
+                        i = self._qpn_next
+                        self._qpn_next = i + 1
+                        item = self._qpn_base + (i & 0xFFFFFF)
+                    emit(("wait", gettid(), t0, c0, s, "future", item, d, None if got else False,
+                          None if timeout is None else ns(timeout), None, None,
+                          cpu() - c0 if d > LONG else None))
                 except Exception:
                     pass
 
@@ -573,37 +637,34 @@ def install_pool(mod) -> None:
                     if f is not None)
     reraise = getattr(mod, "_helper_reraises_exception", None)
 
-    class _Tasks(_Channel):
-        def get(self):
-            s = _caller_site()
-            task, t0, c0, d, cd = self._received()
-            if task is None:
-                return task                            # the pool's stop sentinel
-            try:
-                job, i, func, args, kwds = task
-                item = _pool_item(self._ch, job, i)
-                emit(("get", gettid(), t0, c0, s, self._ch, item, d, None, None, cd))
-                if func is not reraise:
-                    shown = args[0][0] if func in helpers and args and args[0] else func
-                    task = (job, i, _task(func, item, shown), args, kwds)
-            except Exception:
-                pass
-            return task
-
-    class _Results(_Channel):
-        def put(self, obj):
-            try:
-                item = _pool_item(self._item_of, obj[0], obj[1])
-            except Exception:
-                return self._q.put(obj)
-            self._send(obj, item, _caller_site())
-
     def worker(inqueue, outqueue, *args, **kwargs):
         try:
             q = channel_id(inqueue._reader.fileno())
             r = channel_id(outqueue._reader.fileno())
             if q is not None and r is not None and hasattr(inqueue, "_rlock"):
-                inqueue, outqueue = _Tasks(inqueue, q, None), _Results(outqueue, r, q)
+                base, last = shared_item(q, 0), [None, None, None]   # (job, task, item)
+
+                def decode(task):
+                    if type(task) is not tuple or len(task) != 5:
+                        return None                     # the pool's stop sentinel
+                    job, i, func, args, kwds = task
+                    item = base + (((job & 0xFFFF) << 24) | (i & 0xFFFFFF))
+                    last[0], last[1], last[2] = job, i, item
+                    if func is not reraise:
+                        shown = args[0][0] if func in helpers and args and args[0] else func
+                        task = (job, i, _task(func, item, shown), args, kwds)
+                    return item, task
+
+                def item_of(result):
+                    if type(result) is not tuple or len(result) != 3:
+                        return None
+                    job, i = result[0], result[1]
+                    if job == last[0] and i == last[1]:
+                        return last[2]
+                    return base + (((job & 0xFFFF) << 24) | (i & 0xFFFFFF))
+
+                inqueue, outqueue = (_WorkEnd(inqueue, q, base, last, decode),
+                                     _ResultEnd(outqueue, r, base, last, item_of))
         except Exception:
             pass
         return real_worker(inqueue, outqueue, *args, **kwargs)
@@ -614,4 +675,4 @@ def install_pool(mod) -> None:
     mod.worker = worker
 
 
-blocking(_Channel._received, _cut_received)
+blocking(_WorkEnd.get, _cut_received)
