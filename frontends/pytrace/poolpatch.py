@@ -164,7 +164,10 @@ class _WorkEnd(_End):
         d = mono() - t0
         cd = cpu() - c0 if d > LONG else None
         msg = self._loads(res)
-        got = self._decode(msg)
+        try:
+            got = self._decode(msg)
+        except Exception:                       # noqa: BLE001  the worker gets its message
+            got = None
         if got is None:
             return msg
         item, msg = got
@@ -183,7 +186,10 @@ class _ResultEnd(_End):
         self._wlock = q._wlock
 
     def put(self, obj, *args):
-        item = None if args else self._item_of(obj)
+        try:
+            item = None if args else self._item_of(obj)
+        except Exception:                       # noqa: BLE001
+            item = None
         if item is None:
             return self._q.put(obj, *args)
         data = self._dumps(obj)
@@ -537,7 +543,7 @@ def install_pool(mod) -> None:
 
     def traced_apply_init(self, pool, *args, **kwargs):
         apply_init(self, pool, *args, **kwargs)
-        self._qpn_ids = pool._qpn_ids
+        self._qpn_ids = getattr(pool, "_qpn_ids", None)
 
     def traced_map_init(self, *args, **kwargs):
         map_init(self, *args, **kwargs)
@@ -546,7 +552,7 @@ def install_pool(mod) -> None:
 
     def traced_imap_init(self, pool, *args, **kwargs):
         imap_init(self, pool, *args, **kwargs)
-        ids = self._qpn_ids = pool._qpn_ids
+        ids = self._qpn_ids = getattr(pool, "_qpn_ids", None)
         if ids is not None:
             import collections
             self._qpn_base = shared_item(ids[0], (self._job & 0xFFFF) << 24)

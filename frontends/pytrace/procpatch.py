@@ -55,7 +55,10 @@ def by_program(via: tuple = (), depth: int = 2) -> bool:
     """Whether the wrapper calling this was called by the program's own code: the first
     frame outside the tracer and outside the library files ``via`` (the way from the
     program's call to the wrapped one, e.g. ``multiprocessing/context.py``) is user code."""
-    f = sys._getframe(depth)
+    try:
+        f = sys._getframe(depth)
+    except ValueError:                  # called from C with no Python caller
+        return False
     while f is not None:
         fn = f.f_code.co_filename
         k = _kind.get(fn)
