@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+from types import ModuleType
 
 from .agent import blocking, cpu, emit, gettid, mono, site, site_id, spent
 from .layout import ITEM_BITS, LONG, shared_item
@@ -208,7 +209,7 @@ class _ResultEnd(_End):
 
 # -- concurrent.futures -------------------------------------------------------------
 
-def install_futures_base(mod) -> None:
+def install_futures_base(mod: ModuleType) -> None:
     """``concurrent.futures._base``: ``as_completed`` and ``wait`` record the waits for
     process-pool futures (others are left as they were: their ``result`` is recorded)."""
     if getattr(mod, "_qpn_patched", False):
@@ -266,7 +267,7 @@ def install_futures_base(mod) -> None:
                 setattr(pkg, name, new)
 
 
-def install_process_pool(mod) -> None:
+def install_process_pool(mod: ModuleType) -> None:
     """``concurrent.futures.process``: ``ProcessPoolExecutor`` (parent and workers)."""
     PPE = mod.ProcessPoolExecutor
     if getattr(PPE, "_qpn_patched", False):
@@ -365,7 +366,7 @@ def _pool_item(q: int, job: int, i: int) -> int:
     return shared_item(q, ((job & 0xFFFF) << 24) | (i & 0xFFFFFF))
 
 
-def install_pool(mod) -> None:
+def install_pool(mod: ModuleType) -> None:
     """``multiprocessing.pool``: ``Pool`` (not ``ThreadPool``, whose queues are traced as
     queues already), parent and workers."""
     Pool = mod.Pool

@@ -23,6 +23,8 @@ import importlib
 import os
 import stat
 import sys
+from collections.abc import Callable
+from types import ModuleType
 
 from .agent import blocking, classify, cpu, emit, gettid, mono, native_tid, site, spent
 from .layout import SHARED_IDS
@@ -37,7 +39,7 @@ _VIA_QUEUES = (_CONTEXT, _QUEUES)
 _PAIRS_FILE = "pipes.pairs"
 
 
-def ns(seconds) -> int | None:
+def ns(seconds: float | None) -> int | None:
     """A timeout in seconds as ns; None for 'wait forever' (as :func:`.sync.ns`, which
     this module does not import: it imports ``threading``)."""
     return None if seconds is None or seconds < 0 else int(seconds * 1e9)
@@ -80,7 +82,7 @@ def _spawned(pid, s) -> None:
 
 # -- process ends -------------------------------------------------------------------
 
-def install_process(mod) -> None:
+def install_process(mod: ModuleType) -> None:
     """``multiprocessing.process``: ``BaseProcess.join`` as a join wait on the child."""
     BP = mod.BaseProcess
     if getattr(BP, "_qpn_patched", False):
@@ -111,7 +113,7 @@ def install_process(mod) -> None:
     blocking(traced_join, _cut_join)
 
 
-def install_subprocess(mod) -> None:
+def install_subprocess(mod: ModuleType) -> None:
     """``subprocess``: the child's start (its parent thread) and ``Popen.wait`` /
     ``Popen.communicate`` as join waits on it."""
     P = mod.Popen
@@ -183,7 +185,7 @@ def _cut_get(f, tid: int, d: int) -> tuple | None:
     return None if ch is None else ("get", tid, L["t0"], L["c0"], L["s"], ch, None, d, None, False)
 
 
-def install_mp_util(mod) -> None:
+def install_mp_util(mod: ModuleType) -> None:
     """``multiprocessing.util.spawnv_passfds`` (the spawn start method's exec): the
     child's parent thread."""
     real = mod.spawnv_passfds
@@ -271,13 +273,13 @@ REAL: dict = {}
 _CONN_METHODS = ("send", "send_bytes", "recv", "recv_bytes", "recv_bytes_into")
 
 
-def raw_method(conn, name: str):
+def raw_method(conn: object, name: str) -> Callable:
     """``conn``'s method ``name``, unwrapped (no check of who calls it)."""
     real = REAL.get(name)
     return getattr(conn, name) if real is None else real.__get__(conn)
 
 
-def raw(conn) -> None:
+def raw(conn: object) -> None:
     """Make the connection's methods the unwrapped ones (a pool's own pipe, used per item:
     the check of who calls each costs 0.4 us)."""
     for name in _CONN_METHODS:
@@ -285,7 +287,7 @@ def raw(conn) -> None:
             setattr(conn, name, REAL[name].__get__(conn))
 
 
-def raw_queue(q) -> None:
+def raw_queue(q: object) -> None:
     """:func:`raw` for both ends of a library-made ``multiprocessing`` queue, and the
     methods the queue bound from them."""
     raw(q._reader)
@@ -294,7 +296,7 @@ def raw_queue(q) -> None:
         q._send_bytes, q._recv_bytes = q._writer.send_bytes, q._reader.recv_bytes
 
 
-def install_connection(mod) -> None:
+def install_connection(mod: ModuleType) -> None:
     """``multiprocessing.connection``: ``Pipe`` ends used by the program's code are
     channels: ``send``/``send_bytes`` a put, ``recv``/``recv_bytes(_into)`` a get."""
     C = mod.Connection
@@ -369,7 +371,7 @@ def _queue_channel(q) -> int | None:
     return ch
 
 
-def install_queues(mod) -> None:
+def install_queues(mod: ModuleType) -> None:
     """``multiprocessing.queues``: ``Queue``, ``JoinableQueue`` and ``SimpleQueue`` the
     program calls are channels (an ``object`` where the program makes one; ``put``/``get``
     with the waits)."""
