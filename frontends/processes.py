@@ -10,7 +10,12 @@ their timestamps are already on one clock: a send precedes its receive.
 The joined trace keeps every thread, each tagged with its process's name
 (``Trace.processes``: tid -> name), so the analyzer forms pools, GILs and
 socket endpoints per process.  Object ids (addresses) of different processes
-may coincide: those of the second and later processes are moved apart.
+may coincide: those of the second and later processes are moved apart, but for ids of
+the shared range (``SHARED_IDS`` and up: a pipe between processes, a process pool's
+queues and work items, frontends/pytrace/layout.py), which name one thing in every
+process; an ``object`` event for such an id is kept once.  Puts and gets on a shared
+channel whose items the tracer could not name (a ``multiprocessing.Queue``: the receiver
+does not know which put it took) are paired in FIFO order (:func:`pair_channels`).
 
 >>> from qpn.frontends.trace import Trace, TraceHeader
 >>> def one(pid, argv, t0):
@@ -33,6 +38,7 @@ import re
 from qpn.errors import QPNError
 
 from .clocks import offset as clock_offset
+from .pytrace.layout import SHARED_IDS, SHARED_ITEMS, is_shared, shared_item
 from .trace import Trace, TraceHeader
 
 #: event fields that hold an object id (an address inside one process)
@@ -128,6 +134,7 @@ def join_traces(traces: list[Trace]) -> Trace:
     names = _names(traces)
     events: list = []
     groups: dict = {}
+    declared: set = set()                   # shared ids whose object event is kept
     processes: dict = {}
     warnings = list(root.warnings)
     clocks = _align(traces, names)
@@ -145,12 +152,12 @@ def join_traces(traces: list[Trace]) -> Trace:
                 for ev in evs:
                     for f in OBJECT_FIELDS:
                         v = ev.get(f)
-                        if type(v) is int:
+                        if type(v) is int and not SHARED_IDS <= v < 2 * SHARED_IDS:
                             ev[f] = v + k * SPACING
             warnings += [f"{os.path.basename(t.path)}: {w}" for w in t.warnings]
         for tid, evs in by.items():
             processes[tid] = t.processes.get(tid, name)
-            groups[tid] = evs
+            groups[tid] = evs = _first_declarations(evs, declared)
             events += evs
     caps = {c: all(t.header.capabilities.get(c, False) for t in traces)
             for c in root.header.capabilities}
@@ -165,10 +172,75 @@ def join_traces(traces: list[Trace]) -> Trace:
         header.program["host_cpus"] = [int(t.header.runtime.get("cpus") or 0) for t in traces]
     warnings += clocks
     events.sort(key=lambda e: e["ts"])
+    pair_channels(events)
     joined = _Joined(header, events, root.path, warnings,
                      all(t.complete for t in traces), processes)
     joined._groups = groups
     return joined
+
+
+def _first_declarations(evs: list, declared: set) -> list:
+    """``evs`` without the ``object`` events of shared ids already declared by another
+    process (or earlier in ``evs``); ``declared`` gains the ones kept."""
+    out = None
+    for n, ev in enumerate(evs):
+        if ev["kind"] == "object" and is_shared(ev.get("obj")):
+            if ev["obj"] in declared:
+                if out is None:
+                    out = evs[:n]
+                continue
+            declared.add(ev["obj"])
+        if out is not None:
+            out.append(ev)
+    return evs if out is None else out
+
+
+def pair_channels(events: list) -> int:
+    """Name the items of puts and gets on shared channels that the tracer could not name
+    (a put's ``item`` outside the shared range, a get without one): on each channel, the
+    i-th get to complete took the i-th put to complete (FIFO, as a pipe is).  Items already
+    shared (a process pool's) are left as they are.  Changes the events in place; returns
+    how many puts were paired.
+
+    >>> ch = SHARED_IDS + 9
+    >>> evs = [{"kind": "put", "tid": 1, "ts": 0, "dur": 5, "obj": ch, "item": 77},
+    ...        {"kind": "put", "tid": 1, "ts": 10, "obj": ch, "item": 77},
+    ...        {"kind": "get", "tid": 2, "ts": 2, "dur": 20, "obj": ch},
+    ...        {"kind": "get", "tid": 3, "ts": 1, "dur": 12, "obj": ch}]
+    >>> pair_channels(evs)
+    2
+    >>> [e["item"] - shared_item(ch, 0) for e in evs]
+    [0, 1, 1, 0]
+    """
+    puts: dict = {}
+    gets: dict = {}
+    for e in events:
+        k = e["kind"]
+        if k != "put" and k != "get":
+            continue
+        obj = e.get("obj")
+        if not is_shared(obj) or obj >= SHARED_ITEMS:
+            continue
+        item = e.get("item")
+        if item is not None and is_shared(item):
+            continue
+        if e.get("ok") is False:        # refused (full) or none taken (empty)
+            continue
+        (puts if k == "put" else gets).setdefault(obj, []).append(e)
+    paired = 0
+    for obj in set(puts) | set(gets):
+        ps = sorted(puts.get(obj, ()), key=_end)
+        gs = sorted(gets.get(obj, ()), key=_end)
+        for n, e in enumerate(ps):
+            e["item"] = shared_item(obj, n)
+        for n, e in enumerate(gs[:len(ps)]):
+            e["item"] = shared_item(obj, n)
+        paired += min(len(ps), len(gs))
+    return paired
+
+
+def _end(e: dict) -> int:
+    return e["ts"] + e.get("dur", 0)
 
 
 #: event fields that hold a thread id

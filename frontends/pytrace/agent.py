@@ -40,7 +40,10 @@ _ids = itertools.count(1)
 _sites: dict = {}                 # (filename, lineno) -> site id
 _site_rows: list = []             # site ids not yet written: (id, filename, lineno)
 _kind: dict = {}                  # filename -> 0 user code, 1 library, 2 this tracer
-_state = {"fd": None, "done": False, "child": False}
+_state = {"fd": None, "done": False, "child": False, "forker": None, "forked": False,
+          "descendant": False}
+#: set in the environment of the processes a traced process starts
+_DESCENDANT = "QPN_TRACE_DESCENDANT"
 _flush_lock = _thread.allocate_lock()
 #: with children followed (boot.install_from_env): the directory of every process's record
 FOLLOW_DIR: str | None = None
@@ -254,15 +257,43 @@ def finish(reason: str = "exit") -> None:
     except ValueError:                      # not the main thread: signals go there
         pass
     emit(("thread_end", gettid(), mono(), cpu(), None))
+    used = process_cpu_ns()          # as the threads' clocks end: before the spill and probe
     spill()
-    probe = probe_cost()
+    # Only the run's first traced process times the recorder: the runner gives the others
+    # an ancestor's figure (same interpreter).  Timing it takes 0.1 s, which a parent
+    # waiting for its child (a pool's shutdown, Popen.communicate) would wait too.
+    probe = {} if _state["forked"] or _state["descendant"] else probe_cost()
     # sys.argv as the program left it: with `python -m pkg` it read ['-m', ...] at start-up,
     # before runpy put the module's path in argv[0]
     _write(("X", {"reason": reason, "end_ns": mono(), "argv": list(sys.argv), "probe_ns": probe.get("lock"),
-                  "probe_cond_ns": probe.get("cond")}))
+                  "probe_cond_ns": probe.get("cond"), "cpu_ns": used}))
     fd, _state["fd"] = _state["fd"], None
     if fd is not None:
         os.close(fd)
+
+
+def process_cpu_ns() -> int | None:
+    """The CPU time the kernel counted for this process (user + system, all its threads,
+    children excluded), in ns: ``CLOCK_PROCESS_CPUTIME_ID`` (what ``getrusage(RUSAGE_SELF)``
+    gives, to the nanosecond and with no module to import at exit)."""
+    try:
+        return time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)
+    except (AttributeError, OSError):
+        try:
+            t = os.times()
+            return round((t.user + t.system) * 1e9)
+        except OSError:
+            return None
+
+
+def _before_fork() -> None:
+    # the forking thread's OS id and site: the forked child's main thread names them (the
+    # child inherits the table of sites)
+    _state["forker"] = native_tid()
+    try:
+        _state["fork_site"] = site()
+    except Exception:                       # noqa: BLE001
+        _state["fork_site"] = None
 
 
 def _after_fork_in_child() -> None:
@@ -274,16 +305,52 @@ def _after_fork_in_child() -> None:
     if FOLLOW_DIR is not None:
         _site_rows[:] = [(sid, fn, line) for (fn, line), sid in _sites.items()]
         _state["fd"] = None
+        _state["forked"] = True
         start = open_record(os.path.join(FOLLOW_DIR, f"{os.getpid()}.bin"))
-        emit(("thread_start", gettid(), start, cpu(), None, "MainThread", None, False,
-              native_tid()))
+        emit(("thread_start", gettid(), start, cpu(), _state.get("fork_site"), "MainThread",
+              _state["forker"], False, native_tid()))
     else:
         _state["child"] = True
         _state["fd"] = None
     _thread.start_new_thread(_spiller, ())
 
 
+#: code of a wrapper that blocks (a wait, a get) -> builder(frame, tid, ns waited) of the
+#: record of that wait cut short: a signal that ends the process while the thread it
+#: interrupts waits there (a server's main thread in Event.wait until SIGTERM, a pool
+#: worker stopped by Pool.terminate in its get) records the wait, with ``ok: false``.
+#: Nothing is done while the program runs: the handler reads the wrapper's locals.
+WAITS: dict = {}
+
+
+def blocking(fn, builder) -> None:
+    """Register wrapper ``fn`` (its code) as a blocking call recorded by ``builder``."""
+    WAITS[fn.__code__] = builder
+
+
+def _interrupted(frame) -> None:
+    """Record the wait the signal handler's thread was in (the innermost registered
+    wrapper on its stack), if it had begun timing it."""
+    try:
+        now = mono()
+        f = frame
+        while f is not None:
+            build = WAITS.get(f.f_code)
+            if build is not None:
+                t0 = f.f_locals.get("t0")
+                if type(t0) is int:
+                    rec = build(f, gettid(), now - t0)
+                    if rec is not None:
+                        emit(rec)
+                return
+            f = f.f_back
+    except Exception:                       # noqa: BLE001  the record must still be written
+        pass
+
+
 def _on_signal(signum, frame) -> None:
+    if not _state["done"]:
+        _interrupted(frame)
     finish(f"signal {signum}")
     _signal.signal(signum, _signal.SIG_DFL)
     os.kill(os.getpid(), signum)
@@ -309,6 +376,9 @@ def begin(start: int) -> None:
     import atexit
     emit(("thread_start", gettid(), start, cpu(), None, "MainThread", None, False,
           native_tid()))
+    if FOLLOW_DIR is not None:
+        _state["descendant"] = os.environ.get(_DESCENDANT) == "1"
+        os.environ[_DESCENDANT] = "1"          # (inherited by the processes it starts)
     atexit.register(finish)
     _thread.start_new_thread(_spiller, ())
     for sig in (_signal.SIGTERM, _signal.SIGHUP):
@@ -320,6 +390,6 @@ def begin(start: int) -> None:
         finish("os._exit")
         real_exit(status)
     os._exit = _exit
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-    from . import api
-    api._install_recorder(emit, site, mono, cpu, gettid)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    from .api import _install_recorder
+    _install_recorder(emit, site, mono, cpu, gettid)

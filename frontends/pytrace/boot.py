@@ -11,10 +11,15 @@ Only the standard library may be imported here (see :mod:`.agent`).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
-from . import agent, iopatch
+# (not `from . import agent`: for a submodule not yet loaded it makes CPython import the
+# top-level package, qpn, whose __init__ imports numpy; the runner loads this package
+# without its parents, see runner.BOOT)
+agent = importlib.import_module(".agent", __package__)
+iopatch = importlib.import_module(".iopatch", __package__)
 
 
 def install(raw_path: str) -> None:
@@ -29,11 +34,44 @@ def install(raw_path: str) -> None:
     when_imported("socket", lambda m: iopatch.install_socket())
     when_imported("selectors", iopatch.install_select)
     when_imported("mpi4py.MPI", lambda m: _load("mpipatch").install(m))
+    # the recorder was loaded without its parent packages (the runner's sitecustomize):
+    # when the program imports qpn, this package becomes qpn.frontends.pytrace as usual
+    when_imported("qpn", _adopt)
+    # processes, the channels between them and process pools (procpatch, poolpatch)
+    for name, module, fn in (
+            ("subprocess", "procpatch", "install_subprocess"),
+            ("multiprocessing.process", "procpatch", "install_process"),
+            ("multiprocessing.util", "procpatch", "install_mp_util"),
+            ("multiprocessing.connection", "procpatch", "install_connection"),
+            ("multiprocessing.queues", "procpatch", "install_queues"),
+            ("multiprocessing.pool", "poolpatch", "install_pool"),
+            ("concurrent.futures._base", "poolpatch", "install_futures_base"),
+            ("concurrent.futures.process", "poolpatch", "install_process_pool")):
+        when_imported(name, _installer(module, fn))
     agent.begin(start)
 
 
+def _adopt(qpn) -> None:
+    try:
+        frontends = importlib.import_module(".frontends", qpn.__name__)
+        if getattr(frontends, "pytrace", None) is None and __package__ in sys.modules:
+            frontends.pytrace = sys.modules[__package__]
+    except Exception:                     # noqa: BLE001  (qpn without its frontends)
+        pass
+
+
+def _installer(module: str, fn: str):
+    """A callback installing ``module.fn`` on the imported module; one that fails leaves
+    the module as it was (the program must run as it would untraced)."""
+    def install_on(mod) -> None:
+        try:
+            getattr(_load(module), fn)(mod)
+        except Exception:                 # noqa: BLE001  never break the traced program
+            pass
+    return install_on
+
+
 def _load(name: str):
-    import importlib
     return importlib.import_module(f"{__package__}.{name}")
 
 
@@ -98,6 +136,7 @@ def install_from_env() -> None:
         return
     os.environ.pop("QPN_TRACE_RAW", None)
     os.environ.pop("QPN_TRACE_PACKAGES", None)
+    os.environ.pop("QPN_TRACE_AGENT", None)
     orig = os.environ.pop("QPN_TRACE_ORIG_PYTHONPATH", None)
     # Children of the traced program are not traced: restore their environment.
     if orig is not None:

@@ -19,7 +19,7 @@ import stat
 import time
 import weakref
 
-from .agent import cpu, emit, gettid, mono, site, spent, user_site
+from .agent import blocking, cpu, emit, gettid, mono, site, spent, user_site
 
 _open = builtins.open
 _sleep = time.sleep
@@ -33,6 +33,11 @@ def traced_sleep(seconds: float) -> None:
     _sleep(seconds)
     d, cd = spent(t0, c0)
     emit(("wait", gettid(), t0, c0, s, "sleep", None, d, None, None, None, int(seconds * 1e9), cd))
+
+
+blocking(traced_sleep, lambda f, tid, d: (
+    "wait", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], "sleep", None, d, False,
+    None, None, int(f.f_locals["seconds"] * 1e9)))
 
 
 def traced_open(file, mode="r", *args, **kwargs):

@@ -16,6 +16,32 @@ from __future__ import annotations
 
 LONG = 20_000
 
+#: Ids that name the same thing in every process of a run (frontends/processes.py does not
+#: move them apart): a channel between processes is ``SHARED_IDS + inode`` of its pipe
+#: (both ends of an ``os.pipe`` have one inode, in the parent and in forked or spawned
+#: children), and an item on it ``shared_item(channel, n)``, in a range of its own.
+SHARED_IDS = 1 << 60
+SHARED_ITEMS = SHARED_IDS + (1 << 59)
+SHARED_END = SHARED_IDS << 1
+#: an item's number on its channel: 40 bits (a pool's own numbering within them)
+ITEM_BITS = 40
+
+
+def shared_item(channel: int, n: int) -> int:
+    """The run-wide id of item ``n`` of shared channel ``channel`` (19 bits of the pipe's
+    inode, 40 of ``n``: two channels of one run collide only if their inodes agree in the
+    low 19 bits, and an item id is reused only after 2**40 items of one channel).
+
+    >>> hex(shared_item(SHARED_IDS + 5, 3))
+    '0x1800050000000003'
+    """
+    return SHARED_ITEMS + (((channel - SHARED_IDS) & 0x7FFFF) << ITEM_BITS) + (n & ((1 << ITEM_BITS) - 1))
+
+
+def is_shared(v: object) -> bool:
+    """Whether ``v`` is an id of the shared range (a channel or an item of one)."""
+    return type(v) is int and SHARED_IDS <= v < SHARED_END
+
 FIELDS: dict[str, tuple[str, ...]] = {
     "thread_start": ("name", "parent", "daemon", "native", "args"),
     "thread_end": (),

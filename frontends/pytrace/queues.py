@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import queue
 
-from .agent import cpu, emit, gettid, mono, site, site_id, spent
+from .agent import blocking, cpu, emit, gettid, mono, site, site_id, spent
 from .sync import declare, ns
 
 _Full, _Empty = queue.Full, queue.Empty
+#: the untraced classes, for queues that are the library's plumbing (process pools)
+RealQueue, RealSimpleQueue = queue.Queue, queue.SimpleQueue
 
 
 def _traced_get(q, get, size, block: bool, timeout: float | None):
@@ -33,6 +35,11 @@ def _traced_get(q, get, size, block: bool, timeout: float | None):
     d, cd = spent(t0, c0)
     emit(("get", gettid(), t0, c0, s, id(q), id(item), d, size(), None, cd))
     return item
+
+
+blocking(_traced_get, lambda f, tid, d: (
+    "get", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], id(f.f_locals["q"]), None,
+    d, None, False))
 
 
 class _QueueMixin:
@@ -107,9 +114,8 @@ def install_futures() -> None:
     if getattr(futures_thread, "_qpn_patched", False):
         return
     futures_thread._qpn_patched = True
-    Pool, WorkItem, Future = (futures_thread.ThreadPoolExecutor, futures_thread._WorkItem,
-                              futures_base.Future)
-    init, run, result = Pool.__init__, WorkItem.run, Future.result
+    Pool, WorkItem = futures_thread.ThreadPoolExecutor, futures_thread._WorkItem
+    init, run = Pool.__init__, WorkItem.run
 
     def traced_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
@@ -129,7 +135,31 @@ def install_futures() -> None:
             emit(("task", gettid(), t0, c0, s, id(self), t1 - t0, c1 - c0,
                   getattr(fn, "__qualname__", None) or repr(fn), id(self.future)))
 
+    Pool.__init__ = traced_init
+    WorkItem.run = traced_run
+    install_future_result()
+
+
+def install_future_result() -> None:
+    """Record ``Future.result`` as a wait on the future (once, for thread and process pools).
+
+    A future of a process pool carries its work item's run-wide id (``_qpn_obj``,
+    :mod:`.poolpatch`), the ``obj`` of the worker's task span in another process; it is
+    recorded once, by the first wait that saw it done (``as_completed``, ``wait`` or
+    ``result``).  Other futures are named by ``id()`` and every call is recorded."""
+    from concurrent.futures import _base as futures_base
+    Future = futures_base.Future
+    if getattr(Future, "_qpn_patched", False):
+        return
+    Future._qpn_patched = True
+    Future._qpn_obj = None           # a process pool's work item (poolpatch)
+    Future._qpn_waited = False       # its wait is recorded
+    result = Future.result
+
     def traced_result(self, timeout=None):
+        obj = self._qpn_obj
+        if obj is not None and self._qpn_waited:
+            return result(self, timeout)
         s = site()
         c0 = cpu()
         t0 = mono()
@@ -141,12 +171,19 @@ def install_futures() -> None:
             raise
         finally:
             d, cd = spent(t0, c0)
-            emit(("wait", gettid(), t0, c0, s, "future", id(self), d, ok, ns(timeout), None,
+            if obj is None:
+                obj = id(self)
+            elif ok is None:
+                self._qpn_waited = True
+            emit(("wait", gettid(), t0, c0, s, "future", obj, d, ok, ns(timeout), None,
                   None, cd))
 
-    Pool.__init__ = traced_init
-    WorkItem.run = traced_run
+    traced_result.__doc__ = result.__doc__
     Future.result = traced_result
+    blocking(traced_result, lambda f, tid, d: (
+        "wait", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], "future",
+        f.f_locals["obj"] if f.f_locals["obj"] is not None else id(f.f_locals["self"]), d,
+        False, ns(f.f_locals["timeout"])))
 
 
 def install() -> None:

@@ -15,7 +15,7 @@ import _thread
 import numbers
 import threading
 
-from .agent import cpu, created_by_library, emit, gettid, mono, native_tid, site, spent
+from .agent import blocking, cpu, created_by_library, emit, gettid, mono, native_tid, site, spent
 
 _allocate = _thread.allocate_lock
 _RawRLock = _thread.RLock
@@ -48,6 +48,11 @@ def _traced_wait(obj, kind: str, wait, timeout: float | None) -> bool:
     emit(("wait", gettid(), t0, c0, s, kind, id(obj), d, None if ok else False,
           ns(timeout), None, None, cd))
     return ok
+
+
+blocking(_traced_wait, lambda f, tid, d: (
+    "wait", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], f.f_locals["kind"],
+    id(f.f_locals["obj"]), d, False, ns(f.f_locals["timeout"])))
 
 
 def _acquire_contended(obj: object, acquire, blocking: bool,
@@ -323,6 +328,11 @@ class TracedBarrier(_LibraryAware, _Barrier):
         return index
 
 
+blocking(TracedBarrier.wait, lambda f, tid, d: (
+    "wait", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], "barrier",
+    id(f.f_locals["self"]), d, False, ns(f.f_locals["timeout"])))
+
+
 class TracedEvent(_LibraryAware, _Event):
     """``threading.Event`` that records waits and sets."""
     _original, _traced_base = _Event, True
@@ -404,6 +414,10 @@ def _patch_thread() -> None:
     Thread.start = traced_start
     Thread._bootstrap_inner = traced_bootstrap_inner
     Thread.join = traced_join
+    blocking(traced_join, lambda f, tid, d: (
+        "wait", tid, f.f_locals["t0"], f.f_locals["c0"], f.f_locals["s"], "join",
+        id(f.f_locals["self"]), d, False, ns(f.f_locals["timeout"]),
+        f.f_locals["self"].native_id))
 
 
 def install() -> None:
