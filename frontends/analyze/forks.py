@@ -56,12 +56,22 @@ QUIET = frozenset({"thread_start", "thread_end", "object", "sample", "counter", 
 _TS = itemgetter("ts")
 
 
-def forks_as_semaphores(by: dict) -> tuple[dict, list]:
+def forks_as_semaphores(by: dict, processes: dict | None = None) -> tuple[dict, list]:
     """(events by thread with forks and joins rewritten, the semaphores to declare).
 
-    ``by``: tid -> events sorted by ts (not changed: threads that change get new lists)."""
+    ``by``: tid -> events sorted by ts (not changed: threads that change get new lists);
+    ``processes``: tid -> process, in a trace of several.  A child process is a forked
+    computation only when its one thread computes (a worker given its share); a process
+    whose main thread starts threads of its own and waits for them (a server's tier) is
+    not."""
+    procs = processes or {}
+    threads_of: dict = {}
+    for t, p in procs.items():
+        threads_of[p] = threads_of.get(p, 0) + 1
     starts = {evs[0]["tid"]: evs[0] for evs in by.values()
-              if evs and evs[0]["kind"] == "thread_start" and evs[0].get("parent") in by}
+              if evs and evs[0]["kind"] == "thread_start" and evs[0].get("parent") in by
+              and (procs.get(evs[0]["tid"]) == procs.get(evs[0]["parent"])
+                   or threads_of.get(procs.get(evs[0]["tid"])) == 1)}
     if not starts:
         return by, []
     joined = {}                                   # child -> the parent's join event

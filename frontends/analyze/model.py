@@ -297,7 +297,9 @@ class Writer:
         with the body."""
         ctx = _Ctx(r)
         # a GIL per process in a model of several (frontends/processes.py)
-        self.gil = f"gil_{r.group.process}" if r.group.process else "gil"
+        # (a pool of processes: each worker its own GIL, which nobody else wants: none)
+        self.gil = f"gil_{r.group.process}" if r.group.process else \
+            None if r.group.processes else "gil"
         self.host = self.host_of.get(r.group.process, "host")     # traces of several machines
         self.aloop = self._loop(r)             # asyncio tasks: their loop's mutex (tasks.py)
         lvs = leaves(r.items)
@@ -539,8 +541,8 @@ class Writer:
         """A CPU step: on the host's cores, and for Python code (``which`` "gil") holding
         the GIL, a lock whose holder runs on a core like any other thread (the model's GIL
         was a server of its own until 2026-11-27: a third core for Python on two)."""
-        if which != "gil" or not self.an.gil:
-            steps = [sw.Compute(dist, self._on(which), name)]
+        if which != "gil" or not self.an.gil or self.gil is None:
+            steps = [sw.Compute(dist, self._on("host" if which == "gil" else which), name)]
         else:
             self.cpus.add(self.gil)
             steps = [sw.Lock(self.gil), sw.Compute(dist, self._on("host"), name),

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qpn.errors import QPNError
+from qpn.frontends.pytrace.layout import is_shared
 
 from .condqueue import cond_queues
 from .contended import blocking_only, unseen_joins
@@ -48,7 +49,7 @@ from .barrier_rounds import one_round_barriers
 from .spawns import spawns_as_pool
 from .schedules import schedules_as_sources
 from .selects import select_waits
-from .threads import Group, group_processes
+from .threads import Group, group_processes, merge_process_pools
 from .wakeups import wake_latencies
 
 
@@ -182,7 +183,7 @@ def _analyze(trace, options: Options | None) -> Analysis:
     by, planned, plan_notes = schedules_as_sources(by)      # sleeps that keep a plan: schedules.py
     by, waited = futures_as_semaphores(by, object_events)      # future waits: see futures.py
     by, items, handed = cond_queues(by, object_events)       # condition + container: condqueue.py
-    by, forked = forks_as_semaphores(by)                     # threads started and joined: forks.py
+    by, forked = forks_as_semaphores(by, getattr(trace, "processes", {}))   # forks.py
     objects = ObjectTable(object_events + spawned + planned + waited + items + forked)
     info = {e["tid"]: e for e in trace.events if e["kind"] == "thread_start"}
     main = h.program.get("pid") if h.program.get("pid") in by else next(
@@ -229,6 +230,11 @@ def _analyze(trace, options: Options | None) -> Analysis:
             s.out = True
         sigs[tid] = collections.Counter(map(_TOK, w[i:j]))
     groups = group_processes(sigs, info, main, procs)
+    if procs:                          # a process pool's workers: one pool of processes
+        toks = tokens.tokens
+        groups = merge_process_pools(groups, sigs, procs, lambda t: toks[t][0] == "take"
+                                     and is_shared(toks[t][1][0] if isinstance(toks[t][1], tuple)
+                                                   else toks[t][1]))
     runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
     for o in forked:                   # a pool forked in rounds: a round's threads at once
         for r in runners:

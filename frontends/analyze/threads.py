@@ -58,6 +58,7 @@ class Group:
     thread_names: list = field(default_factory=list)
     start_site: str | None = None
     process: str | None = None         # its process, in a trace of several (processes.py)
+    processes: tuple = ()              # a pool of processes: each thread's own (one each)
 
 
 def group_processes(signatures: dict, info: dict, main, processes: dict) -> list[Group]:
@@ -73,6 +74,40 @@ def group_processes(signatures: dict, info: dict, main, processes: dict) -> list
             g.process = proc
             out.append(g)
     return out
+
+
+def merge_process_pools(groups: list, signatures: dict, processes: dict, shared_take) -> list:
+    """Groups of one thread each, in processes of their own (a process pool's workers,
+    forked or spawned alike), that did the same work and take from a channel shared by
+    processes (a pool's work queue: ``shared_take(token)`` is true for such a take), as one
+    pool of processes; the others as they were.
+
+    >>> g = [Group("main", [1], True, process="p"), Group("main", [7], False, process="p_7"),
+    ...      Group("main", [8], False, process="p_8")]
+    >>> sig = {1: {"a": 1}, 7: {"t99": 5}, 8: {"t99": 4}}
+    >>> out = merge_process_pools(g, sig, {1: "p", 7: "p_7", 8: "p_8"}, lambda t: t == "t99")
+    >>> [(x.name, x.tids, x.processes) for x in out]
+    [('main', [1], ()), ('worker', [7, 8], ('p_7', 'p_8'))]
+    """
+    per_process: dict = {}
+    for t, p in processes.items():
+        per_process[p] = per_process.get(p, 0) + 1
+    alone = [g for g in groups if len(g.tids) == 1 and not g.main and g.process
+             and per_process.get(g.process) == 1]
+    keys = {}
+    for g in alone:
+        toks = frozenset(signatures[g.tids[0]])
+        if any(shared_take(t) for t in toks):
+            keys.setdefault(toks, []).append(g)
+    out, merged = [], set()
+    for toks, gs in keys.items():
+        if len(gs) >= 2:
+            tids = sorted(t for g in gs for t in g.tids)
+            procs = tuple(processes[t] for t in tids)
+            out.append(Group("worker", tids, False, [n for g in gs for n in g.thread_names],
+                             gs[0].start_site, None, procs))
+            merged.update(id(g) for g in gs)
+    return [g for g in groups if id(g) not in merged] + out
 
 
 def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
