@@ -3,7 +3,7 @@
 :func:`install_from_env` reads the ``QPN_TRACE_*`` variables and calls
 :func:`install`, which opens the record (:mod:`.agent`), installs the I/O
 wrappers (:mod:`.iopatch`) now and the others (:mod:`.sync`, :mod:`.queues`,
-sockets) when the program imports the module they wrap, then starts the
+sockets, :mod:`.aiopatch`) when the program imports the module they wrap, then starts the
 main thread's record.  The wrappers import the recorder; only this module
 imports both, so the recorder imports none of them.
 
@@ -28,6 +28,7 @@ def install(raw_path: str) -> None:
     when_imported("concurrent.futures.thread", lambda m: _load("queues").install_futures())
     when_imported("socket", lambda m: iopatch.install_socket())
     when_imported("mpi4py.MPI", lambda m: _load("mpipatch").install(m))
+    when_imported("asyncio", lambda m: _load("aiopatch").install())
     agent.begin(start)
 
 
