@@ -187,6 +187,8 @@ def _waits_on(task, w) -> tuple | None:
         if not k:
             return None
         v = getattr(w, "_qpn", None)
+        if v is None:
+            v = _adopt(w)                # made directly and not run yet
         if not v:
             return None
         on = "join"
@@ -232,6 +234,8 @@ def _target(f) -> tuple | None:
         k = _learn_task(type(f))
     if k:
         n = getattr(f, "_qpn", None)
+        if n is None:
+            n = _adopt(f)
         return ("join", -n) if n else None
     if type(f) is _CFuture:
         v = getattr(f, "_qpn_cf", None)
