@@ -124,7 +124,9 @@ def _frame_walk(library_fallback: bool, name: str, doc: str):
                 if lib is None:
                     lib = f
             elif k == 3:             # an asyncio task's step begins here (aiostep.py)
-                break
+                if lib is not None and lib.f_back is f:
+                    lib = None       # asyncio's Handle._run: no site (aioconvert gives
+                break                # the task's creation site)
             f = f.f_back
         if lib is None or not library_fallback:
             return None

@@ -116,6 +116,17 @@ class _Thread:
         return self.segs[bisect_right(self.starts, ts) - 1]
 
 
+def _put_site(e: dict, site: str) -> None:
+    """Give event ``e`` a site, in its place (after ``cpu``), keeping the dict itself."""
+    after = "cpu" if "cpu" in e else "ts"
+    items = list(e.items())
+    e.clear()
+    for k, v in items:
+        e[k] = v
+        if k == after:
+            e["site"] = site
+
+
 def attribute(events: list, aio: list, acquires: list, started: list, pid: int,
               sites: dict) -> int:
     """Give asyncio's tasks their virtual threads (see the module's docstring).
@@ -190,6 +201,10 @@ def attribute(events: list, aio: list, acquires: list, started: list, pid: int,
         th = threads.get((tid, life(tid, ts)))
         return None if th is None else th.at(ts)
 
+    # a task whose own frames hold no code of the program (gather(asyncio.sleep(1))): its
+    # events are at the site that created it
+    created_at = {n: sites[info["site"]] for n, info in tasks.items()
+                  if info["site"] is not None and info["site"] in sites}
     acquired = {id(e) for e in acquires}
     for e in events:
         tid = e["tid"]
@@ -204,6 +219,8 @@ def attribute(events: list, aio: list, acquires: list, started: list, pid: int,
             e["tid"] = vt(g.owner)
             if c is not None:
                 e["cpu"] = g.clock(c)
+            if "site" not in e and g.owner in created_at:
+                _put_site(e, created_at[g.owner])
         elif c is not None:
             e["cpu"] = g.loop_clock(c)
         dur = e.get("dur")
@@ -271,7 +288,7 @@ def attribute(events: list, aio: list, acquires: list, started: list, pid: int,
                 continue
             on, v, sid = w
             ev = {"kind": "wait", "tid": vt(n), "ts": t1, "cpu": task_clock(n, t1)}
-            s = sites.get(sid) if sid is not None else None
+            s = sites.get(sid) if sid is not None else created_at.get(n)
             if s is not None:
                 ev["site"] = s
             ev["on"] = on

@@ -243,9 +243,24 @@ def _target(f) -> tuple | None:
     return None
 
 
+def _current(current_task):
+    """The running task, or None (no loop running: a coroutine driven by hand)."""
+    try:
+        return current_task()
+    except RuntimeError:
+        return None
+
+
 def _joins(targets: list, s, t0: int, c0: int, ok) -> None:
     """The waits of one await on several tasks or futures: the first carries the wait, the
     others follow at its end with dur 0."""
+    try:
+        _emit_joins(targets, s, t0, c0, ok)
+    except Exception:                   # recording must never break the program
+        pass
+
+
+def _emit_joins(targets: list, s, t0: int, c0: int, ok) -> None:
     d, cd = spent(t0, c0)
     t1, c1 = t0 + d, cpu()
     seen = set()
@@ -325,8 +340,11 @@ def _install_tasks(asyncio) -> None:
     if set_name is not None:
         def _set_task_name(task, name):
             set_name(task, name)
-            if name is not None:
-                n = getattr(task, "_qpn", None) if _is_task.get(type(task)) is not False else None
+            k = _is_task.get(type(task))
+            if k is None:
+                k = _learn_task(type(task))
+            if name is not None and k:
+                n = getattr(task, "_qpn", None)
                 if n:
                     emit(("aio_name", gettid(), mono(), None, None, n, str(name)))
         tasks._set_task_name = _set_task_name
@@ -361,7 +379,7 @@ def _install_task_class(tasks) -> None:
 
         def __await__(self):
             n = getattr(self, "_qpn", None)
-            me = current_task() if n else None
+            me = _current(current_task) if n else None
             if not n or me is not None and getattr(me, "_qpn_x", None):
                 return (yield from base_await(self))
             s = site()
@@ -380,6 +398,7 @@ def _install_task_class(tasks) -> None:
     Task.__doc__ = Base.__doc__
     _tidy(Task)
     _TracedTask = Task
+    _is_task[Task] = _is_task[Base] = True
     tasks.Task = Task
 
 
@@ -738,7 +757,7 @@ def _install_waits(asyncio) -> None:
         box = None
         if not known and timeout is not None and iscoroutine(fut):
             box = _capture[id(fut)] = [fut]      # its task, caught when ensure_future makes it
-        me = current_task()
+        me = _current(current_task)
         if me is not None:
             me._qpn_x = getattr(me, "_qpn_x", 0) + 1
         s = site()
@@ -760,7 +779,10 @@ def _install_waits(asyncio) -> None:
                 _capture.pop(id(box[0]), None)
             target = fut if known else (box[1] if box is not None and len(box) > 1 else None)
             if s is not False and target is not None:
-                t = _target(target)
+                try:
+                    t = _target(target)
+                except Exception:
+                    t = None
                 if t is not None:
                     _joins([t], s, t0, c0, ok)
     asyncio.wait_for = _named(wait_for, "wait_for")
@@ -800,7 +822,10 @@ def _install_waits(asyncio) -> None:
                 raise
             finally:
                 if s is not False:
-                    targets = [t for t in map(_target, getattr(self, "_children", ())) if t]
+                    try:
+                        targets = [t for t in map(_target, getattr(self, "_children", ())) if t]
+                    except Exception:
+                        targets = ()
                     if targets:
                         _joins(targets, s, t0, c0, ok)
         __iter__ = __await__

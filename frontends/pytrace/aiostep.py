@@ -44,9 +44,12 @@ def make_run(run, step_cb: dict, is_task: dict, learn_cb, learn_task, adopt, wai
                     finally:
                         t1 = mono()
                         c1 = cpu()
-                        w = t._fut_waiter
-                        emit(("aio_step", gettid(), t0, c0, n, t1 - t0, c1 - c0,
-                              None if w is None else waits_on(t, w)))
+                        try:
+                            w = t._fut_waiter
+                            w = None if w is None else waits_on(t, w)
+                        except Exception:       # never the program's problem
+                            w = None
+                        emit(("aio_step", gettid(), t0, c0, n, t1 - t0, c1 - c0, w))
                     return
         run(self)
     _run.__name__ = "_run"

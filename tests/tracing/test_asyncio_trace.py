@@ -270,6 +270,14 @@ def test_unusual_asyncio_programs_run_as_untraced(tmp_path_factory):
         assert abs(tot - int(cpu)) <= max(0.01 * int(cpu), 1_000_000), label
     nested = [e for e in tasks.values() if e["name"] == "both"]
     assert len(nested) == 3 and all(tasks[e["parent"]]["name"] == "nesting" for e in nested)
+    # a task with no code of the program (create_task(asyncio.sleep(5))): its events are
+    # at the site that made it, not in asyncio's loop
+    sleepers = [e for e in tasks.values() if e["name"] == "sleep"]
+    assert len(sleepers) == 3
+    for e in sleepers:
+        waits = [w for w in by[e["tid"]] if w["kind"] == "wait"]
+        assert [w["on"] for w in waits] == ["sleep"] and waits[0]["site"] == e["site"]
+        assert waits[0]["ok"] is False                       # cancelled at asyncio.run's end
 
 
 def test_a_threading_program_gives_the_events_it_gave(tmp_path_factory):
