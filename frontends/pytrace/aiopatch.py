@@ -53,6 +53,20 @@ _TracedTask: type = type(None)
 _loops_seen: set = set()       # ids of loops whose attributes cannot be set
 
 
+class _AsOriginal(type):
+    """The metaclass of the traced asyncio classes: ``isinstance`` and ``issubclass`` answer
+    for them as for the class each replaces (``asyncio.Lock`` is the traced lock, but a lock
+    asyncio or a library made, of the original class, is still an ``asyncio.Lock``)."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        orig = cls.__dict__.get("_original")
+        return isinstance(obj, orig) if orig is not None else type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        orig = cls.__dict__.get("_original")
+        return issubclass(sub, orig) if orig is not None else type.__subclasscheck__(cls, sub)
+
+
 def _learn_cb(tp: type) -> bool:
     """May a callback of type ``tp`` be a task's step (a method bound to the task)?"""
     ok = tp in (types.BuiltinMethodType, types.MethodType) or tp.__name__ == "TaskStepMethWrapper"
@@ -406,7 +420,7 @@ def _install_sync(asyncio) -> None:
     from asyncio import locks
     lock_acquire, lock_release = locks.Lock.acquire, locks.Lock.release
 
-    class Lock(_LibraryAware, locks.Lock):
+    class Lock(_LibraryAware, locks.Lock, metaclass=_AsOriginal):
         """``asyncio.Lock`` that records acquisitions (the wait) and releases (the hold)."""
         _original, _traced_base = locks.Lock, True
 
@@ -459,7 +473,7 @@ def _install_sync(asyncio) -> None:
         emit(("aio_acquire", gettid(), t0, c0, s, id(self), d, None, None, None, None, cd))
         return r
 
-    class Semaphore(_LibraryAware, locks.Semaphore):
+    class Semaphore(_LibraryAware, locks.Semaphore, metaclass=_AsOriginal):
         """``asyncio.Semaphore`` that records acquisitions (the wait) and releases."""
         _original, _traced_base = locks.Semaphore, True
 
@@ -475,7 +489,7 @@ def _install_sync(asyncio) -> None:
             sem_release(self)
             emit(("release", gettid(), t, cpu(), site(), id(self)))
 
-    class BoundedSemaphore(_LibraryAware, locks.BoundedSemaphore):
+    class BoundedSemaphore(_LibraryAware, locks.BoundedSemaphore, metaclass=_AsOriginal):
         """``asyncio.BoundedSemaphore`` that records acquisitions (the wait) and releases."""
         _original, _traced_base = locks.BoundedSemaphore, True
 
@@ -493,7 +507,7 @@ def _install_sync(asyncio) -> None:
 
     ev_wait, ev_set = locks.Event.wait, locks.Event.set
 
-    class Event(_LibraryAware, locks.Event):
+    class Event(_LibraryAware, locks.Event, metaclass=_AsOriginal):
         """``asyncio.Event`` that records waits and sets."""
         _original, _traced_base = locks.Event, True
 
@@ -530,7 +544,7 @@ def _install_sync(asyncio) -> None:
 
     cond_wait, cond_notify = locks.Condition.wait, locks.Condition.notify
 
-    class Condition(_LibraryAware, locks.Condition):
+    class Condition(_LibraryAware, locks.Condition, metaclass=_AsOriginal):
         """``asyncio.Condition`` that records waits and notifications (its lock, made
         traced when the program gives none, records the release and re-acquisition)."""
         _original, _traced_base = locks.Condition, True
@@ -581,7 +595,7 @@ def _install_sync(asyncio) -> None:
     if Barrier0 is not None:
         bar_wait = Barrier0.wait
 
-        class Barrier(_LibraryAware, Barrier0):
+        class Barrier(_LibraryAware, Barrier0, metaclass=_AsOriginal):
             """``asyncio.Barrier`` that records each wait (its parties in the object event)."""
             _original, _traced_base = Barrier0, True
 
@@ -695,9 +709,9 @@ def _install_queues(asyncio) -> None:
 
     def make(base, kind):
         # queues are traced whoever creates them, as queue.Queue's are (queues.py)
-        cls = type(base.__name__, (_Traced, base),
-                   {"_kind": kind, "__module__": "asyncio.queues",
-                    "__doc__": f"``asyncio.{base.__name__}`` that records puts and gets."})
+        cls = _AsOriginal(base.__name__, (_Traced, base),
+                          {"_kind": kind, "_original": base, "__module__": "asyncio.queues",
+                           "__doc__": f"``asyncio.{base.__name__}`` that records puts and gets."})
         return _tidy(cls)
     asyncio.Queue = make(queues.Queue, "queue")
     asyncio.LifoQueue = make(queues.LifoQueue, "lifo_queue")
