@@ -316,6 +316,56 @@ def test_a_threading_program_gives_the_events_it_gave(tmp_path_factory):
     assert events == before and warnings == [] and "asyncio_tasks" not in header.capabilities
 
 
+def test_the_loop_threads_cpu_is_split_among_its_tasks_and_itself():
+    """The runner's side alone, on records made by hand: a loop thread (OS tid 100) runs
+    task 1, then its own work, then task 2, then task 1 again, which runs a loop of its
+    own inside its step (as nest_asyncio does) with a step of task 2 in it."""
+    L = 7000
+    recs = [("thread_start", 1, 0, 1000, None, "MainThread", None, False, 100),
+            ("aio_task", 1, 10, None, 1, 1, None, "main", L, True),
+            ("aio_task", 1, 25, None, 1, 2, "worker", "work", L, False),
+            ("object", 1, 30, 1108, 1, 77, "lock", None),
+            ("wait", 1, 35, 1112, 1, "sleep", None, 70, None, None, None, 5, 91),
+            ("aio_acquire", 1, 38, 1113, 1, 77, 1, None),
+            ("aio_step", 1, 20, 1100, 1, 20, 15, None),
+            ("io", 1, 45, 1120, 1, "accept", 5, None, 3, None, 2, None, "p", None, None, 4, "l"),
+            ("aio_step", 1, 50, 1125, 2, 30, 20, ("join", 1, 1)),
+            ("mark", 1, 105, 1203, 1, "before", None),
+            ("mark", 1, 115, 1208, 1, "nested", None),
+            ("aio_step", 1, 110, 1205, 2, 10, 8, None),
+            ("mark", 1, 130, 1230, 1, "after", None),
+            ("wait", 1, 140, 1235, 1, "join", None, 0, None, None, -2, None, None),
+            ("aio_step", 1, 100, 1200, 1, 50, 40, None),
+            ("thread_end", 1, 200, 1300, None)]
+    raw = [("H", {"pid": 100, "cwd": ROOT}), ("E", recs, [(1, os.path.join(ROOT, "p.py"), 3)]),
+           ("X", {"reason": "exit"})]
+    header, events, warnings = convert(raw, 0)
+    assert header.capabilities["asyncio_tasks"] and warnings == []
+    t1, t2 = virtual_tid(100, 1), virtual_tid(100, 2)
+    by = collections.defaultdict(list)
+    for e in events:
+        by[e["tid"]].append(e)
+    assert [(e["kind"], e["ts"], e.get("cpu")) for e in by[100]] == [
+        ("thread_start", 0, 1000), ("object", 20, 1100), ("io", 45, 1105), ("thread_end", 200, 1225)]
+    loop = by[100][1]
+    assert loop["type"] == "loop" and loop["obj"] == L and loop["site"] == "p.py:3"
+    start1, start2 = by[t1][0], by[t2][0]
+    assert (start1["parent"], start1["name"], start1["task"], start1["loop"]) == (100, "main", True, L)
+    assert (start2["parent"], start2["name"], start2["cpu"]) == (t1, "worker", 0)
+    marks = {e["name"]: (e["tid"], e["cpu"]) for e in events if e["kind"] == "mark"}
+    assert marks == {"before": (t1, 18), "nested": (t2, 23), "after": (t1, 37)}
+    sleep = next(e for e in by[t1] if e.get("on") == "sleep")
+    assert (sleep["cpu"], sleep["cpu_dur"]) == (12, 6)         # its task's CPU, both steps'
+    acq = next(e for e in by[t1] if e["kind"] == "acquire")
+    assert acq["contended"] is False and acq["dur"] == 0      # it did not wait for a step
+    joins = [e for e in events if e.get("on") == "join"]
+    assert [(e["tid"], e["target"], e["ts"], e["dur"]) for e in joins] == [
+        (t2, t1, 80, 30), (t1, t2, 140, 0)]                  # step-end and recorded joins
+    ends = {e["tid"]: (e["ts"], e["cpu"]) for e in events if e["kind"] == "thread_end"}
+    assert ends[t1] == (150, 15 + 40 - 8) and ends[t2] == (120, 20 + 8)
+    assert ends[100][1] + ends[t1][1] + ends[t2][1] == 1300   # the thread's CPU, all of it
+
+
 @pytest.mark.measured
 def test_async_offload_overhead(tmp_path):
     """tests/programs/unseen/async_offload.py at 2 threads, traced against untraced: the
