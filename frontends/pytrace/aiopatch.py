@@ -668,7 +668,8 @@ def _install_queues(asyncio) -> None:
             try:
                 r = q_put_nowait(self, item)
             except Full:
-                emit(("put", gettid(), t, cpu(), site(), id(self), id(item), 0, self.qsize(), False))
+                emit(("put", gettid(), t, cpu(), site(), id(self), id(item), 0, self.qsize(),
+                      False))
                 raise
             emit(("put", gettid(), t, cpu(), site(), id(self), id(item), 0, self.qsize()))
             return r

@@ -8,6 +8,7 @@ Only the standard library may be imported here (see :mod:`.agent`).
 from __future__ import annotations
 
 import types
+from typing import Callable
 
 from .agent import cpu, emit, gettid, mono
 
@@ -15,7 +16,7 @@ _BUILTIN, _METHOD = types.BuiltinMethodType, types.MethodType
 
 
 def make_run(run, step_cb: dict, is_task: dict, learn_cb, learn_task, adopt, waits_on,
-             step_names: frozenset):
+             step_names: frozenset) -> Callable:
     """``Handle._run`` that, when the handle runs a step of a task (a callback bound to
     the task: the C task's ``TaskStepMethWrapper`` or ``task_wakeup``, the Python task's
     ``__step`` or ``__wakeup``), records an ``aio_step``: the task's serial, the step's

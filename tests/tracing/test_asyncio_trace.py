@@ -94,7 +94,8 @@ def test_a_task_per_request_is_a_thread_with_its_parent_and_site(requests):
     assert client["parent"] == main["tid"] and client["site"] == s["client"]
     reqs = [e for e in tasks.values() if e["name"] == "request"]
     assert len(reqs) == 6
-    assert {e["parent"] for e in reqs} == {client["tid"]} and {e["site"] for e in reqs} == {s["create"]}
+    assert {e["parent"] for e in reqs} == {client["tid"]}
+    assert {e["site"] for e in reqs} == {s["create"]}
     # the first phase's threads: main, the client and one per request (N + 2)
     assert len([e for e in tasks.values() if e["ts"] <= max(r["ts"] for r in reqs)]) == 6 + 2
     # the client awaits each request in turn: a join on each (also on those already done)
@@ -346,11 +347,13 @@ def test_the_loop_threads_cpu_is_split_among_its_tasks_and_itself():
     for e in events:
         by[e["tid"]].append(e)
     assert [(e["kind"], e["ts"], e.get("cpu")) for e in by[100]] == [
-        ("thread_start", 0, 1000), ("object", 20, 1100), ("io", 45, 1105), ("thread_end", 200, 1225)]
+        ("thread_start", 0, 1000), ("object", 20, 1100), ("io", 45, 1105),
+        ("thread_end", 200, 1225)]
     loop = by[100][1]
     assert loop["type"] == "loop" and loop["obj"] == L and loop["site"] == "p.py:3"
     start1, start2 = by[t1][0], by[t2][0]
-    assert (start1["parent"], start1["name"], start1["task"], start1["loop"]) == (100, "main", True, L)
+    assert (start1["parent"], start1["name"], start1["task"], start1["loop"]) == (
+        100, "main", True, L)
     assert (start2["parent"], start2["name"], start2["cpu"]) == (t1, "worker", 0)
     marks = {e["name"]: (e["tid"], e["cpu"]) for e in events if e["kind"] == "mark"}
     assert marks == {"before": (t1, 18), "nested": (t2, 23), "after": (t1, 37)}
