@@ -42,12 +42,14 @@ CAPABILITIES = {
     "sites": "events carry the code location (site) of the call",
     "samples": "sample events carry stack samples",
     "probes": "probe events from a PERSIK-style instrumented program",
+    "asyncio_tasks": "asyncio tasks are threads of their own (thread_start with task: true, "
+                     "virtual thread ids); the event loop is an object of type loop",
 }
 
 OBJECT_TYPES = frozenset({
     "lock", "rlock", "rwlock", "cond", "sem", "bsem", "barrier", "event",
     "queue", "lifo_queue", "prio_queue", "simple_queue", "pool", "future",
-    "file", "socket", "disk", "gil", "monitor", "comm", "other"})
+    "file", "socket", "disk", "gil", "monitor", "comm", "loop", "other"})
 WAIT_ON = frozenset({"cond", "barrier", "join", "sleep", "gil", "event", "future",
                      "select", "other"})
 IO_OPS = frozenset({"open", "close", "read", "write", "stat", "seek", "fsync",
@@ -99,7 +101,8 @@ def _spec(kind: str, doc: str, required: tuple = (), /, **fields) -> KindSpec:
 
 
 KINDS: dict[str, KindSpec] = {s.name: s for s in (
-    _spec("thread_start", "a thread begins", name="str", parent="int", daemon="bool"),
+    _spec("thread_start", "a thread begins", name="str", parent="int", daemon="bool",
+          task="bool", loop="int"),
     _spec("thread_end", "a thread ends"),
     _spec("object", "a lock, queue, pool, file ... is created; its parameters",
           ("obj", "type"), type=OBJECT_TYPES, capacity="uint", parties="uint",

@@ -47,6 +47,9 @@ _DESCENDANT = "QPN_TRACE_DESCENDANT"
 _flush_lock = _thread.allocate_lock()
 #: with children followed (boot.install_from_env): the directory of every process's record
 FOLLOW_DIR: str | None = None
+#: file names of asyncio's modules once the program imports it (aiopatch.install): the
+#: socket and future calls made there are the event loop's plumbing, not the program's
+AIO_FILES: dict = {}
 
 _AGENT_DIR = os.path.dirname(os.path.abspath(__file__))
 # The standard library is where os.py lives (sysconfig would cost milliseconds
@@ -74,7 +77,8 @@ def _spiller() -> None:
 
 
 def classify(filename: str) -> int:
-    """0 for user code, 1 for the standard library/site-packages, 2 for the tracer."""
+    """0 for user code, 1 for the standard library/site-packages, 2 for the tracer (3 for
+    its asyncio step wrapper, set by aiopatch: where a task's frames begin)."""
     if filename.startswith("<"):
         k = 0 if filename in ("<string>", "<stdin>") else 1
     else:
@@ -105,7 +109,9 @@ def _frame_walk(library_fallback: bool, name: str, doc: str):
     helper would add a call to every event: +1.7% on a traced lock operation).
 
     From the caller's caller outwards: the site of the first user-code frame; without
-    one, that of the innermost library frame when ``library_fallback``, else None.
+    one, that of the innermost library frame when ``library_fallback``, else None.  The
+    walk stops at the start of an asyncio task's step, as a thread's stops at its start:
+    the event loop that runs the step is not the task's caller.
     """
     def walk() -> int | None:
         f = sys._getframe(1)
@@ -117,8 +123,13 @@ def _frame_walk(library_fallback: bool, name: str, doc: str):
                 k = classify(fn)
             if k == 0:
                 return site_id(fn, f.f_lineno)
-            if k == 1 and lib is None:
-                lib = f
+            if k == 1:
+                if lib is None:
+                    lib = f
+            elif k == 3:             # an asyncio task's step begins here (aiostep.py)
+                if lib is not None and lib.f_back is f:
+                    lib = None       # asyncio's Handle._run: no site (aioconvert gives
+                break                # the task's creation site)
             f = f.f_back
         if lib is None or not library_fallback:
             return None
@@ -160,7 +171,7 @@ def created_by_library() -> bool:
         if k is None:
             k = classify(fn)
         if k != 2:
-            return k == 1
+            return k != 0
         f = f.f_back
     return False
 

@@ -3,7 +3,7 @@
 :func:`install_from_env` reads the ``QPN_TRACE_*`` variables and calls
 :func:`install`, which opens the record (:mod:`.agent`), installs the I/O
 wrappers (:mod:`.iopatch`) now and the others (:mod:`.sync`, :mod:`.queues`,
-sockets) when the program imports the module they wrap, then starts the
+sockets, :mod:`.aiopatch`) when the program imports the module they wrap, then starts the
 main thread's record.  The wrappers import the recorder; only this module
 imports both, so the recorder imports none of them.
 
@@ -48,6 +48,7 @@ def install(raw_path: str) -> None:
             ("concurrent.futures._base", "poolpatch", "install_futures_base"),
             ("concurrent.futures.process", "poolpatch", "install_process_pool")):
         when_imported(name, _installer(module, fn))
+    when_imported("asyncio", lambda m: _load("aiopatch").install())
     agent.begin(start)
 
 

@@ -8,7 +8,11 @@ loop (``calls`` = lines; for text files ``bytes`` counts characters), because
 one event per line would cost more than the line itself.
 
 Socket methods are wrapped on ``socket.socket``, so sockets made by any code
-(http.client, socketserver) are traced, including ``makefile`` streams.
+(http.client, socketserver) are traced, including ``makefile`` streams.  The calls that
+asyncio's event loop makes for itself are not (``agent.AIO_FILES``): its wake-up pipe,
+its transports' reads and writes and its ``sock_*`` retries; the program's I/O is recorded
+where its tasks await it (:mod:`.aiopatch`).  A server's accepts are kept: they run in
+the loop, and the task handling each connection names the loop's thread as its parent.
 """
 from __future__ import annotations
 
@@ -16,10 +20,11 @@ import builtins
 import io
 import os
 import stat
+import sys
 import time
 import weakref
 
-from .agent import blocking, cpu, emit, gettid, mono, site, spent, user_site
+from .agent import AIO_FILES, blocking, cpu, emit, gettid, mono, site, spent, user_site
 
 _open = builtins.open
 _sleep = time.sleep
@@ -250,6 +255,8 @@ def _wrap_socket(socket) -> None:
               False))
 
     def t_send(self, data, *args):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return send(self, data, *args)
         s, c0, t0 = site(), cpu(), mono()
         try:
             n = send(self, data, *args)
@@ -261,6 +268,8 @@ def _wrap_socket(socket) -> None:
         return n
 
     def t_sendall(self, data, *args):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return sendall(self, data, *args)
         s, c0, t0 = site(), cpu(), mono()
         try:
             sendall(self, data, *args)
@@ -272,6 +281,8 @@ def _wrap_socket(socket) -> None:
               d, cd))
 
     def t_sendto(self, data, *args):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return sendto(self, data, *args)
         s, c0, t0 = site(), cpu(), mono()
         n = sendto(self, data, *args)
         d, cd = spent(t0, c0)
@@ -280,6 +291,8 @@ def _wrap_socket(socket) -> None:
         return n
 
     def t_recv(self, size, *args):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return recv(self, size, *args)
         s, c0, t0 = site(), cpu(), mono()
         try:
             data = recv(self, size, *args)
@@ -292,6 +305,8 @@ def _wrap_socket(socket) -> None:
         return data
 
     def t_recv_into(self, buffer, *args):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return recv_into(self, buffer, *args)
         s, c0, t0 = site(), cpu(), mono()
         try:
             n = recv_into(self, buffer, *args)
@@ -303,6 +318,8 @@ def _wrap_socket(socket) -> None:
         return n
 
     def t_recvfrom(self, size, *args):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return recvfrom(self, size, *args)
         s, c0, t0 = site(), cpu(), mono()
         data, addr = recvfrom(self, size, *args)
         d, cd = spent(t0, c0)
@@ -311,11 +328,19 @@ def _wrap_socket(socket) -> None:
         return data, addr
 
     def t_accept(self):
+        quiet = False
+        if AIO_FILES:
+            code = sys._getframe(1).f_code
+            if code.co_filename in AIO_FILES:
+                if code.co_name != "_accept_connection":       # sock_accept's: recorded there
+                    return accept(self)
+                quiet = True            # a server's accept loop ends on an empty backlog
         s, c0, t0 = site(), cpu(), mono()
         try:
             conn, addr = accept(self)
         except OSError:
-            failed(self, "accept", s, t0, c0)
+            if not quiet:
+                failed(self, "accept", s, t0, c0)
             raise
         d, cd = spent(t0, c0)
         emit(("io", gettid(), t0, c0, s, "accept", id(self), None, self.fileno(), None,
@@ -323,6 +348,8 @@ def _wrap_socket(socket) -> None:
         return conn, addr
 
     def t_connect(self, address):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return connect(self, address)
         s, c0, t0 = site(), cpu(), mono()
         try:
             connect(self, address)

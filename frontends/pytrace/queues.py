@@ -12,8 +12,10 @@ Queues are traced even when library code creates them: the work queue of a
 from __future__ import annotations
 
 import queue
+import sys
+from functools import partial
 
-from .agent import blocking, cpu, emit, gettid, mono, site, site_id, spent
+from .agent import AIO_FILES, blocking, cpu, emit, gettid, mono, site, site_id, spent
 from .sync import declare, ns
 
 _Full, _Empty = queue.Full, queue.Empty
@@ -130,6 +132,9 @@ def install_futures() -> None:
         finally:
             t1, c1 = mono(), cpu()
             fn = self.fn
+            if type(fn) is partial and fn.args and getattr(fn.func, "__name__", None) == "run" \
+                    and type(getattr(fn.func, "__self__", None)).__name__ == "Context":
+                fn = fn.args[0]          # asyncio.to_thread's partial(context.run, func, ...)
             code = getattr(fn, "__code__", None)
             s = site_id(code.co_filename, code.co_firstlineno) if code is not None else None
             emit(("task", gettid(), t0, c0, s, id(self), t1 - t0, c1 - c0,
@@ -157,6 +162,8 @@ def install_future_result() -> None:
     result = Future.result
 
     def traced_result(self, timeout=None):
+        if AIO_FILES and sys._getframe(1).f_code.co_filename in AIO_FILES:
+            return result(self, timeout)     # asyncio copying a done future's result
         obj = self._qpn_obj
         if obj is not None and self._qpn_waited:
             return result(self, timeout)

@@ -152,7 +152,26 @@ def convert(records: list, returncode: int | None = None,
         for r in started:
             spawns[r[5]] = (r[6], sites.get(r[4]))
     tids: dict[int, int] = {}
-    events = [to_event(r, sites, tids) for r in recs]
+    events, aio, acquires, started = [], [], [], []
+    for r in recs:
+        kind = r[0]
+        if kind[:4] == "aio_":                  # asyncio's tasks (aiopatch.py)
+            if kind == "aio_acquire":
+                ev = to_event(("acquire",) + r[1:], sites, tids)
+                acquires.append(ev)
+                events.append(ev)
+            else:
+                aio.append((tids.get(r[1], r[1]), r))
+            continue
+        ev = to_event(r, sites, tids)
+        events.append(ev)
+        if kind == "thread_start" and len(r) > 10 and r[10] is not None and "parent" in ev:
+            started.append((ev, r[10]))         # when start() was called (sync.py)
+    capabilities = dict(CAPABILITIES)
+    if aio or acquires:
+        from .aioconvert import attribute
+        if attribute(events, aio, acquires, started, meta.get("pid") or 0, sites):
+            capabilities["asyncio_tasks"] = True
     events.sort(key=lambda e: e["ts"])
     program = {k: meta.get(k) for k in ("argv", "pid", "ppid", "executable", "cwd")}
     argv = program.get("argv") or []
@@ -167,7 +186,7 @@ def convert(records: list, returncode: int | None = None,
     runtime = {"implementation": meta.get("implementation"), "version": meta.get("python"),
                "gil": True, "switch_interval_ns": meta.get("switch_interval_ns"),
                "cpus": meta.get("cpus"), "affinity": meta.get("affinity")}
-    header = TraceHeader(source="pytrace", capabilities=dict(CAPABILITIES), clock="monotonic",
+    header = TraceHeader(source="pytrace", capabilities=capabilities, clock="monotonic",
                          program=program, runtime=runtime, start_ns=meta.get("start_ns"),
                          epoch_ns=meta.get("epoch_ns"),
                          probe_ns=end.get("probe_ns") if end else None,

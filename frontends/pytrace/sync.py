@@ -390,13 +390,15 @@ def _patch_thread() -> None:
     start, bootstrap, join = Thread.start, Thread._bootstrap_inner, Thread.join
 
     def traced_start(self):
-        self._qpn_origin = (gettid(), site(), _shapes(getattr(self, "_args", ())))
+        self._qpn_origin = (gettid(), site(), _shapes(getattr(self, "_args", ())), mono())
         start(self)
 
     def traced_bootstrap_inner(self):
-        parent, s, shapes = getattr(self, "_qpn_origin", (None, None, None))
+        # the time start() was called goes last (layout.to_event leaves it out): it names
+        # the asyncio task that started the thread, if one did (aioconvert.py)
+        parent, s, shapes, started = getattr(self, "_qpn_origin", (None, None, None, None))
         emit(("thread_start", gettid(), mono(), cpu(), s, self.name, parent, self.daemon,
-              native_tid(), shapes))
+              native_tid(), shapes, started))
         try:
             bootstrap(self)
         finally:
