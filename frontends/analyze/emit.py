@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 
 from qpn.dsl.printer import print_net
-from qpn.expr import Ref
+from dataclasses import replace
+
+from qpn.expr import Num, Ref
 from qpn.model import Param
 from qpn.net import Net
 from qpn.software import ast as sw
@@ -38,7 +40,7 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
     if name is None:
         name = os.path.splitext(os.path.basename(argv[0]))[0] if argv else "model"
     w = Writer(an, name=name, samples_dir=samples_dir, across=across)
-    body = response_timers(w, w.runners())           # sources timed to their ends: responses.py
+    body = counted_queues(w, response_timers(w, w.runners()))   # responses.py; batches
     w.info["reproduce"] = trace_facts(w, an)         # what the check compares (reproduce.py)
     cpus = []
     if "host" in w.cpus:
@@ -100,6 +102,42 @@ def write_model(an, *, name: str | None = None, samples_dir: str | None = None,
         w.info["across"] = across.info
     w.info["object_names"] = dict(w.objnames)
     return ModelText(print_net(net), w.side, w.info)
+
+
+def counted_queues(w, body: list) -> list:
+    """The queues whose items a batch hands over at once (``release (n)``, model.py
+    ``_burst``) as semaphores of items: takes of them acquire one, puts release one."""
+    if not w.counted:
+        return body
+    for key, (order, decl) in list(w.decls.items()):
+        if isinstance(decl, sw.BlockingQueue) and decl.name in w.counted:
+            w.decls[key] = (order, sw.Semaphore(decl.name, Num(0), doc=(
+                (decl.doc + "\n" if decl.doc else "") + "its items counted as permits: a batch "
+                "hands them over at once (release (n))")))
+
+    def step(st):
+        if isinstance(st, sw.Take) and st.target in w.counted and st.timeout is None:
+            return sw.Acquire(st.target, label=st.label, doc=st.doc)
+        if isinstance(st, sw.Put) and st.target in w.counted and st.timeout is None:
+            return sw.Release(st.target, doc=st.doc)
+        kids = sw.children(st)
+        if not kids or isinstance(st, (sw.Put, sw.Take, sw.Allocate)):
+            return st
+        if isinstance(st, (sw.Branch, sw.Fork)):
+            return sw.with_children(st, [replace(k, body=tuple(step(x) for x in k.body))
+                                         for k in kids])
+        return sw.with_children(st, [step(x) for x in kids])
+
+    out = []
+    for d in body:
+        if isinstance(d, (sw.Pool, sw.Source)) and isinstance(d.body, tuple):
+            new = replace(d, body=tuple(step(x) for x in d.body))
+            for name, (pool, r) in list(w.pools.items()):
+                if pool is d:
+                    w.pools[name] = (new, r)
+            d = new
+        out.append(d)
+    return out
 
 
 def _unused(an, w) -> list[str]:

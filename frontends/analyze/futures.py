@@ -52,11 +52,16 @@ def futures_as_semaphores(by: dict, objects: list) -> tuple[dict, list]:
     ``objects``: the trace's ``object`` events."""
     if not any(o.get("type") == "pool" for o in objects):
         return by, []                     # no executor: nothing to read through every event
-    queue_of_item: dict = {}
+    # an item's queue is the one it was first put into: a process pool's worker puts the
+    # same item on the pool's result channel after running it
+    first_put: dict = {}
     for evs in by.values():
         for e in evs:
             if e["kind"] == "put" and "item" in e:
-                queue_of_item[e["item"]] = e["obj"]
+                was = first_put.get(e["item"])
+                if was is None or e["ts"] < was[0]:
+                    first_put[e["item"]] = (e["ts"], e["obj"])
+    queue_of_item = {item: q for item, (_, q) in first_put.items()}
     # CPython reuses ids: a future id names many futures over a run, so waits and tasks
     # are matched by queue, not one to one.  Every wait on a future of the pool's tasks
     # acquires, every task of that pool releases: the counts agree when each future is
@@ -89,7 +94,7 @@ def futures_as_semaphores(by: dict, objects: list) -> tuple[dict, list]:
         qo = declared.get(q, {})
         new_objects.append({"kind": "object", "tid": qo.get("tid", 0), "ts": first - 1, "obj": sem[q],
                             "type": "sem", "permits": 0, "site": qo.get("site"),
-                            "name_suffix": "_done"})
+                            "name_suffix": "_done", "queue": q})
     out = dict(by)
     for tid, evs in by.items():
         if any(e["kind"] == "wait" and e.get("on") == "future" for e in evs):

@@ -23,14 +23,14 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 
-from qpn.distributions import Empirical
+from qpn.distributions import Det, Empirical
 from qpn.expr import BinOp, Num, Ref
 from qpn.software import ast as sw
 
 from . import joins, pruned
 from .exprs import atom, total
 from .features import input_sizes, size_fit, size_steps
-from .fit import fit, number
+from .fit import fit, fmt_time, number, time_num
 from .naming import RESERVED, Names, ident, split_site
 from .diskio import file_io
 from .eventloop import handlers, is_event_loop
@@ -66,6 +66,10 @@ class ModelText:
     info: dict = field(default_factory=dict)
 
 
+#: steps that take no time (a loop of only these must be given some)
+INSTANT = (sw.Put, sw.Release, sw.Unlock, sw.Notify)
+#: the time given to each pass of such a loop (ns)
+INSTANT_NS = 1_000
 #: a counted loop of more iterations times leaves than this, whose body only computes and
 #: does I/O, is repeated geometrically (the same mean) rather than unfolded
 LONG_LOOP = 2_000
@@ -112,6 +116,8 @@ class Writer:
         self.handlers: dict = {}               # event-loop runner -> channel key -> its pool
         self.aloop = None                      # the asyncio loop of the runner being written
         self.loop_names: dict = {}             # ("loop", id) -> its mutex's name
+        self.counted: set = set()              # queues whose items are handed over in bursts
+        self.burst_n: dict = {}                # such a queue -> the items of its batch
         self.peer_waits = peer_waits(an, self.assumptions)   # condition waits left out
         self.info: dict = {"runners": {}, "objects": {}, "params": {}, "loops": [],
                            "branches": [], "steps": {}, "sources": {}, "open_loop": {}}
@@ -559,8 +565,8 @@ class Writer:
             return None
         key = ("loop", loop)
         if key not in self.decls:
-            name = self.names.unique("loop" if r.group.process is None
-                                     else f"loop_{r.group.process}")
+            name = self.names.unique("event_loop" if r.group.process is None
+                                     else f"event_loop_{r.group.process}")
             self.decls[key] = (len(self.decls), sw.Mutex(name, doc=(
                 "the asyncio event loop: it runs one step of one task at a time, on its "
                 "thread (which holds the GIL meanwhile);\na task holds it for each piece of "
@@ -599,6 +605,13 @@ class Writer:
         body = self.items(lp.body, ctx)
         if not body:
             return []
+        if all(isinstance(st, INSTANT) for st in body):
+            # items handed over in a burst at one instant (a pool's tasks submitted with
+            # one call): the trace saw no time, the language wants some in a loop's body
+            body = [sw.Compute(Det(time_num(INSTANT_NS)), self._on("host"),
+                               self.names.unique("handover"),
+                               doc=f"the loop's hand-overs took no time the trace could see: "
+                                   f"{fmt_time(INSTANT_NS)} each (a loop must take time)")] + body
         mean = sum(counts) / len(counts)
         sd = (sum((c - mean) ** 2 for c in counts) / len(counts)) ** 0.5
         # a count that varies little (a round's share of tasks taken from a shared queue:
@@ -614,6 +627,9 @@ class Writer:
             n = counts[0] if not narrow else round(mean)
             if n == 1:
                 return body
+            burst = self._burst(body, n, lp)
+            if burst is not None:
+                return burst
             pname = self.loop_params.get(n)
             if pname is None:
                 first = next((lf for lf in leaves(lp.body) if lf.action in ("put", "take")), None)
@@ -634,6 +650,61 @@ class Writer:
                             "iterations" + (" (counted, it would give each place of its body a "
                                             "color per iteration: repeated geometrically, the "
                                             "same mean)" if long_ else ""))]
+
+    def _burst(self, body: list, n: int, lp) -> list | None:
+        """A counted loop of thousands of passes whose body is code and one hand-over (a
+        batch's N tasks submitted, its N results waited for) as the code repeated
+        geometrically (the same mean) and the hand-over counted at once: ``release (n)``
+        of the queue's items, which becomes a semaphore (:func:`counted_queues`), or
+        ``acquire (n)``.  Counted pass by pass, every place of the body would carry a
+        color per pass (a net of tens of thousands of slots)."""
+        ops = [st for st in body if not isinstance(st, sw.Compute) and not (
+            isinstance(st, (sw.Lock, sw.Unlock)) and st.target in self.cpus)]
+        if n * len(body) <= LONG_LOOP or len(ops) != 1:
+            return None
+        op = ops[0]
+        if isinstance(op, sw.Put) and op.timeout is None and not op.otherwise and \
+                not self._bounded(op.target):
+            self.counted.add(op.target)
+            self.burst_n[op.target] = n
+            hand = sw.Release(op.target, Num(n), doc=f"{n} items handed over at once (a "
+                              f"batch; the loop at {self._loop_site(lp)} put them one by one)")
+        elif isinstance(op, sw.Acquire) and isinstance(op.count, Num) and op.count.value == 1:
+            # the completions of a batch this runner handed over: as many as it handed over
+            # (a wait the tracer could not see, a result already there, leaves a few out)
+            put = self.burst_n.get(self._done_of(op.target))
+            note = ""
+            if put is not None and put != n and abs(put - n) <= 0.05 * put:
+                note = f"; {n} waits traced, as many as the {put} items of its batch"
+                n = put
+            hand = sw.Acquire(op.target, Num(n), doc=f"{n} permits at once (the loop at "
+                              f"{self._loop_site(lp)} took them one by one{note})")
+        else:
+            return None
+        code = [st for st in body if st is not op]
+        out = [sw.Loop(number(geometric_mean_text(n)), tuple(code), geometric=True, doc=(
+            f"the code of the loop's {n} passes, repeated geometrically (the same mean)"))] \
+            if any(isinstance(st, sw.Compute) for st in code) else []
+        self.info["loops"].append({"runner": None, "count": n, "param": None, "burst": True,
+                                   "site": self._loop_site(lp)})
+        return out + [hand]
+
+    def _done_of(self, sem: str) -> str | None:
+        """The queue whose tasks' completions the semaphore named ``sem`` counts (futures.py)."""
+        for key, name in self.objnames.items():
+            if name == sem:
+                q = self.an.objects.info(key).get("queue")
+                if q is not None:
+                    return next((n for k, n in self.objnames.items()
+                                 if isinstance(k, tuple) and k[0] == q), None)
+        return None
+
+    def _bounded(self, queue: str) -> bool:
+        """Whether the declared queue named ``queue`` has a capacity."""
+        for key, name in self.objnames.items():
+            if name == queue:
+                return bool(self.an.objects.info(key).get("capacity"))
+        return False
 
     def _loop_site(self, lp) -> str:
         return self.an.tokens.tokens[lp.header][2] or "?"
