@@ -89,12 +89,14 @@ def forks_as_semaphores(by: dict, processes: dict | None = None) -> tuple[dict, 
     sems: dict = {}                  # (parent, site) -> (start, done): one pair for its rounds
     for parent, site, children in rounds:
         first = starts[children[0]]
+        at = _between(by[parent], first["ts"])
         if (parent, site) not in sems:
             sems[(parent, site)] = (FORKS_BASE + 2 * len(sems), FORKS_BASE + 2 * len(sems) + 1)
             mine = [cs for p, s, cs in rounds if (p, s) == (parent, site)]
             every = [c for cs in mine for c in cs]
             for sem, what in zip(sems[(parent, site)], ("start", "done")):
-                objects.append({"kind": "object", "tid": parent, "ts": first["ts"] - 1, "obj": sem,
+                objects.append({"kind": "object", "tid": parent, "ts": min(at, first["ts"]) - 1,
+                                "obj": sem,
                                 "type": "sem", "permits": 0, "site": site, "name_suffix": f"_{what}",
                                 "name_type": "fork", "fork": what, "children": every,
                                 "width": max(map(len, mine)),     # threads at once
@@ -104,8 +106,8 @@ def forks_as_semaphores(by: dict, processes: dict | None = None) -> tuple[dict, 
                                     + " (not an object of the program)")})
         sem_start, sem_done = sems[(parent, site)]
         adds.setdefault(parent, []).append(
-            {"kind": "release", "tid": parent, "ts": first["ts"], "obj": sem_start, "site": site,
-             "cpu": cpu_at(by[parent], first["ts"]), "n": len(children)})
+            {"kind": "release", "tid": parent, "ts": at, "obj": sem_start, "site": site,
+             "cpu": cpu_at(by[parent], at), "n": len(children)})
         for c in children:
             s, end = starts[c], by[c][-1]
             adds.setdefault(c, []).extend([
@@ -140,6 +142,18 @@ def forks_as_semaphores(by: dict, processes: dict | None = None) -> tuple[dict, 
         else:
             out[tid] = list(heapq.merge(base, evs, key=_TS))
     return out, objects
+
+
+def _between(evs: list, ts: int) -> int:
+    """``ts``, or just before the parent's event whose span holds it: a child process
+    begins (its interpreter started) while its parent is already inside another call
+    (writing the child's input), and an event inside a span is read as nested in it."""
+    for e in evs:
+        if e["ts"] > ts:
+            break
+        if e["ts"] < ts < e["ts"] + e.get("dur", 0):
+            return e["ts"] - 1              # just before it: not nested in it
+    return ts
 
 
 def _rounds(starts: dict, joined: dict, by: dict) -> list:

@@ -232,9 +232,12 @@ def _analyze(trace, options: Options | None) -> Analysis:
     groups = group_processes(sigs, info, main, procs)
     if procs:                          # a process pool's workers: one pool of processes
         toks = tokens.tokens
-        groups = merge_process_pools(groups, sigs, procs, lambda t: toks[t][0] == "take"
-                                     and is_shared(toks[t][1][0] if isinstance(toks[t][1], tuple)
-                                                   else toks[t][1]))
+        def joint(t):              # a take of a channel between processes, a fork's start
+            a, key = toks[t][0], toks[t][1]
+            obj = key[0] if isinstance(key, tuple) else key
+            return a == "take" and is_shared(obj) or a == "acquire" and isinstance(obj, int) \
+                and objects.info(key).get("fork") == "start"
+        groups = merge_process_pools(groups, sigs, procs, joint)
     runners = [Runner(_runner_name(g, objects), g, "counted") for g in groups]
     for o in forked:                   # a pool forked in rounds: a round's threads at once
         for r in runners:

@@ -91,14 +91,17 @@ def trace_facts(w, an) -> dict:
         if runs <= 0:
             continue
         lvs = leaves(r.items)
-        total = sum(s.wall + s.dur for lf in lvs for s in lf.steps)
+        # a fragment of unknown CPU is start-up code (before the first step kept): the
+        # model leaves it out (or times it as serial work, an assumption)
+        total = sum((s.wall if s.cpu is not None else 0) + s.dur for lf in lvs for s in lf.steps)
         parts = []
         for lf, sts in by_leaf.values():
             frag = [f"{name}.{labels[id(st)]}" for st in sts if _fragment(st, w)]
             op = [f"{name}.{labels[id(st)]}" for st in sts if not _fragment(st, w)]
             parts.append({"what": _what(lf, w), "frag_elements": frag, "op_elements": op,
                           "idle": lf.action == "take",
-                          "frag_ns": sum(s.wall - s.hidden for s in lf.steps) / runs,
+                          "frag_ns": sum(s.wall - s.hidden for s in lf.steps
+                                         if s.cpu is not None) / runs,
                           "hidden_ns": sum(s.hidden for s in lf.steps) / runs,
                           "op_ns": sum(s.dur for s in lf.steps) / runs})
         busy = sum(p["frag_ns"] + (0 if p["idle"] else p["op_ns"]) for p in parts) * runs

@@ -78,9 +78,10 @@ def group_processes(signatures: dict, info: dict, main, processes: dict) -> list
 
 def merge_process_pools(groups: list, signatures: dict, processes: dict, shared_take) -> list:
     """Groups of one thread each, in processes of their own (a process pool's workers,
-    forked or spawned alike), that did the same work and take from a channel shared by
-    processes (a pool's work queue: ``shared_take(token)`` is true for such a take), as one
-    pool of processes; the others as they were.
+    forked or spawned alike, or worker processes started to compute a share each), that did
+    the same work and take from a channel shared by processes or start at one fork (a
+    pool's work queue, the fork's start: ``shared_take(token)`` is true for such a token),
+    as one pool of processes; the others as they were.
 
     >>> g = [Group("main", [1], True, process="p"), Group("main", [7], False, process="p_7"),
     ...      Group("main", [8], False, process="p_8")]
