@@ -159,12 +159,20 @@ def _between(evs: list, ts: int) -> int:
 def _rounds(starts: dict, joined: dict, by: dict) -> list:
     """[(parent, site, children)]: children started at one site before the parent
     joined any of them, each joined by it, each computing only."""
-    plain = {c for c in starts if c in joined and by[c][-1]["kind"] == "thread_end"
-             and _computes_only(by[c])}
+    kids: dict = {}
+    for c, s in starts.items():
+        kids.setdefault(s["parent"], set()).add(c)
+    # a thread a library started for itself (a queue's feeder, a pool's result handler) is
+    # no computation of the program's: left to the rest of the analysis (which leaves it
+    # out when it does little)
+    computes = {c for c in starts if _computes_only(by[c], kids.get(c, set()))
+                and not _library_site(starts[c].get("site"))}
+    plain = {c for c in computes if c in joined and by[c][-1]["kind"] == "thread_end"}
     out = []
     by_parent: dict = {}
     for c, s in starts.items():
-        by_parent.setdefault((s["parent"], s.get("site")), []).append(c)
+        if c in computes:                    # (a sibling that does other things is no part)
+            by_parent.setdefault((s["parent"], s.get("site")), []).append(c)
     for (parent, site), children in by_parent.items():
         children.sort(key=lambda c: starts[c]["ts"])
         batch: list = []
@@ -181,10 +189,19 @@ def _rounds(starts: dict, joined: dict, by: dict) -> list:
     return out
 
 
-def _computes_only(evs: list) -> bool:
-    """No operation but on objects the thread made itself."""
+def _library_site(site: str | None) -> bool:
+    """Whether a code site is in the interpreter's library or an installed package."""
+    return bool(site) and ("/lib/python" in site or "site-packages" in site
+                           or "dist-packages" in site)
+
+
+def _computes_only(evs: list, kids: set = frozenset()) -> bool:
+    """No operation but on objects the thread made itself, and joins of the threads it
+    started itself (forks within a fork)."""
     own = {e["obj"] for e in evs if e["kind"] == "object"}
-    return all(e["kind"] in QUIET or e.get("obj") in own and e["kind"] != "io" for e in evs)
+    return all(e["kind"] in QUIET or e.get("obj") in own and e["kind"] != "io"
+               or e["kind"] == "wait" and e.get("on") == "join" and e.get("target") in kids
+               for e in evs)
 
 
 def cpu_at(evs: list, ts: int) -> int | None:

@@ -95,13 +95,26 @@ def merge_process_pools(groups: list, signatures: dict, processes: dict, shared_
         per_process[p] = per_process.get(p, 0) + 1
     alone = [g for g in groups if len(g.tids) == 1 and not g.main and g.process
              and per_process.get(g.process) == 1]
-    keys = {}
-    for g in alone:
-        toks = frozenset(signatures[g.tids[0]])
-        if any(shared_take(t) for t in toks):
-            keys.setdefault(toks, []).append(g)
+    # alike: the same joint token, and tokens that mostly agree (one worker saw a rare path
+    # the other did not: the last task's put cut short by the pool's end)
+    def joints(sig) -> frozenset:           # the joint tokens it did often (not a last one)
+        counts = sig if isinstance(sig, dict) else {t: 1 for t in sig}
+        top = max(counts.values(), default=0)
+        return frozenset(t for t, n in counts.items() if shared_take(t) and n >= 0.1 * top)
+
+    cands = [g for g in alone if joints(signatures[g.tids[0]])]
+    clusters: list = []
+    for g in cands:
+        sig = signatures[g.tids[0]]
+        for c in clusters:
+            ref = signatures[c[0].tids[0]]
+            if joints(sig) == joints(ref) and _alike(sig, ref) >= ALIKE:
+                c.append(g)
+                break
+        else:
+            clusters.append([g])
     out, merged = [], set()
-    for toks, gs in keys.items():
+    for gs in clusters:
         if len(gs) >= 2:
             tids = sorted(t for g in gs for t in g.tids)
             procs = tuple(processes[t] for t in tids)
@@ -150,6 +163,20 @@ def group_threads(signatures: dict, info: dict, main=None) -> list[Group]:
 
 
 ALIKE = 0.6      # Jaccard similarity of two groups' token sets that makes them one pool
+
+
+def _alike(a, b) -> float:
+    """Weighted Jaccard similarity of two threads' signatures (token -> count, or sets),
+    each taken as shares of all it did (see :func:`_similarity`)."""
+    def shares(sig):
+        if isinstance(sig, dict):
+            whole = sum(sig.values()) or 1
+            return {t: n / whole for t, n in sig.items()}
+        return {t: 1 for t in sig}
+    sa, sb = shares(a), shares(b)
+    toks = set(sa) | set(sb)
+    hi = sum(max(sa.get(t, 0), sb.get(t, 0)) for t in toks)
+    return sum(min(sa.get(t, 0), sb.get(t, 0)) for t in toks) / hi if hi else 0.0
 
 
 def _similarity(a: tuple, b: tuple, groups: dict, signatures: dict) -> float:
