@@ -621,15 +621,17 @@ class Writer:
         # a counted loop gives every place of its body a color per iteration: thousands of
         # iterations of a body that only computes (a reader's loop over its input) are
         # repeated geometrically instead, the same mean
-        long_ = mean * max(1, len(lvs)) > LONG_LOOP and all(
-            lf.action in ("io", "sock", "sleep") for lf in lvs)
+        # (and so is any loop that long whose hand-overs cannot be counted at once: a
+        # consumer's loop over the 60,000 items it takes; the same mean, not a color each)
+        long_ = mean * max(1, len(lvs)) > LONG_LOOP
+        if (len(set(counts)) == 1 or narrow) and long_:
+            burst = self._burst(body, counts[0] if not narrow else round(mean), lp)
+            if burst is not None:
+                return burst
         if (len(set(counts)) == 1 or narrow) and not long_:
             n = counts[0] if not narrow else round(mean)
             if n == 1:
                 return body
-            burst = self._burst(body, n, lp)
-            if burst is not None:
-                return burst
             pname = self.loop_params.get(n)
             if pname is None:
                 first = next((lf for lf in leaves(lp.body) if lf.action in ("put", "take")), None)

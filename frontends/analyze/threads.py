@@ -115,7 +115,7 @@ def merge_process_pools(groups: list, signatures: dict, processes: dict, shared_
             clusters.append([g])
     out, merged = [], set()
     for gs in clusters:
-        if len(gs) >= 2:
+        if gs:                     # (one alone too: a pool of one process is the same pool)
             tids = sorted(t for g in gs for t in g.tids)
             procs = tuple(processes[t] for t in tids)
             out.append(Group("worker", tids, False, [n for g in gs for n in g.thread_names],
