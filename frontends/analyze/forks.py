@@ -166,7 +166,7 @@ def _rounds(starts: dict, joined: dict, by: dict) -> list:
     # no computation of the program's: left to the rest of the analysis (which leaves it
     # out when it does little)
     computes = {c for c in starts if _computes_only(by[c], kids.get(c, set()))
-                and not _library_site(starts[c].get("site"))}
+                and not starts[c].get("library") and not _library_site(starts[c].get("site"))}
     plain = {c for c in computes if c in joined and by[c][-1]["kind"] == "thread_end"}
     out = []
     by_parent: dict = {}

@@ -623,7 +623,7 @@ class Writer:
         # repeated geometrically instead, the same mean
         # (and so is any loop that long whose hand-overs cannot be counted at once: a
         # consumer's loop over the 60,000 items it takes; the same mean, not a color each)
-        long_ = mean * max(1, len(lvs)) > LONG_LOOP
+        long_ = mean * max(1, len(lvs), len(body)) > LONG_LOOP
         if (len(set(counts)) == 1 or narrow) and long_:
             burst = self._burst(body, counts[0] if not narrow else round(mean), lp)
             if burst is not None:

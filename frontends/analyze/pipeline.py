@@ -193,9 +193,11 @@ def _analyze(trace, options: Options | None) -> Analysis:
     join_evs: dict = {tid: [] for tid in by}
     probe = (h.probe_ns or 0) if has_cpu else 0
     probe_cond = h.probe_cond_ns if has_cpu else None
+    probe_queue = h.extra.get("probe_queue_ns") if has_cpu else None
     cond_locks = frozenset(e["lock"] for e in object_events if e.get("type") == "cond" and "lock" in e)
     walks = {tid: thread_steps(evs, objects, thread_cpu=has_cpu, tokens=tokens, joins=join_evs[tid],
-                               probe_ns=probe, probe_cond_ns=probe_cond, cond_locks=cond_locks)
+                               probe_ns=probe, probe_cond_ns=probe_cond, cond_locks=cond_locks,
+                               probe_queue_ns=probe_queue)
              for tid, evs in by.items()}
     _tick(timings, 'steps')
     procs = getattr(trace, "processes", {})          # tid -> process (frontends/processes.py)

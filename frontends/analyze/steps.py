@@ -151,7 +151,8 @@ IGNORED_KINDS = CONTAINERS | SKIPPED
 def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
                  thread_cpu: bool = True, tokens=None, joins: list | None = None,
                  probe_ns: int = 0, probe_cond_ns: int | None = None,
-                 cond_locks: frozenset = frozenset()) -> list[Step]:
+                 cond_locks: frozenset = frozenset(),
+                 probe_queue_ns: int | None = None) -> list[Step]:
     """The steps of one thread (its events sorted by ``ts``).
 
     ``tokens`` (a :class:`~frontends.analyze.structure.Tokens`) numbers the
@@ -161,10 +162,12 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
     taken off the CPU between two events: the untraced program does not spend it.
     ``probe_cond_ns`` is that cost for events on the locks of conditions
     (``cond_locks``, raw object ids) and notifications, whose wrappers sit behind
-    a library frame; a fragment between two events loses half of each one's.
+    a library frame, ``probe_queue_ns`` for a queue's puts and gets; a fragment
+    between two events loses half of each one's.
     """
     cond_cost = probe_ns if probe_cond_ns is None else probe_cond_ns
-    two_costs = cond_cost != probe_ns
+    queue_cost = probe_ns if probe_queue_ns is None else probe_queue_ns
+    two_costs = cond_cost != probe_ns or queue_cost != probe_ns
     prev_probe = probe_ns
     out: list[Step] = []
     append = out.append
@@ -191,8 +194,9 @@ def thread_steps(events: Sequence[dict], objects: ObjectTable, *,
         elif ts < prev_end:
             continue                         # nested in the previous span
         elif c is not None and prev_cpu is not None:
-            this = cond_cost if two_costs and (kind == "notify" or get("obj") in cond_locks) \
-                else probe_ns
+            this = (cond_cost if kind == "notify" or get("obj") in cond_locks else
+                    queue_cost if kind == "put" or kind == "get" else probe_ns) \
+                if two_costs else probe_ns
             frag_cpu = c - prev_cpu - ((prev_probe + this) >> 1)
             prev_probe = this
             if frag_cpu < 0:

@@ -208,6 +208,12 @@ _PROBE_LOOPS = compile(
     "    for _ in range(n):\n"
     "        with lock:\n"
     "            pass\n"
+    "    return cpu() - c0\n"
+    "def timed_queue(q, n):\n"
+    "    c0 = cpu()\n"
+    "    for _ in range(n):\n"
+    "        q.put(1)\n"
+    "        q.get()\n"
     "    return cpu() - c0\n", "<string>", "exec")
 
 
@@ -250,7 +256,33 @@ def probe_cost(batches: int = 3, n: int = 2000) -> dict:
             traced, raw = sync._Condition(traced), sync._Condition(raw)
         costs = sorted(max(0, timed(traced, n) - timed(raw, n)) // (2 * n) for _ in range(batches))
         out[kind] = costs[batches // 2]
+    queues = sys.modules.get(__package__ + ".queues")
+    if queues is not None:           # a queue's put and get: a costlier wrapper than a lock's
+        out["queue"] = _probe_queue(queues, loops["timed_queue"], batches, n, scratch)
     return out
+
+
+def _probe_queue(queues, timed, batches: int, n: int, scratch: list) -> int | None:
+    """The recorder's CPU per queue event: ``put``/``get`` through the traced queue's own
+    methods (``emit`` a scratch list) against a plain ``queue.Queue``."""
+    import types
+    try:
+        g = dict(vars(queues), emit=scratch.append)
+        mix = queues._QueueMixin
+
+        def fn(f, name):
+            return types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
+        g["_traced_get"] = fn(queues._traced_get, "_traced_get")
+        cls = type("_ProbeQueue", (mix, queues.RealQueue), {"put": fn(mix.put, "put"),
+                                                            "get": fn(mix.get, "get")})
+        traced = cls.__new__(cls)
+        queues.RealQueue.__init__(traced)       # not the traced __init__: no object event
+        raw = queues.RealQueue()
+        costs = sorted(max(0, timed(traced, n) - timed(raw, n)) // (2 * n)
+                       for _ in range(batches))
+        return costs[batches // 2]
+    except Exception:
+        return None
 
 
 def finish(reason: str = "exit") -> None:
@@ -277,7 +309,8 @@ def finish(reason: str = "exit") -> None:
     # sys.argv as the program left it: with `python -m pkg` it read ['-m', ...] at start-up,
     # before runpy put the module's path in argv[0]
     _write(("X", {"reason": reason, "end_ns": mono(), "argv": list(sys.argv), "probe_ns": probe.get("lock"),
-                  "probe_cond_ns": probe.get("cond"), "cpu_ns": used}))
+                  "probe_cond_ns": probe.get("cond"), "probe_queue_ns": probe.get("queue"),
+                  "cpu_ns": used}))
     fd, _state["fd"] = _state["fd"], None
     if fd is not None:
         os.close(fd)

@@ -43,7 +43,7 @@ def is_shared(v: object) -> bool:
     return type(v) is int and SHARED_IDS <= v < SHARED_END
 
 FIELDS: dict[str, tuple[str, ...]] = {
-    "thread_start": ("name", "parent", "daemon", "native", "args"),
+    "thread_start": ("name", "parent", "daemon", "native", "args", "library"),
     "thread_end": (),
     "object": ("obj", "type", "params"),
     "acquire": ("obj", "dur", "contended", "ok", "timeout", "count", "cpu_dur"),

@@ -165,8 +165,8 @@ def convert(records: list, returncode: int | None = None,
             continue
         ev = to_event(r, sites, tids)
         events.append(ev)
-        if kind == "thread_start" and len(r) > 10 and r[10] is not None and "parent" in ev:
-            started.append((ev, r[10]))         # when start() was called (sync.py)
+        if kind == "thread_start" and len(r) > 11 and r[11] is not None and "parent" in ev:
+            started.append((ev, r[11]))         # when start() was called (sync.py)
     capabilities = dict(CAPABILITIES)
     if aio or acquires:
         from .aioconvert import attribute
@@ -191,6 +191,8 @@ def convert(records: list, returncode: int | None = None,
                          epoch_ns=meta.get("epoch_ns"),
                          probe_ns=end.get("probe_ns") if end else None,
                          probe_cond_ns=end.get("probe_cond_ns") if end else None)
+    if end and end.get("probe_queue_ns") is not None:
+        header.extra["probe_queue_ns"] = end["probe_queue_ns"]
     return header, events, warnings
 
 
@@ -409,6 +411,8 @@ def _inherit_probes(root: TraceHeader, children: list[TraceHeader]) -> None:
             src = root
         if h.probe_ns is None and src.probe_ns is not None and same(h, src):
             h.probe_ns, h.probe_cond_ns = src.probe_ns, src.probe_cond_ns
+            if "probe_queue_ns" in src.extra:
+                h.extra["probe_queue_ns"] = src.extra["probe_queue_ns"]
 
 
 def _write_children(children: list, out: str) -> list[str]:

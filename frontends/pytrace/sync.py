@@ -352,6 +352,25 @@ class TracedEvent(_LibraryAware, _Event):
         emit(("notify", gettid(), t, cpu(), site(), "event", id(self), True))
 
 
+def _library(thread) -> bool | None:
+    """True when the thread runs library code (its target is defined in the standard
+    library or an installed package: a queue's feeder, a pool's result handler), so that
+    the analyzer does not read the library's helpers as the program's work."""
+    try:
+        target = getattr(thread, "_target", None)
+        code = getattr(target, "__code__", None) or getattr(
+            getattr(target, "__func__", None), "__code__", None)
+        if code is None:                # a Thread subclass: its run method
+            code = getattr(type(thread).run, "__code__", None)
+        if code is None:
+            return None
+        from .agent import _kind, classify
+        k = _kind.get(code.co_filename)
+        return (classify(code.co_filename) if k is None else k) == 1 or None
+    except Exception:
+        return None
+
+
 def _shapes(args) -> list | None:
     """What a thread's target was given, for the analyzer to see how work was divided
     (docs/trace-format.md, thread_start ``args``): per positional argument an int's value
@@ -390,15 +409,17 @@ def _patch_thread() -> None:
     start, bootstrap, join = Thread.start, Thread._bootstrap_inner, Thread.join
 
     def traced_start(self):
-        self._qpn_origin = (gettid(), site(), _shapes(getattr(self, "_args", ())), mono())
+        self._qpn_origin = (gettid(), site(), _shapes(getattr(self, "_args", ())),
+                            _library(self), mono())
         start(self)
 
     def traced_bootstrap_inner(self):
         # the time start() was called goes last (layout.to_event leaves it out): it names
         # the asyncio task that started the thread, if one did (aioconvert.py)
-        parent, s, shapes, started = getattr(self, "_qpn_origin", (None, None, None, None))
+        parent, s, shapes, lib, started = getattr(self, "_qpn_origin",
+                                                  (None, None, None, None, None))
         emit(("thread_start", gettid(), mono(), cpu(), s, self.name, parent, self.daemon,
-              native_tid(), shapes, started))
+              native_tid(), shapes, lib, started))
         try:
             bootstrap(self)
         finally:

@@ -203,6 +203,13 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
         traces.append(trace)
     from qpn.frontends.analyze import Options
     res = build(traces[0], Options(cpu=suite.cpu), others=tuple(traces[1:]), name=suite.name)
+    if res.info.get("reproduce"):        # the model against its own trace, first (reproduce.py)
+        from qpn.frontends.analyze.reproduce import check, with_lines
+        c = check(res.text, res.info["reproduce"])
+        res.info["check"] = c
+        res.text = with_lines(res.text, c.lines())
+        for line in c.lines():
+            print(f"verify {suite.name}: {line[2:]}", file=log)
     if suite.outside:
         res.info["outside"] = _outside(suite, out_dir, traces, log)
     res.info["traced_loop_ns"] = [x for t in traces for x in (t.header.machine or {}).get("python_loop_ns") or []]
