@@ -34,7 +34,7 @@ from .fit import fit, fmt_time, number, time_num
 from .naming import RESERVED, Names, ident, split_site
 from .diskio import file_io
 from .eventloop import handlers, is_event_loop
-from .tasks import lanes, loop_of, per_request
+from .tasks import lanes, loop_of, loop_overheads, per_request
 from .comments import doc, documented, probs
 from .objects import kind_of
 from .peers import peer_waits
@@ -116,6 +116,7 @@ class Writer:
         self.handlers: dict = {}               # event-loop runner -> channel key -> its pool
         self.aloop = None                      # the asyncio loop of the runner being written
         self.loop_names: dict = {}             # ("loop", id) -> its mutex's name
+        self.loop_cost = loop_overheads(an)    # loop id -> (factor, own, tasks', loop tid)
         self.counted: set = set()              # queues whose items are handed over in bursts
         self.burst_n: dict = {}                # such a queue -> the items of its batch
         self.peer_waits = peer_waits(an, self.assumptions)   # condition waits left out
@@ -140,8 +141,8 @@ class Writer:
         if key in self.objnames:
             return self.objnames[key]
         an = self.an
-        if isinstance(key, tuple) and key and key[0] in ("accept", "reply"):
-            base = "backlog" if key[0] == "accept" else "replies"
+        if isinstance(key, tuple) and key and key[0] in ("accept", "reply", "recv"):
+            base = {"accept": "backlog", "reply": "replies", "recv": "requests"}[key[0]]
             kind, info = "queue", {}
         else:
             info = an.objects.info(key)
@@ -173,6 +174,9 @@ class Writer:
                              + (f"fd {key[1]}" if isinstance(key[1], int) else str(key[1])))
             elif key[0] == "reply":
                 lines.append(f"# replies sent at {key[1]} and received by the requesting thread")
+            elif key[0] == "recv":
+                lines.append(f"# requests from clients outside the trace, on the connections "
+                             f"they keep open, received at {key[1]}")
             else:
                 lines.append(f"# {info['why']}" if info.get("why") else f"# {typ}{where}")
             if flow.get("items"):
@@ -257,8 +261,12 @@ class Writer:
             self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
         relayed = {lf.token[1] for r in an.runners if r.name in clients
                    for lf in leaves(r.items) if lf.action == "take"}   # plans a client relays
+        loop_threads = [r for r in live if any(lp[3] in r.group.tids
+                                               for lp in self.loop_cost.values())]
+        taken = {lf.token[1] for r in live if r not in loop_threads
+                 for lf in leaves(r.items) if lf.action in ("take", "acquire")}
         for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
-            if key not in relayed:
+            if key not in relayed and key in taken:      # (an event loop's accepts: its own)
                 out += self.source(key, times)
         for name, (key, times) in clients.items():
             out += self.source(key, times, why=f"thread '{name}' keeps a schedule: its sleeps "
@@ -266,11 +274,28 @@ class Writer:
             self.info["open_loop"][name] = self.obj(key)
         for r in live:
             take_first(r, an)
+            if r in loop_threads:
+                self._loop_thread(r)
+                continue
             if is_event_loop(r, an.selecting):     # serves whichever channel is ready
                 out += handlers(self, r)
             else:
-                out.append(self.runner(r))
+                pool = self.runner(r)
+                if takes_time(pool.body):
+                    out.append(pool)
+                else:                          # nothing in its run takes time: left out
+                    r.mode, r.why = "omitted", "nothing it does in the model takes time"
+                    self.pools.pop(r.name, None)
+                    self.info["runners"].pop(r.name, None)
         return out
+
+    def _loop_thread(self, r) -> None:
+        """Leave the thread of an event loop out: its own work is in its tasks' steps."""
+        f, own, tasks, _ = next(lp for lp in self.loop_cost.values() if lp[3] in r.group.tids)
+        r.mode = "omitted"
+        r.why = (f"an asyncio event loop's thread: its own work ({fmt_time(own)} of CPU in the "
+                 f"work phase: the selector, the streams' reads, callbacks and timers) is "
+                 f"{100 * (f - 1):.1f}% of its tasks' CPU, which their steps carry (tasks.py)")
 
     def source(self, key, times, why: str | None = None) -> list:
         """An open source putting into the queue ``key`` at the fitted rate of the arrival
@@ -476,6 +501,9 @@ class Writer:
         """The CPU steps of a fragment: fitted (or measured) demand, GIL-bound and GIL-free
         parts, its speed-up parameter and a comment saying where it came from."""
         xs = [s.cpu for s in lf.steps if s.cpu is not None]
+        loop_factor = self._loop_factor(ctx.runner)
+        if loop_factor != 1.0:                 # an asyncio task: its share of the loop's work
+            xs = [x * loop_factor for x in xs]
         # an asyncio task's code runs on its loop's thread, in Python: holding the GIL
         share = self.an.shares.get(id(lf), 0.0) if self.an.gil and not self.aloop else 0.0
         traces = 1
@@ -556,6 +584,11 @@ class Writer:
         if self.aloop:                         # a task's code: one task at a time on its loop
             steps = [sw.Lock(self.aloop)] + steps + [sw.Unlock(self.aloop)]
         return steps
+
+    def _loop_factor(self, r) -> float:
+        """The share of its loop's own work a task's CPU steps carry (1: none, or no task)."""
+        loop = loop_of(self.an, r)
+        return self.loop_cost.get(loop, (1.0,))[0] if loop is not None else 1.0
 
     def _loop(self, r) -> str | None:
         """The mutex of the event loop whose tasks runner ``r``'s threads are (declared on
@@ -740,6 +773,16 @@ class Writer:
             ctx.last_site = start
             alts.append(sw.Alternative(p, tuple(self.items(alt, ctx))))
         return [sw.Branch(tuple(alts), doc=comment)]
+
+
+def takes_time(steps) -> bool:
+    """Whether a body has a step that can take time (a thread whose run has none would
+    loop without time passing, which no model may)."""
+    timed = (sw.Compute, sw.Io, sw.Sleep, sw.Take, sw.Acquire, sw.Lock, sw.Await, sw.Wait)
+    for st in walk_steps(steps):
+        if isinstance(st, timed):
+            return True
+    return False
 
 
 def take_first(r, an) -> None:

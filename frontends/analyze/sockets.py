@@ -95,6 +95,10 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS,
                                 "sites": sorted({s.site for s in acc if s.site})}
     if by_fd and connects:
         connects = _link_endpoints(connects, accepts, links)
+    elif by_fd:                          # nobody in the trace connects: every client outside
+        for a in accepts:
+            if a.ev.get("peer") and a.ev.get("local"):
+                links.outside.setdefault(a.key, []).append(a)
     if by_fd and connects:
         _link_connects(connects, accepts, links)
     for key, info in links.listeners.items():
@@ -102,7 +106,32 @@ def link_sockets(walks: dict, *, block_ns: int = BLOCK_NS,
             links.external.append(key)
     if sends and cands:
         _link_replies(sends, cands, links, block_ns, conns)
+    _outside_requests(walks, conns, links, block_ns)
     return links
+
+
+def _outside_requests(walks: dict, conns: dict, links: SocketLinks, block_ns: int) -> None:
+    """Receives that waited for a client outside the trace on a connection it keeps open
+    (a request line read on a keep-alive connection, a stream of requests): takes of the
+    requests arriving there (key ``("recv", site)``), which the analysis makes an open
+    source when nobody in the trace sends them."""
+    ends = {(a.ev.get("local"), a.ev.get("peer")) for accs in links.outside.values()
+            for a in accs if a.ev.get("local") and a.ev.get("peer")}
+    if not ends:
+        return
+    by_site: dict = collections.defaultdict(list)
+    for w in walks.values():
+        for s in w:
+            if s.action == "sock" and s.key == "recv" and conns.get(id(s)) in ends:
+                by_site[s.site].append(s)
+    for site, recvs in by_site.items():
+        if sum(r.blocked >= block_ns for r in recvs) < 0.5 * len(recvs):
+            continue                   # the data was there: not waiting for a request
+        key = ("recv", site)
+        for r in recvs:
+            r.action, r.key = "take", key
+        links.rewritten.extend(recvs)
+        links.external.append(key)
 
 
 def _connections(walks: dict, processes: dict) -> dict:
@@ -178,12 +207,16 @@ def _link_replies(sends, cands, links, block_ns, conns: dict) -> None:
                 theirs = [x for x in by_conn.get((end[1], end[0]), ()) if x.ts <= r.end]
                 if theirs:
                     votes[theirs[-1].site] += 1
-                    continue
+                # its connection is known: the other end's sends answer it, or nothing in
+                # the trace does (a client outside it)
+                continue
             if r.blocked < block_ns:
                 continue
             i = bisect.bisect_right(starts, r.end) - 1
             while i >= 0 and starts[i] >= r.ts:
-                if sends[i].tid != r.tid:
+                # (a send on the receiver's own end of the connection answers nobody's
+                # receive on it: the other side of a connection to outside the trace)
+                if sends[i].tid != r.tid and (end is None or conns.get(id(sends[i])) != end):
                     votes[sends[i].site] += 1
                     break
                 i -= 1

@@ -58,33 +58,55 @@ _TS = itemgetter("ts")
 def spawns_as_pool(by: dict) -> tuple[dict, list]:
     """(events by thread with threads started per item laid on lanes, the queues to
     declare).  ``by``: tid -> events sorted by ts (not changed: new lists)."""
+    # the threads one site started, by parents alike: the parent itself, or parents that
+    # were started at one site themselves (a connection's handler per client, each
+    # starting a task per request: one hand-over for all of them)
     groups: dict = {}
     for tid, evs in by.items():
         if evs and evs[0]["kind"] == "thread_start" and evs[0].get("parent") in by:
-            groups.setdefault((evs[0]["parent"], evs[0].get("site")), []).append(tid)
+            parent = evs[0]["parent"]
+            first = by[parent][0] if by[parent] else {}
+            kin = ("site", first.get("site")) if first.get("kind") == "thread_start" and \
+                first.get("site") and first.get("task") else ("tid", parent)
+            groups.setdefault((kin, evs[0].get("site")), []).append(tid)
     out = dict(by)
     objects: list = []
-    for (parent, site), kids in groups.items():
+    moved: dict = {}                   # a thread laid on a lane -> the lane's thread
+    shifts: dict = {}                  # ... and what its CPU clock was moved by
+    for (kin, site), kids in sorted(groups.items(), key=lambda g: min(
+            by[k][0]["ts"] for k in g[1])):
         kids.sort(key=lambda t: by[t][0]["ts"])
-        if not _per_item(kids, by, parent):
+        parents = sorted({by[k][0]["parent"] for k in kids})
+        if len(parents) == 1:
+            if not _per_item(kids, by, parents[0]):
+                continue
+        elif len(kids) < MIN_THREADS or any(
+                by[k][-1]["kind"] != "thread_end" or all(e["kind"] in QUIET for e in by[k])
+                for k in kids):
             continue
+        parent = parents[0]
         q = SPAWNS_BASE + len(objects)
         first = by[kids[0]][0]
         objects.append({"kind": "object", "tid": parent, "ts": first["ts"] - 1, "obj": q,
                         "type": "queue", "site": site, "name_type": "spawn",
                         "why": f"threads started at {site}, one per item: a hand-over to a "
                                "pool (not an object of the program)"})
-        puts = [{"kind": "put", "tid": parent, "ts": by[k][0]["ts"], "obj": q, "item": k,
-                 "site": site, "dur": 0, "cpu": cpu_at(by[parent], by[k][0]["ts"])}
-                for k in kids]
         mine = set(kids)
-        rest = [e for e in by[parent]
-                if not (e["kind"] == "wait" and e.get("on") == "join" and e.get("target") in mine)]
-        out[parent] = list(heapq.merge(rest, puts, key=_TS))
+        for p in parents:
+            home = moved.get(p, p)            # a parent laid on a lane already: the lane's
+            puts = [{"kind": "put", "tid": home, "ts": by[k][0]["ts"], "obj": q, "item": k,
+                     "site": site, "dur": 0, "cpu": _plus(cpu_at(by[p], by[k][0]["ts"]),
+                                                        shifts.get(p, 0))}
+                    for k in kids if by[k][0]["parent"] == p]
+            rest = [e for e in out[home]
+                    if not (e["kind"] == "wait" and e.get("on") == "join"
+                            and e.get("target") in mine)]
+            out[home] = list(heapq.merge(rest, puts, key=_TS))
         for lane in _lanes(kids, by):
             for k in lane:
                 out.pop(k, None)
-            out[lane[0]] = _laid(lane, by, q, site)
+                moved[k] = lane[0]
+            out[lane[0]] = _laid(lane, by, q, site, shifts)
     return out, objects
 
 
@@ -123,9 +145,14 @@ def _lanes(kids: list, by: dict) -> list:
     return lanes
 
 
-def _laid(lane: list, by: dict, q: int, site) -> list:
+def _plus(cpu, shift: int):
+    return None if cpu is None else cpu + shift
+
+
+def _laid(lane: list, by: dict, q: int, site, shifts: dict | None = None) -> list:
     """One lane's events: the first thread's start, each thread's take and events (its
-    CPU clock continuing the lane's), the last thread's end."""
+    CPU clock continuing the lane's), the last thread's end; ``shifts`` gets each
+    thread's clock shift."""
     tid = lane[0]
     out = [dict(by[tid][0])]
     clock, last_end = None, None
@@ -133,6 +160,8 @@ def _laid(lane: list, by: dict, q: int, site) -> list:
         evs = by[k]
         c0 = evs[0].get("cpu") or 0
         shift = 0 if clock is None else clock - c0
+        if shifts is not None:
+            shifts[k] = shift
         begin = evs[0]["ts"]
         at = begin if last_end is None else last_end
         out.append({"kind": "get", "tid": tid, "ts": at, "obj": q, "item": k, "site": site,

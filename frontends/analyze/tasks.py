@@ -54,4 +54,35 @@ def per_request(an, r) -> bool:
         for lf in leaves(r.items))
 
 
-__all__ = ["lanes", "loop_of", "per_request", "LANES_FACTOR", "MIN_LANES"]
+def loop_overheads(an) -> dict:
+    """Per event loop (its object id): (factor, the loop's own CPU in the work phase, its
+    tasks' CPU there, the loop thread's tid).  The loop's own work -- waiting in the
+    selector, reading sockets into the streams, running timers and callbacks that are no
+    task's step -- runs on its thread under the GIL between the tasks' steps, one at a time
+    like them: the model spreads it over the tasks' CPU steps (``factor`` = 1 + own /
+    tasks'), and leaves the thread out as a runner of its own."""
+    lo, hi = an.phase if an.phase is not None else (float("-inf"), float("inf"))
+    by = an.trace.by_thread()
+    loops: dict = {}
+    for e in an.trace.events:
+        if e["kind"] == "object" and e.get("type") == "loop":
+            loops.setdefault(e["obj"], e["tid"])
+    out = {}
+    for loop, tid in loops.items():
+        own = _cpu_between(by.get(tid, ()), lo, hi)
+        tasks = sum(_cpu_between(evs, lo, hi) for t, evs in by.items()
+                    if evs and evs[0]["kind"] == "thread_start" and evs[0].get("task")
+                    and evs[0].get("loop") == loop)
+        if tasks > 0 and own > 0:
+            out[loop] = (1.0 + own / tasks, own, tasks, tid)
+    return out
+
+
+def _cpu_between(evs, lo, hi) -> float:
+    """CPU a thread used between ``lo`` and ``hi`` (its clock at its first and last events
+    inside them)."""
+    inside = [e["cpu"] for e in evs if e.get("cpu") is not None and lo <= e["ts"] <= hi]
+    return float(inside[-1] - inside[0]) if len(inside) > 1 else 0.0
+
+
+__all__ = ["lanes", "loop_of", "per_request", "loop_overheads", "LANES_FACTOR", "MIN_LANES"]
