@@ -232,7 +232,7 @@ def _(p):
     p.add_argument("--lenient", action="store_true", help="keep the valid part of a bad log")
     p.add_argument("--no-check", action="store_true",
                    help="do not solve the model at the traced configuration to compare it with "
-                        "the trace (the check costs a short simulation, up to 10 s)")
+                        "the trace (the check costs a short simulation, up to 5 s)")
     p.add_argument("--pcg", action="store_true",
                    help="also print the code fragments' probabilistic call graph")
     p.add_argument("--context-probes", default="",
@@ -272,6 +272,9 @@ def cmd_build(args) -> int:
     from .analyze import Options, build_file
     if not 0 <= args.prune < 1:
         raise QPNError(f"qpn build: --prune must be a share between 0 and 1, got {args.prune}")
+    if not args.check_wall > 0:
+        raise QPNError(f"qpn build: --check-wall must be a time in seconds above 0, "
+                       f"got {args.check_wall}")
     check_output(args.output)
     opt = Options(prune=args.prune, demands=args.demands,
                   io_threshold=_time_ns(args.io_threshold),
@@ -279,7 +282,8 @@ def cmd_build(args) -> int:
     from qpn.progress import ticking
     with ticking(f"building the model from {len(args.trace)} trace(s)"):
         res = build_file(args.trace[0], args.output, opt, strict=not args.lenient, name=args.name,
-                         others=tuple(args.trace[1:]), check=not args.no_check)
+                         others=tuple(args.trace[1:]), check=not args.no_check,
+                         check_wall=args.check_wall)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     info = res.info
@@ -289,6 +293,11 @@ def cmd_build(args) -> int:
         print(f"  {name}{size}: {what}", file=sys.stderr)
     for name, why in info.get("omitted", {}).items():
         print(f"  {name}: not modelled ({why})", file=sys.stderr)
+    for name, v in info.get("second_trace", {}).items():
+        print(f"  {name}: whether it divides its work is an assumption ({v['split']} = 0) one "
+              "trace cannot decide" + (f"; trace another pool size and build from both: "
+                                       f"{v['command']}" if v["command"] else ""),
+              file=sys.stderr)
     chk = info.get("check")
     if chk is not None:
         for line in chk.lines():
@@ -338,7 +347,10 @@ def _(p):
                         "its code (default: the working directory the trace recorded)")
     p.add_argument("--no-check", action="store_true",
                    help="do not solve the model at the traced configuration to compare it with "
-                        "the trace (the check costs a short simulation, up to 10 s)")
+                        "the trace (the check costs a short simulation, up to 5 s)")
+    p.add_argument("--check-wall", type=float, default=5.0, metavar="SECONDS",
+                   help="wall-clock cap of the check's simulation (default 5 s; a check it "
+                        "stops says it missed its precision)")
     p.add_argument("--pcg", action="store_true",
                    help="also print each runner's probabilistic call graph (code fragments, "
                         "counts, mean CPU, successor probabilities)")

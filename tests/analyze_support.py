@@ -5,6 +5,7 @@ Runs are isolated as shared/guides/tracing-and-measuring.md says for a shared
 """
 import gzip
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,50 @@ RECORDINGS = [
     ("mapreduce.py", (10, 2), 1),
 ]
 TRACES = os.path.join(ROOT, "tests", "traces")
+#: recorded traces of the programs written blind to the analyzer (tests/programs/unseen),
+#: each with the traces of the processes it started: name -> its arguments (smaller runs
+#: than its suite's, the same shapes)
+UNSEEN = {                      # the traced configuration of each one's suite (suites/<stem>)
+    "procpool_chunks.py": (2,),
+    "mp_imap.py": (2,),
+    "subprocess_workers.py": (2,),
+    "async_offload.py": (2, 100, 400),
+    "sched_server.py": (2, 100, 400),
+    "http_schedule.py": (2, 100, 400),
+    "divided_rows.py": (2,),
+    "divided_python.py": (2,),
+}
+UNSEEN_TRACES = os.path.join(TRACES, "unseen")
+UNSEEN_DIR = os.path.join(ROOT, "tests", "programs", "unseen")   # run there, as by their suites
+
+
+def trace_unseen(out_dir: str, name: str) -> str:
+    """Trace tests/programs/unseen/<name> with its UNSEEN arguments into ``out_dir``: the
+    path of the program's own trace (its children's beside it)."""
+    from qpn.frontends.pytrace import trace_command
+    path = os.path.join(out_dir, name[:-3] + ".jsonl")
+    r = trace_command(ISOLATE + [sys.executable, os.path.join(UNSEEN_DIR, name),
+                                 *map(str, UNSEEN[name])], path, cwd=UNSEEN_DIR)
+    assert r.returncode == 0, r.warnings
+    return path
+
+
+def recorded_unseen(name: str, tmp_dir) -> object:
+    """The recorded trace of an unseen program (joined with its children), read from
+    tests/traces/unseen/<stem>/ into ``tmp_dir``, its working directory this checkout's."""
+    from qpn.frontends.analyze import read_run
+    src = os.path.join(UNSEEN_TRACES, name[:-3])
+    if not os.path.isdir(src):
+        pytest.fail(f"no recording of {name}: run python tests/traces/record.py unseen")
+    for f in sorted(os.listdir(src)):
+        with gzip.open(os.path.join(src, f), "rb") as fh, \
+                open(os.path.join(str(tmp_dir), f[:-3]), "wb") as out:
+            out.write(fh.read())
+    # the program's own trace: the one file whose name has no process id (its children's do)
+    (root,) = [f[:-3] for f in os.listdir(src) if re.fullmatch(r"[^.]+\.jsonl\.gz", f)]
+    tr = read_run(os.path.join(str(tmp_dir), root))
+    tr.header.program["cwd"] = UNSEEN_DIR
+    return tr
 #: the fixtures' parameter: recorded traces in the default run, fresh ones when measured
 SOURCES = ["recorded", pytest.param("live", marks=pytest.mark.measured)]
 

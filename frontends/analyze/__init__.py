@@ -74,7 +74,7 @@ def _name(trace) -> str:
 
 def build_file(path, output, options: Options | None = None, *, strict: bool = True,
                name: str | None = None, others: tuple = (), check: bool = False,
-               check_wall: float = 10.0) -> BuildResult:
+               check_wall: float = 5.0) -> BuildResult:
     """Read a trace file (and ``others``, more traces of the program), build the model,
     write it (and side files) atomically.  With ``check``, the model is first solved at
     the traced configuration and compared with the trace (:mod:`.reproduce`): the

@@ -136,14 +136,37 @@ def divided_work(w, r, base: str) -> None:
                         f"the program divides among its threads (0: each thread's work does "
                         f"not depend on the pool size; 1: a fixed amount is split, {r.size} / "
                         f"{size} of the traced work each)")
+        second = second_trace(w.an.trace.header, r.size)
         w.assumptions.append((sp, f"pool '{r.name}': work per iteration not divided "
                                      "among its threads (one trace cannot tell; traces at "
-                                     "two pool sizes can: qpn build a.jsonl b.jsonl)"))
+                                     "two pool sizes can: qpn build a.jsonl b.jsonl"
+                                     + (f"; the second: {second}" if second else "") + ")"))
+        w.info.setdefault("second_trace", {})[r.name] = {"split": sp, "command": second}
     # 1 - split + split * traced / size, as the parser groups it
     work = BinOp("+", BinOp("-", Num(1), Ref(sp)), BinOp("/", BinOp("*", Ref(sp), Num(r.size)), Ref(size)))
     w.work_param[r.name] = w.param(
         f"work_{base}", f"1 - {sp} + {sp} * {r.size} / {size}",
         f"work per iteration of a thread of '{r.name}', relative to the trace", expr=work)
+
+
+def second_trace(header, size: int) -> str | None:
+    """The command that traces the program at another pool size: its arguments with the
+    one that equals the traced pool size (only one may) set to another, or None.
+
+    >>> from qpn.frontends.trace import TraceHeader
+    >>> second_trace(TraceHeader(program={"argv": ["prog.py", "2", "400"]}), 2)
+    'qpn trace -o second.jsonl -- python prog.py 1 400'
+    >>> second_trace(TraceHeader(program={"argv": ["prog.py", "2", "2"]}), 2) is None
+    True
+    """
+    argv = list((header.program or {}).get("argv") or [])
+    hits = [i for i, a in enumerate(argv[1:], 1) if a == str(size)]
+    if len(hits) != 1:
+        return None
+    other = 1 if size != 1 else 2
+    argv[hits[0]] = str(other)
+    import shlex
+    return "qpn trace -o second.jsonl -- python " + " ".join(shlex.quote(a) for a in argv)
 
 
 #: serial CPU below this (ns) is not worth a parameter
@@ -180,4 +203,5 @@ def serial_work(w, r, on: str | None) -> tuple[list, list]:
     return out[0], out[1]
 
 
-__all__ = ["barrier_parties", "divided_work", "serial_work", "open_loop", "sleep_times", "geometric_mean_text"]
+__all__ = ["barrier_parties", "divided_work", "serial_work", "open_loop", "sleep_times",
+           "geometric_mean_text", "second_trace"]

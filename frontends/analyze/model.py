@@ -23,18 +23,17 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 
-from qpn.distributions import Det, Empirical
+from qpn.distributions import Empirical
 from qpn.expr import BinOp, Num, Ref
 from qpn.software import ast as sw
 
 from . import joins, pruned
 from .exprs import atom, total
 from .features import input_sizes, size_fit, size_steps
-from .fit import fit, fmt_time, number, time_num
+from .fit import fit, number
 from .naming import RESERVED, Names, ident, split_site
 from .diskio import file_io
-from .eventloop import handlers, is_event_loop
-from .tasks import lanes, loop_of, loop_overheads, per_request
+from .tasks import loop_of, loop_overheads
 from .comments import doc, documented, probs
 from .objects import kind_of
 from .peers import peer_waits
@@ -44,11 +43,11 @@ from .blocks import io_sum as _io_sum
 from .blocks import lock_comment as _lock_comment
 from .blocks import walk_locks as _walk_locks
 from .blocks import per_thread_note
-from .assumptions import (barrier_parties, divided_work, geometric_mean_text, open_loop, serial_work,
-                          sleep_times)
+from .assumptions import barrier_parties, serial_work, sleep_times
+from .loops import write_loop
+from .plan import write_runners
 from .reproduce import walk_steps
 from .structure import Leaf, Loop, leaves
-from .threads import stem
 
 STATION = frozenset({"take", "lock", "acquire", "await", "wait", "cpu", "io", "sleep"})
 SUFFIX = {"mutex": "m", "semaphore": "sem", "barrier": "b", "condition": "cv", "queue": "q"}
@@ -64,18 +63,6 @@ class ModelText:
     text: str
     side_files: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
-
-
-#: steps that take no time (a loop of only these must be given some)
-INSTANT = (sw.Put, sw.Release, sw.Unlock, sw.Notify)
-#: the time given to each pass of such a loop (ns)
-INSTANT_NS = 1_000
-#: a counted loop of more iterations times leaves than this, whose body only computes and
-#: does I/O, is repeated geometrically (the same mean) rather than unfolded
-LONG_LOOP = 2_000
-#: a loop whose counts vary is counted at their mean when it is at least this and their
-#: standard deviation at most this share of it (else: geometric, the same mean)
-NARROW_LOOP = (8, 0.25)
 
 
 class Writer:
@@ -221,81 +208,8 @@ class Writer:
 
     # ----------------------------------------------------------- runners
     def runners(self) -> list:
-        """The sources and runners of the model: pool sizes and divided work as parameters,
-        schedule-keeping threads as open sources, then each runner."""
-        an = self.an
-        out: list = []
-        live = [r for r in an.runners if r.mode != "omitted"]
-        clients = {}
-        for r in list(live):
-            found = None if r.group.main else open_loop(self, r)
-            if found:
-                clients[r.name] = found
-                live.remove(r)
-        for r in live:
-            r.name = self.names.unique(r.name)
-        for key in an.objects.by_type("sem"):
-            children = set(an.objects.info(key).get("children") or ())
-            pool = next((r for r in live if children & set(r.group.tids)), None)
-            if pool is not None:
-                self.forked[key] = pool
-        for r in live:
-            if r.group.main:
-                continue
-            base = ident(stem(r.name), "threads")
-            pname = base if base.endswith("s") else base + "s"
-            if per_request(an, r):           # asyncio tasks, one per request: as many as come
-                self.size_param[r.name] = self.param(
-                    pname, lanes(r.size), f"asyncio tasks of '{r.name}' at once (one per "
-                    f"request; the traced run had at most {r.size} alive at a time): enough "
-                    "never to hold a request back")
-            else:
-                self.size_param[r.name] = self.param(
-                    pname, r.size, f"threads in pool '{r.name}' (the traced run had {r.size})")
-            # a pool of several threads looping without taking items, or forked to compute:
-            # it may divide its work
-            if r.size > 1 and (r.mode == "forever" or r in self.forked.values()) and not any(
-                    lf.action == "take" for lf in leaves(r.items)):
-                divided_work(self, r, base)
-        if not self.an.gil:
-            self.cores_param = self.param("cores", self.cores, "CPU cores (runtime.cpus)")
-        relayed = {lf.token[1] for r in an.runners if r.name in clients
-                   for lf in leaves(r.items) if lf.action == "take"}   # plans a client relays
-        loop_threads = [r for r in live if any(lp[3] in r.group.tids
-                                               for lp in self.loop_cost.values())]
-        taken = {lf.token[1] for r in live if r not in loop_threads
-                 for lf in leaves(r.items) if lf.action in ("take", "acquire")}
-        for key, times in sorted(an.external.items(), key=lambda kv: str(kv[0])):
-            if key not in relayed and key in taken:      # (an event loop's accepts: its own)
-                out += self.source(key, times)
-        for name, (key, times) in clients.items():
-            out += self.source(key, times, why=f"thread '{name}' keeps a schedule: its sleeps "
-                                                "end at arrival times whatever the rest does")
-            self.info["open_loop"][name] = self.obj(key)
-        for r in live:
-            take_first(r, an)
-            if r in loop_threads:
-                self._loop_thread(r)
-                continue
-            if is_event_loop(r, an.selecting):     # serves whichever channel is ready
-                out += handlers(self, r)
-            else:
-                pool = self.runner(r)
-                if takes_time(pool.body):
-                    out.append(pool)
-                else:                          # nothing in its run takes time: left out
-                    r.mode, r.why = "omitted", "nothing it does in the model takes time"
-                    self.pools.pop(r.name, None)
-                    self.info["runners"].pop(r.name, None)
-        return out
-
-    def _loop_thread(self, r) -> None:
-        """Leave the thread of an event loop out: its own work is in its tasks' steps."""
-        f, own, tasks, _ = next(lp for lp in self.loop_cost.values() if lp[3] in r.group.tids)
-        r.mode = "omitted"
-        r.why = (f"an asyncio event loop's thread: its own work ({fmt_time(own)} of CPU in the "
-                 f"work phase: the selector, the streams' reads, callbacks and timers) is "
-                 f"{100 * (f - 1):.1f}% of its tasks' CPU, which their steps carry (tasks.py)")
+        """The sources and runners of the model (:func:`.plan.write_runners`)."""
+        return write_runners(self)
 
     def source(self, key, times, why: str | None = None) -> list:
         """An open source putting into the queue ``key`` at the fitted rate of the arrival
@@ -629,120 +543,8 @@ class Writer:
         return file_io(self, lf, ctx)
 
     def loop(self, lp, ctx) -> list:
-        """A loop: counted (a parameter) when every run had the same count, geometric
-        otherwise."""
-        counts = lp.counts
-        lvs = leaves(lp.body)
-        if lvs:                               # an iteration's first step follows the last one
-            ctx.last_site = lvs[-1].token[2]
-        body = self.items(lp.body, ctx)
-        if not body:
-            return []
-        if all(isinstance(st, INSTANT) for st in body):
-            # items handed over in a burst at one instant (a pool's tasks submitted with
-            # one call): the trace saw no time, the language wants some in a loop's body
-            body = [sw.Compute(Det(time_num(INSTANT_NS)), self._on("host"),
-                               self.names.unique("handover"),
-                               doc=f"the loop's hand-overs took no time the trace could see: "
-                                   f"{fmt_time(INSTANT_NS)} each (a loop must take time)")] + body
-        mean = sum(counts) / len(counts)
-        sd = (sum((c - mean) ** 2 for c in counts) / len(counts)) ** 0.5
-        # a count that varies little (a round's share of tasks taken from a shared queue:
-        # 23 to 27) is counted at its mean: a geometric count of the same mean has a spread
-        # as large as the mean, and the threads meeting after it would wait for the longest
-        narrow = len(set(counts)) > 1 and mean >= NARROW_LOOP[0] and sd <= NARROW_LOOP[1] * mean
-        # a counted loop gives every place of its body a color per iteration: thousands of
-        # iterations of a body that only computes (a reader's loop over its input) are
-        # repeated geometrically instead, the same mean
-        # (and so is any loop that long whose hand-overs cannot be counted at once: a
-        # consumer's loop over the 60,000 items it takes; the same mean, not a color each)
-        long_ = mean * max(1, len(lvs), len(body)) > LONG_LOOP
-        if (len(set(counts)) == 1 or narrow) and long_:
-            burst = self._burst(body, counts[0] if not narrow else round(mean), lp)
-            if burst is not None:
-                return burst
-        if (len(set(counts)) == 1 or narrow) and not long_:
-            n = counts[0] if not narrow else round(mean)
-            if n == 1:
-                return body
-            pname = self.loop_params.get(n)
-            if pname is None:
-                first = next((lf for lf in leaves(lp.body) if lf.action in ("put", "take")), None)
-                base = f"n_{self.obj(first.token[1])}" if first else "n_iterations"
-                how = (f"always {n}" if not narrow else
-                       f"{min(counts)} to {max(counts)}, mean {mean:.4g}: counted at the mean")
-                pname = self.loop_params[n] = self.param(
-                    base, n, f"iterations of the loop at {self._loop_site(lp)} ({len(counts)} "
-                    f"run(s) of it, {how})")
-            self.info["loops"].append({"runner": ctx.runner.name, "count": n, "param": pname,
-                                       "entries": len(counts), "site": self._loop_site(lp)})
-            return [sw.Loop(Ref(pname), tuple(body))]
-        text = geometric_mean_text(mean)
-        self.info["loops"].append({"runner": ctx.runner.name, "count": mean, "param": None,
-                                   "entries": len(counts), "site": self._loop_site(lp)})
-        return [sw.Loop(number(text), tuple(body), geometric=True,
-                        doc=f"{len(counts)} runs of this loop, {min(counts)} to {max(counts)} "
-                            "iterations" + (" (counted, it would give each place of its body a "
-                                            "color per iteration: repeated geometrically, the "
-                                            "same mean)" if long_ else ""))]
-
-    def _burst(self, body: list, n: int, lp) -> list | None:
-        """A counted loop of thousands of passes whose body is code and one hand-over (a
-        batch's N tasks submitted, its N results waited for) as the code repeated
-        geometrically (the same mean) and the hand-over counted at once: ``release (n)``
-        of the queue's items, which becomes a semaphore (:func:`counted_queues`), or
-        ``acquire (n)``.  Counted pass by pass, every place of the body would carry a
-        color per pass (a net of tens of thousands of slots)."""
-        ops = [st for st in body if not isinstance(st, sw.Compute) and not (
-            isinstance(st, (sw.Lock, sw.Unlock)) and st.target in self.cpus)]
-        if n * len(body) <= LONG_LOOP or len(ops) != 1:
-            return None
-        op = ops[0]
-        if isinstance(op, sw.Put) and op.timeout is None and not op.otherwise and \
-                not self._bounded(op.target):
-            self.counted.add(op.target)
-            self.burst_n[op.target] = n
-            hand = sw.Release(op.target, Num(n), doc=f"{n} items handed over at once (a "
-                              f"batch; the loop at {self._loop_site(lp)} put them one by one)")
-        elif isinstance(op, sw.Acquire) and isinstance(op.count, Num) and op.count.value == 1:
-            # the completions of a batch this runner handed over: as many as it handed over
-            # (a wait the tracer could not see, a result already there, leaves a few out)
-            put = self.burst_n.get(self._done_of(op.target))
-            note = ""
-            if put is not None and put != n and abs(put - n) <= 0.05 * put:
-                note = f"; {n} waits traced, as many as the {put} items of its batch"
-                n = put
-            hand = sw.Acquire(op.target, Num(n), doc=f"{n} permits at once (the loop at "
-                              f"{self._loop_site(lp)} took them one by one{note})")
-        else:
-            return None
-        code = [st for st in body if st is not op]
-        out = [sw.Loop(number(geometric_mean_text(n)), tuple(code), geometric=True, doc=(
-            f"the code of the loop's {n} passes, repeated geometrically (the same mean)"))] \
-            if any(isinstance(st, sw.Compute) for st in code) else []
-        self.info["loops"].append({"runner": None, "count": n, "param": None, "burst": True,
-                                   "site": self._loop_site(lp)})
-        return out + [hand]
-
-    def _done_of(self, sem: str) -> str | None:
-        """The queue whose tasks' completions the semaphore named ``sem`` counts (futures.py)."""
-        for key, name in self.objnames.items():
-            if name == sem:
-                q = self.an.objects.info(key).get("queue")
-                if q is not None:
-                    return next((n for k, n in self.objnames.items()
-                                 if isinstance(k, tuple) and k[0] == q), None)
-        return None
-
-    def _bounded(self, queue: str) -> bool:
-        """Whether the declared queue named ``queue`` has a capacity."""
-        for key, name in self.objnames.items():
-            if name == queue:
-                return bool(self.an.objects.info(key).get("capacity"))
-        return False
-
-    def _loop_site(self, lp) -> str:
-        return self.an.tokens.tokens[lp.header][2] or "?"
+        """A loop (:func:`.loops.write_loop`)."""
+        return write_loop(self, lp, ctx)
 
     def branch(self, br, ctx) -> list:
         """A branch over the alternatives kept (rare and light ones pruned), probabilities
@@ -773,51 +575,6 @@ class Writer:
             ctx.last_site = start
             alts.append(sw.Alternative(p, tuple(self.items(alt, ctx))))
         return [sw.Branch(tuple(alts), doc=comment)]
-
-
-def takes_time(steps) -> bool:
-    """Whether a body has a step that can take time (a thread whose run has none would
-    loop without time passing, which no model may)."""
-    timed = (sw.Compute, sw.Io, sw.Sleep, sw.Take, sw.Acquire, sw.Lock, sw.Await, sw.Wait)
-    for st in walk_steps(steps):
-        if isinstance(st, timed):
-            return True
-    return False
-
-
-def take_first(r, an) -> None:
-    """Turn a steady-state loop whose body hands an item on before its first take, and
-    whose thread took before it first handed on, so that it begins with that take.  A loop is a cycle, and its text begins at the header the
-    trace showed first, but a model's thread runs its body from the top: a server thread
-    written as 'reply; take the next request' would reply once before any request came
-    (and its client would take that answer at once: no wait at all)."""
-    if r.mode != "forever" or not r.items:
-        return
-    hands = [k for k, it in enumerate(r.items) if isinstance(it, Leaf)
-             and it.action in ("put", "release")]
-    if not hands:
-        return
-    first = hands[0]
-    later = [k for k, it in enumerate(r.items) if k > first and isinstance(it, Leaf)
-             and it.action == "take"]
-    if not later or any(isinstance(it, Leaf) and it.action == "take" for it in r.items[:first]):
-        return
-    k = later[0]
-    # only a thread that took before it handed on (a server's handler: it answers what it
-    # took); a client hands its request on first and then takes the answer.  The loop's
-    # steps start at its header, so the thread's whole life says which came first.
-    put_site, take_site = r.items[first].token[2], r.items[k].token[2]
-    by = an.trace.by_thread()
-    votes = 0
-    for t in r.group.tids:
-        sites = [e.get("site") for e in by.get(t, ())]
-        p = sites.index(put_site) if put_site in sites else None
-        q = sites.index(take_site) if take_site in sites else None
-        if p is not None and q is not None:
-            votes += 1 if q < p else -1
-    if votes <= 0:
-        return
-    r.items = r.items[k:] + r.items[:k]
 
 
 def _hosts(trace) -> tuple[dict, dict]:

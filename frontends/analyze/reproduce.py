@@ -262,16 +262,17 @@ def _tokens(res, element: str) -> float:
     return tot
 
 
-def check(text: str, facts: dict, *, wall: float = 10.0, seed: int = 1) -> Check:
+def check(text: str, facts: dict, *, wall: float = 5.0, seed: int = 1) -> Check:
     """Solve the model ``text`` at its traced configuration and compare it with ``facts``
-    (:func:`trace_facts`)."""
+    (:func:`trace_facts`): a short simulation, to 2% (the check's tolerance is
+    :data:`TOLERANCE`), for at most ``wall`` seconds."""
     import qpn
     from qpn.errors import QPNError
     try:
         net = qpn.parse(text)
         watch = tuple(f"{name}.begin" for name in facts["runners"]) + tuple(
             f"{name}.running" for name in facts.get("timers", {}))
-        res = qpn.solve(net, "des", options={"quiet": True, "seed": seed, "wall": wall,
+        res = qpn.solve(net, "des", options={"quiet": True, "seed": seed, "wall": wall, "rtol": 0.02,
                                              "watch_elements": watch})
     except QPNError as exc:
         return Check(facts, {}, {}, {}, "error", "des", note=str(exc).splitlines()[0])

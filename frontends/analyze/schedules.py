@@ -183,7 +183,6 @@ def schedules_as_sources(by: dict) -> tuple[dict, list, list]:
             continue
         q = PLANS_BASE + len(objects)
         first = min(by[t][0]["ts"] for t in tids)
-        line = site.rsplit(":", 1)[-1]
         how = v.reason()
         objects.append({"kind": "object", "tid": tids[0], "ts": first - 1, "obj": q,
                         "type": "queue", "site": site, "name_type": "plan",

@@ -235,7 +235,9 @@ def attribute(events: list, aio: list, acquires: list, started: list, pid: int,
                     k_end = task_clock(g.owner, ts + dur)
                 else:
                     k_end = g2.loop_clock(c_end)
-                e["cpu_dur"] = max(0, k_end - e["cpu"])
+                # the owner's CPU in the span is part of the thread's, never more (a
+                # clamp to a stretch's bounds must not add the thread's other CPU)
+                e["cpu_dur"] = min(e["cpu_dur"], max(0, k_end - e["cpu"]))
         else:
             crossed = False
         if id(e) in acquired:

@@ -42,6 +42,7 @@ class Report:
     model: str = ""
     warnings: list = field(default_factory=list)
     bound: float | None = None                   # the suite's bound on the mean eps
+    notes: list = field(default_factory=list)    # what the table's reader should know
 
     @property
     def mean_eps(self) -> float:
@@ -58,16 +59,21 @@ class Report:
         error."""
         names = list(self.rows[0]["point"]) if self.rows else []
         speed = any(r.get("speed") is not None for r in self.rows)
-        head = names + ["measured", "spread"] + (["speed"] if speed else []) + ["predicted", "eps"]
+        alt = any(r.get("if_divided") is not None for r in self.rows)
+        head = names + ["measured", "spread"] + (["speed"] if speed else []) + \
+            ["predicted", "eps"] + (["if divided"] if alt else [])
         lines = [head]
         for r in self.rows:
             lines.append([str(r["point"][n]) for n in names]
                          + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%"]
                          + ([_speed_cell(r)] if speed else [])
-                         + [f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"])
+                         + [f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"]
+                         + ([f"{r['if_divided']:.6g}" if r.get("if_divided") is not None
+                             else "-"] if alt else []))
         out = aligned(head, lines[1:])
         out.append(f"mean eps {100 * self.mean_eps:.1f}%, max {100 * self.max_eps:.1f}% "
                    f"over {len(self.rows)} configuration(s)")
+        out += self.notes
         if speed:
             out.append("speed: a Python loop's time while tracing over its time while measuring "
                        "(below 1: the trace ran faster); in parentheses: not applied to the model "
@@ -301,6 +307,16 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
                                "to calibrate; predictions use the traced CPU demands as they are")
     outside = res.info.get("outside")
     extra = {"outside": outside["value"]} if outside else {}
+    # divisions one trace cannot decide and the suite does not set: both bounds predicted
+    undecided = [v["split"] for v in res.info.get("second_trace", {}).values()
+                 if v["split"] in names and v["split"] not in suite.set]
+    for v in res.info.get("second_trace", {}).values():
+        if v["split"] in undecided:
+            report.notes.append(
+                f"{v['split']} is an assumption one trace cannot decide (0: each thread's work "
+                "does not depend on the pool size, predicted; 1: the work is divided, column "
+                "'if divided'); a trace at another pool size decides it"
+                + (f": {v['command']}, then [build] configs with both" if v["command"] else ""))
     for i, point in enumerate(suite.points()):
         params = _model_params(suite, point, names)
         # shown always (a spell of the machine is worth seeing), applied only when asked for:
@@ -330,10 +346,21 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
             report.warnings.append(f"the model predicts {pred} at {point}: it may deadlock or "
                                    f"never reach the measured element (qpn check {report.model})")
         report.warnings += [f"at {point}: {w}" for w in getattr(r, "warnings", [])]
+        divided = None
+        if undecided:                   # what one trace could not tell: the other bound
+            alt = dict(params, **{sp: 1 for sp in undecided})
+            ra = qpn.solve(net, suite.solve.get("method", "auto"),
+                           options={"quiet": True, "seed": 1, **options}, **alt)
+            try:
+                divided = _evaluate(suite.expr, _predictor(ra, {**suite.params, **point,
+                                                                **extra}))
+            except QPNError:
+                divided = None
         m = measured[i]
         report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
                             "samples": m["samples"], "load": m["load"], "speed": speed,
                             "speed_noise": noise, "speed_applied": applied, "predicted": pred,
+                            "if_divided": divided,
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
     from qpn.solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(

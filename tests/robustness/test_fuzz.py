@@ -42,13 +42,16 @@ def test_fast_slice_finds_no_new_crash_hang_or_memory_failure(tmp_path_factory):
     t0 = time.perf_counter()
     # seeds that are the same in every run and checkout: the traces of the test
     # programs (timed runs) are left to the campaigns
-    camp = run_campaign(300, 200, SLICE_SEED, jobs=2, budget=10.0, shrink=False, quick=True,
+    # (half the inputs it had: the default run stays under its 10 minutes; the campaigns of
+    # docs/robustness.md run thousands)
+    camp = run_campaign(150, 100, SLICE_SEED, jobs=2, budget=10.0, shrink=False, quick=True,
                         programs="none", cache_dir=str(tmp_path_factory.mktemp("fuzz-seeds")),
-                        qpe=60, pnml=60, lqn=60)
-    assert dict(camp.inputs) == {"model": 300, "trace": 200, "qpe": 60, "pnml": 60, "lqn": 60}
+                        qpe=30, pnml=30, lqn=30)
+    assert dict(camp.inputs) == {"model": 150, "trace": 100, "qpe": 30, "pnml": 30, "lqn": 30}
     # the inputs reach past the parser: every command succeeds on a good share
     ok = {c: n for (c, o), n in camp.outcomes.items() if o == OK}
-    assert all(ok.get(c, 0) >= 40 for c in ("check", "fmt", "flatten", "solve", "trace-check",
+    print("succeeded:", ok)
+    assert all(ok.get(c, 0) >= 20 for c in ("check", "fmt", "flatten", "solve", "trace-check",
                                              "build", "convert")), ok
     new = {coarse(sig): f for sig, f in camp.failures.items() if coarse(sig) not in KNOWN}
     report = "\n".join(f"{sig} ({f.outcome}, {sorted(f.commands)}, from {f.origin}):\n"

@@ -6,6 +6,7 @@ program; it rewrites tests/traces/*.jsonl.gz::
     python tests/traces/record.py            # all recordings
     python tests/traces/record.py mapreduce  # those of programs whose name starts so
     python tests/traces/record.py verify     # the small suite of tests/verification/test_verify.py
+    python tests/traces/record.py unseen     # the programs written blind (tests/programs/unseen)
 
 Each trace is taken like the live tests take theirs (own session, autogroup
 nice -19); of ``tries`` traces of one recording slot taken while the rest of the
@@ -25,8 +26,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 from measured_load import LoadProbe  # noqa: E402
-from analyze_support import (RECORDINGS, ROOT, WAITRESS_TRACE, recorded_path,  # noqa: E402
-                              trace_runs, trace_waitress)
+from analyze_support import (RECORDINGS, ROOT, UNSEEN, UNSEEN_TRACES,  # noqa: E402
+                              WAITRESS_TRACE, recorded_path, trace_runs, trace_unseen,
+                              trace_waitress)
 
 
 class _Factory:
@@ -83,6 +85,23 @@ def record_verify_small(tmp: str) -> None:
         shutil.copy(suite / "verify" / f"trace{i}.jsonl.key", os.path.join(RECORDED, f"trace{i}.jsonl.key"))
 
 
+def record_unseen(tmp: str, prefix: str) -> None:
+    """Trace the programs written blind to the analyzer (UNSEEN), each with its children,
+    into tests/traces/unseen/<stem>/ (gzipped)."""
+    import glob
+    for name in UNSEEN:
+        if not (name.startswith(prefix) or prefix == "unseen"):
+            continue
+        out = os.path.join(tmp, name[:-3])
+        os.makedirs(out)
+        path = _quietly(lambda: trace_unseen(out, name), name, 1)[0]
+        dest = os.path.join(UNSEEN_TRACES, name[:-3])
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        for f in sorted(glob.glob(path[:-6] + "*.jsonl")):
+            _save(f, os.path.join(dest, os.path.basename(f) + ".gz"))
+
+
 def record(prefix: str = "", tries: int = 3) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         factory = _Factory(tmp)
@@ -92,8 +111,10 @@ def record(prefix: str = "", tries: int = 3) -> None:
             path = os.path.join(tmp, "waitress.jsonl")
             _quietly(lambda: trace_waitress(path), "waitress", 1)
             _save(path, WAITRESS_TRACE)
+        if prefix == "unseen" or any(n.startswith(prefix) for n in UNSEEN):
+            record_unseen(tmp, prefix)
         for name, args, runs in RECORDINGS:
-            if not name.startswith(prefix):
+            if not name.startswith(prefix) or prefix == "unseen":
                 continue
             for i in range(runs):
                 quiet = _quietly(lambda: trace_runs(factory, name, *args)[0], f"{name} {args}", tries)

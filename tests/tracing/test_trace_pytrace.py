@@ -225,6 +225,7 @@ def test_file_server_io_queue_and_requests(server_trace):
         assert span["cpu_dur"] <= span["dur"] + 1_000_000
 
 
+@pytest.mark.measured                   # CPU per iteration, traced against untraced: a timing
 def test_probe_cost_matches_the_wrappers(tmp_path_factory):
     """probe_ns, timed at exit, accounts for what the lock wrappers add between
     two events: with it taken off, the traced loop's CPU per iteration is much

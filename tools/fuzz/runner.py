@@ -67,6 +67,8 @@ TRACE_COMMANDS = {
     "trace-check --lenient": ["trace-check", TRACE_FILE, "--lenient"],
     "build": ["build", TRACE_FILE, "-o", "built.qpn"],
 }
+#: the fast slice caps build's check (a simulation, 5 s by default) as it caps solve
+QUICK_TRACE_COMMANDS = dict(TRACE_COMMANDS, build=TRACE_COMMANDS["build"] + ["--check-wall", "0.5"])
 
 
 
@@ -206,7 +208,7 @@ def _text(stream: io.TextIOWrapper) -> str:
 def commands_for(kind: str, quick: bool = False) -> dict[str, list[str]]:
     """command name -> argv for a "model", "trace", "qpe", "pnml" or "lqn" input."""
     if kind == "trace":
-        return TRACE_COMMANDS
+        return QUICK_TRACE_COMMANDS if quick else TRACE_COMMANDS
     if kind in ("qpe", "pnml", "lqn"):
         return _foreign(INPUT_FILE[kind], QUICK_SOLVE_BUDGET if quick else SOLVE_BUDGET)
     return QUICK_MODEL_COMMANDS if quick else MODEL_COMMANDS
