@@ -83,7 +83,8 @@ def open_loop(w, r):
     only takes planned requests (a schedule: :mod:`.schedules`) and puts each into one
     unbounded queue, or (a trace without the times asked for) only sleeps and puts, the
     sleeps varying.  Its arrivals do not depend on the rest of the program: a ``source``
-    with a rate parameter that puts into that queue directly."""
+    with a rate parameter that puts into that queue directly, or, when the client works
+    for each request, into its plan (the third value True: the client stays a thread)."""
     if r.mode != "forever":
         return None
     lvs = leaves(r.items)
@@ -104,7 +105,21 @@ def open_loop(w, r):
         asked = [s.ev.get("requested") for lf in lvs if lf.action == "sleep" for s in lf.steps]
         if len(asked) < 3 or None in asked or fit(asked).scv < 0.05:
             return None                      # fixed sleeps: the period follows its own work
-    return key, sorted(s.end for lf in lvs if lf.action == "put" for s in lf.steps)
+    if len(plans) == 1 and _works(lvs):
+        # a client that keeps a schedule and works for each request (builds it, hands it
+        # over: CPU under the GIL beside the threads serving it, what holds its arrivals
+        # back when they are busy) stays a thread: the source puts the planned instants,
+        # it takes them, late when busy
+        (plan,) = plans
+        puts = sorted(s.end for lf in lvs if lf.action == "put" for s in lf.steps)
+        w.relays[plan] = (r.name, key, puts)          # its requests start at its puts
+        return plan, sorted(s.end for lf in lvs if lf.action == "take" for s in lf.steps), True
+    return key, sorted(s.end for lf in lvs if lf.action == "put" for s in lf.steps), False
+
+
+def _works(lvs) -> bool:
+    """Whether a loop's steps hold CPU time of their own (code fragments)."""
+    return any(s.cpu for lf in lvs for s in lf.steps if s.cpu)
 
 
 def divided_work(w, r, base: str) -> None:

@@ -100,6 +100,7 @@ class Writer:
         self.origin: dict = {}                 # id(software step) -> the leaf it was written for
         self.pools: dict = {}                  # runner name -> (its sw.Pool, the Runner)
         self.arrivals: dict = {}               # source queue name -> arrival times (ns)
+        self.relays: dict = {}                 # plan key -> (client, queue key, its put times)
         self.handlers: dict = {}               # event-loop runner -> channel key -> its pool
         self.aloop = None                      # the asyncio loop of the runner being written
         self.loop_names: dict = {}             # ("loop", id) -> its mutex's name

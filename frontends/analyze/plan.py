@@ -31,8 +31,9 @@ def write_runners(w) -> list:
     for r in list(live):
         found = None if r.group.main else open_loop(w, r)
         if found:
-            clients[r.name] = found
-            live.remove(r)
+            clients[r.name] = found[:2]
+            if not found[2]:                 # (a client that works takes its plan)
+                live.remove(r)
     for r in live:
         r.name = w.names.unique(r.name)
     for key in an.objects.by_type("sem"):
@@ -62,6 +63,7 @@ def write_runners(w) -> list:
         w.cores_param = w.param("cores", w.cores, "CPU cores (runtime.cpus)")
     relayed = {lf.token[1] for r in an.runners if r.name in clients
                for lf in leaves(r.items) if lf.action == "take"}   # plans a client relays
+    relayed |= {key for key, _ in clients.values()}
     loop_threads = [r for r in live if any(lp[3] in r.group.tids
                                            for lp in w.loop_cost.values())]
     taken = {lf.token[1] for r in live if r not in loop_threads

@@ -128,6 +128,24 @@ def _insert_after(steps: tuple, target, new) -> tuple | None:
     return tuple(out) if found else None
 
 
+def _insert_before(steps: tuple, target, new) -> tuple:
+    """``steps`` with ``new`` right before the step ``target`` (at the top level or in
+    nested blocks)."""
+    out = []
+    for st in steps:
+        if st is target:
+            out += [new, st]
+            continue
+        sub = None
+        if isinstance(st, sw.Branch):
+            alts = [replace(a, body=_insert_before(a.body, target, new)) for a in st.alternatives]
+            sub = replace(st, alternatives=tuple(alts))
+        elif isinstance(getattr(st, "body", None), tuple):
+            sub = replace(st, body=_insert_before(st.body, target, new))
+        out.append(sub if sub is not None else st)
+    return tuple(out)
+
+
 def _in_children(st, target, new):
     """``st`` rebuilt with ``new`` after ``target`` in its nested body, or None."""
     if isinstance(st, sw.Branch):
@@ -161,12 +179,23 @@ def response_timers(w, body: list) -> list:
         key = next((k for k, n in w.objnames.items() if put is not None and n == put.target), None)
         if key is None:
             continue
+        arrivals = w.arrivals.get(put.target, [])
+        relay = w.relays.get(key)
+        hand = None
+        if relay is not None and relay[0] in w.pools and relay[1] in w.objnames:
+            # a client that keeps the schedule and works for each request: a request
+            # starts when the client hands it over (where it would stamp it), not at the
+            # planned instant
+            client, key, arrivals = relay
+            hand = next((st for st in walk_steps(w.pools[client][0].body)
+                         if isinstance(st, sw.Put) and st.target == w.objnames[key]), None)
+            if hand is None:
+                continue
         end = request_end(live, an.objects, key)
         if end is None:
             continue
         r, i, hops = end
         lf = leaves(r.items)[i]
-        arrivals = w.arrivals.get(put.target, [])
         if arrivals and not MIN_ENDS <= len(lf.steps) / len(arrivals) <= 1 / MIN_ENDS:
             w.info["timers_skipped"] = w.info.get("timers_skipped", []) + [
                 f"source '{src.name}': its {len(arrivals)} arrivals end in {len(lf.steps)} "
@@ -213,8 +242,16 @@ def response_timers(w, body: list) -> list:
             w.pools[r.name] = (new_pool, r)
         traced = mean_response(arrivals, ends) if min(len(arrivals), len(ends)) >= \
             MIN_REQUESTS else None
-        new_src = replace(src, body=(sw.TimerStep(name, "start"),) + tuple(src.body))
-        out[out.index(src)] = new_src
+        if hand is None:
+            new_src = replace(src, body=(sw.TimerStep(name, "start"),) + tuple(src.body))
+            out[out.index(src)] = new_src
+        else:
+            cpool, cr = w.pools[relay[0]]
+            started = replace(cpool, body=_insert_before(cpool.body, hand,
+                                                         sw.TimerStep(name, "start")))
+            out[out.index(cpool)] = started
+            w.pools[relay[0]] = (started, cr)
+            where += f"; from the hand-over by '{relay[0]}', which takes the planned requests"
         w.decls[("timer", name)] = (len(w.decls), sw.Timer(name, doc=(
             f"response time of the requests of source '{src.name}': from the arrival to the "
             f"end of the request, {where}, {hops} hand-over(s) on; `residence "

@@ -46,13 +46,20 @@ class Report:
 
     @property
     def mean_eps(self) -> float:
-        """Mean relative error over the grid's points (NaN: no points)."""
-        return sum(r["eps"] for r in self.rows) / len(self.rows) if self.rows else math.nan
+        """Mean relative error over the grid's points the model has a steady state at
+        (NaN: none)."""
+        eps = [r["eps"] for r in self.rows if r.get("eps") is not None]
+        return sum(eps) / len(eps) if eps else math.nan
 
     @property
     def max_eps(self) -> float:
-        """Largest relative error over the grid's points."""
-        return max((r["eps"] for r in self.rows), default=math.nan)
+        """Largest relative error over those points."""
+        return max((r["eps"] for r in self.rows if r.get("eps") is not None), default=math.nan)
+
+    @property
+    def unstable(self) -> list:
+        """The points where the model has no steady state (its queues grow without bound)."""
+        return [r for r in self.rows if r.get("unstable")]
 
     def table(self) -> str:
         """The report as a text table: each point's measured median, spread, prediction and
@@ -67,12 +74,20 @@ class Report:
             lines.append([str(r["point"][n]) for n in names]
                          + [f"{r['measured']:.6g}", f"{100 * r['spread']:.1f}%"]
                          + ([_speed_cell(r)] if speed else [])
-                         + [f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"]
+                         + ([f"{r['predicted']:.6g}", f"{100 * r['eps']:.1f}%"]
+                            if not r.get("unstable") else ["unstable", "-"])
                          + ([f"{r['if_divided']:.6g}" if r.get("if_divided") is not None
                              else "-"] if alt else []))
         out = aligned(head, lines[1:])
+        bad = self.unstable
         out.append(f"mean eps {100 * self.mean_eps:.1f}%, max {100 * self.max_eps:.1f}% "
-                   f"over {len(self.rows)} configuration(s)")
+                   f"over {len(self.rows) - len(bad)} configuration(s)"
+                   + (f" ({len(bad)} unstable, left out)" if bad else ""))
+        if bad:
+            out.append(f"UNSTABLE (!): at {len(bad)} of {len(self.rows)} point(s) the model has "
+                       f"no steady state ({bad[0]['unstable']}): the program's queues grow "
+                       "there too or the model misses what holds its arrivals back; the value "
+                       "measured is what a run of finite length saw")
         out += self.notes
         if speed:
             out.append("speed: a Python loop's time while tracing over its time while measuring "
@@ -334,6 +349,16 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
         options.setdefault("watch_elements", watched(suite.expr))
         r = qpn.solve(net, suite.solve.get("method", "auto"),
                       options={"quiet": True, "seed": 1, **options}, **params)
+        if getattr(r, "status", None) == "unstable":
+            # no steady state: the point is reported as such, apart from the mean
+            m = measured[i]
+            report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
+                                "samples": m["samples"], "load": m["load"], "speed": speed,
+                                "speed_noise": noise, "speed_applied": applied,
+                                "predicted": math.inf, "if_divided": None, "eps": None,
+                                "unstable": (r.reason or "unstable").split(" (")[0],
+                                "model_params": params})
+            continue
         try:
             pred = _evaluate(suite.expr, _predictor(r, {**suite.params, **point, **extra}))
         except QPNError as e:
@@ -381,11 +406,14 @@ def _plot(report: Report, path: str, log) -> None:
     except ImportError:
         print("verify: pip install matplotlib for the plot (verify.png)", file=log)
         return
-    xs = [r["measured"] for r in report.rows]
-    ys = [r["predicted"] for r in report.rows]
+    rows = [r for r in report.rows if not r.get("unstable")]
+    if not rows:
+        return
+    xs = [r["measured"] for r in rows]
+    ys = [r["predicted"] for r in rows]
     fig, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.scatter(xs, ys)
-    for r, x, y in zip(report.rows, xs, ys):
+    for r, x, y in zip(rows, xs, ys):
         ax.annotate(" ".join(f"{k}={v}" for k, v in r["point"].items()), (x, y), fontsize=7)
     lo, hi = min(xs + ys) * 0.9, max(xs + ys) * 1.1
     ax.plot([lo, hi], [lo, hi], "k--", linewidth=0.8)

@@ -45,6 +45,7 @@ class SuiteRow:
     bound: float | None = None
     error: str | None = None
     origin: str = "beside"          # written beside the analyzer, or unseen by its authors
+    unstable: int = 0               # points without a steady state in the model (not in the mean)
 
     @property
     def over_bound(self) -> bool:
@@ -73,9 +74,11 @@ def row_of(report, group: str, origin: str = "beside") -> SuiteRow:
     """The summary row of a finished suite (a ``verify.Report``)."""
     spreads = [r["spread"] for r in report.rows]
     loads = [x for r in report.rows if r.get("load") for x in r["load"]]
-    return SuiteRow(report.suite, group, len(report.rows), report.mean_eps, report.max_eps,
+    bad = len(report.unstable)
+    return SuiteRow(report.suite, group, len(report.rows) - bad, report.mean_eps, report.max_eps,
                     (min(spreads), max(spreads)) if spreads else None,
-                    (min(loads), max(loads)) if loads else None, report.bound, origin=origin)
+                    (min(loads), max(loads)) if loads else None, report.bound, origin=origin,
+                    unstable=bad)
 
 
 def summary_table(rows: list[SuiteRow]) -> str:
@@ -90,7 +93,9 @@ def summary_table(rows: list[SuiteRow]) -> str:
                       (f"{100 * r.spread[0]:.0f}-{100 * r.spread[1]:.0f}%" if ok and r.spread else "-"),
                       (f"{r.load[0]:.1f}-{r.load[1]:.1f}" if ok and r.load else "-")])
         notes.append(f"  error: {r.error.splitlines()[0]}" if not ok else
-                     f"  above its bound {100 * r.bound:.0f}%" if r.over_bound else "")
+                     (f"  above its bound {100 * r.bound:.0f}%" if r.over_bound else "")
+                     + (f"  UNSTABLE in the model at {r.unstable} more point(s)" if r.unstable
+                        else ""))
     out = aligned(head, lines[1:], left=2)
     out = out[:2] + [line + note for line, note in zip(out[2:], notes)]
     origins = [o for o in ORIGINS if any(r.origin == o for r in rows)]

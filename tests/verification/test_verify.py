@@ -249,3 +249,26 @@ def test_a_suite_names_the_solution_method(tmp_path, monkeypatch):
     # own options), then a solve per grid point with the suite's
     assert seen[0][0] == "des" and seen[1:] == [("des", 3), ("des", 3)]
     assert all(r["predicted"] > 0 for r in rep.rows)
+
+
+def test_a_point_without_a_steady_state_is_reported_apart_from_the_mean():
+    """A grid point where the model's queues grow without bound (an open workload above
+    its service rate) has no prediction: the table says 'unstable', the mean and max are
+    over the other points, and the summary row counts it apart."""
+    from qpn.frontends.verify import Report
+    from qpn.frontends.verify.summary import row_of, summary_table
+    row = {"spread": 0.1, "samples": 3, "load": [0.2, 0.3], "speed": None}
+    rep = Report("s", rows=[
+        dict(row, point={"rate": 100}, measured=2.0, predicted=1.8, eps=0.1),
+        dict(row, point={"rate": 200}, measured=4.0, predicted=3.0, eps=0.25),
+        dict(row, point={"rate": 900}, measured=9.0, predicted=float("inf"), eps=None,
+             unstable="tokens in 'response.running' grow without bound")])
+    assert rep.mean_eps == pytest.approx(0.175) and rep.max_eps == 0.25
+    table = rep.table()
+    assert [ln.split() for ln in table.splitlines() if ln.split()[:1] == ["900"]] == \
+        [["900", "9", "10.0%", "unstable", "-"]]
+    assert "mean eps 17.5%, max 25.0% over 2 configuration(s) (1 unstable, left out)" in table
+    assert "UNSTABLE (!): at 1 of 3 point(s)" in table
+    r = row_of(rep, "server")
+    assert (r.points, r.unstable) == (2, 1)
+    assert "UNSTABLE in the model at 1 more point(s)" in summary_table([r])
