@@ -66,8 +66,9 @@ def work_phase(walks: dict) -> tuple[int, int] | None:
     for w in walks.values():
         for s in w:
             if s.action in WORK_ACTIONS or _items(s):
-                # an item is taken when the acquisition ends (a worker waits from start-up on)
-                t = s.end if s.action == "acquire" else s.ts
+                # an item is taken when the acquisition or take ends (a worker waits from
+                # start-up on, and a launcher may still be starting the program's processes)
+                t = s.end if s.action in ("acquire", "take") else s.ts
                 if lo is None or t < lo:
                     lo = t
                 break

@@ -13,10 +13,8 @@ after the take that ends the request, or, where that take begins its runner's
 iteration (a worker that takes a request and then serves it), at the end of the
 iteration, the body turned to begin with the take.  The trace's mean response over the
 same span is the sum of the ends less the sum of the arrivals over the requests of the
-work phase (the pairing of ends with arrivals does not change the sum).
-
->>> round(mean_response([0, 10, 20], [5, 18, 31]) or 0, 3)
-8.0
+work phase (:func:`mean_response`: the pairing of ends with arrivals does not change the
+sum; an arrival no end answers is left out).
 """
 from __future__ import annotations
 
@@ -38,12 +36,40 @@ MIN_ENDS = 0.8
 
 
 def mean_response(arrivals: list, ends: list) -> float | None:
-    """Mean time from arrival to end over the first ``min(len)`` of each, sorted."""
+    """Mean time from arrival to end, each end paired with an arrival before it.
+
+    Sorted, the k-th end answers one of the first k arrivals or later ones; with
+    as many of each the sum of the ends less the sum of the arrivals is the mean
+    whatever the pairing.  An arrival more than ends (a readiness probe's empty
+    read before the load, a request still open when the trace stopped) is left
+    out where the data allow: each end, from the last, takes the latest arrival
+    before it that leaves one for every earlier end, so an arrival after the last
+    end and one that no end needs stay unpaired.  Where no such pairing exists
+    (ends before their arrivals: two clocks), the first ``min(len)`` of each.
+
+    >>> round(mean_response([0, 10, 20], [5, 18, 31]) or 0, 3)
+    8.0
+    >>> round(mean_response([-120, 0, 10, 20], [5, 18, 31]), 3)   # a probe before the load
+    8.0
+    >>> round(mean_response([0, 10, 20, 30], [5, 18, 25]), 3)      # one still open at the end
+    6.0
+    """
     m = min(len(arrivals), len(ends))
     if m == 0:
         return None
-    a, e = sorted(arrivals)[:m], sorted(ends)[:m]
-    return (sum(e) - sum(a)) / m
+    a, e = sorted(arrivals), sorted(ends)[:m]
+    chosen, i = [], len(a) - 1
+    for j in range(m - 1, -1, -1):
+        while i > j and a[i] > e[j]:
+            i -= 1                      # answered by no end from here on: unpaired
+        if a[i] > e[j]:
+            chosen = None
+            break
+        chosen.append(a[i])
+        i -= 1
+    if chosen is None:
+        chosen = a[:m]
+    return (sum(e) - sum(chosen)) / m
 
 
 def _channels(runners, objects) -> tuple[dict, dict]:

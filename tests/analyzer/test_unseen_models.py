@@ -133,3 +133,17 @@ def test_work_divided_among_threads_is_read_from_their_arguments(models, name, p
     assert m and "from what the threads were given" in m[1]
     assert f"#   {m[2]}:" not in res.text            # not among the header's assumptions
     assert res.info["division"][pool]["from_arguments"]
+
+
+def test_the_traced_response_pairs_each_answer_with_an_arrival_before_it(models):
+    """async_streams (the server's trace taken by `qpn verify suites/async_streams`): a
+    readiness probe's empty read, 121 ms before the load, is one arrival more than the
+    answers.  Paired first with first, every request was timed from the arrival before
+    its own and the trace's response read 11.98 ms, above the 2.911 ms the client itself
+    measured in that run (planned send to reply, which holds the server's span); each
+    answer paired with the latest arrival before it, the span lies between the request's
+    CPU in the executor (926.7 us per request) and the client's figure."""
+    res = models("async_streams_server.py")
+    timer = res.info["timers"]["response"]
+    assert 0.9267e6 < timer["trace_ns"] < 2.911e6
+    assert res.info["sources"]["requests"]["n"] == 401    # the probe's read stays an arrival

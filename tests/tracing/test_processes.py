@@ -309,6 +309,23 @@ def test_an_accept_queue_fed_from_outside_and_by_a_traced_probe_keeps_its_source
     assert f"source arrivals_{queue} every" in res.text
 
 
+def test_a_launcher_starting_a_tier_while_another_waits_for_work_is_start_up():
+    """The work phase begins when the first item is taken, not when a worker begins to
+    wait for it: a back end waiting in accept from its start-up while the launcher still
+    starts the front (its pipe to the child opened at 200) leaves that start-up outside
+    the phase, however much CPU the launcher's fork cost on a loaded machine (CI saw the
+    launcher's start-up reach the 3% a runner needs and become a task)."""
+    from qpn.frontends.analyze.phases import work_phase
+
+    def step(tid, action, ts, dur):
+        return Step(tid, action, ("accept", "x") if action == "take" else "open", "f.py:1",
+                    {"ts": ts}, ts, 0, 0, 0, dur)
+    walks = {1: [step(1, "take", 100, 400), step(1, "take", 700, 50)],
+             2: [step(2, "io", 200, 10)]}
+    lo, hi = work_phase(walks)
+    assert (lo, hi) == (500, 750) and walks[2][0].ts < lo
+
+
 def test_the_two_tier_model_is_written_as_lqn_layers(service_run):
     """The joined model exported to LQN (qpn convert --to lqn, dsl/lqn_layers.py): a task
     per tier with the pool's threads, the front's call to the back end synchronous, the
