@@ -280,17 +280,23 @@ def _memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc).splitlines()[0].removeprefix("error: ")) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The ``qpn`` argument parser: one sub-command per registered command (plugins'
-    included)."""
+    included).  Given the command line ``argv``, only the command it names gets its
+    arguments (a command's arguments may import what it runs: the solvers' options); the
+    others are listed by name and help line, which is all ``qpn --help`` shows."""
     _load_plugins()
     parser = argparse.ArgumentParser(
         prog="qpn", description="Model and solve hierarchical colored queueing Petri nets.")
     from . import __version__
     parser.add_argument("--version", action="version", version=f"qpn {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for name, (fn, setup, help) in COMMANDS.items():
         p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(func=fn)
+        if chosen is not None and name != chosen:
+            continue
         if getattr(setup, "takes_file", True):
             p.add_argument("file", help="model file (.qpn)")
             p.add_argument("--set", action="append", metavar="NAME=VALUE",
@@ -299,15 +305,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--memory-limit", metavar="SIZE", type=_memory_size,
                        help="refuse computations estimated to need more memory than SIZE "
                             "(e.g. 8GiB; default: half of the available memory, or $QPN_MEMORY_LIMIT)")
-        p.set_defaults(func=fn)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``qpn`` with ``argv``; the exit status (user mistakes: a located message and 2,
     never a traceback)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    line = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(line)
+    args = parser.parse_args(line)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

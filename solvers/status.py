@@ -13,9 +13,10 @@ header, the JSON and the exit status say so instead of printing numbers that mea
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from qpn.errors import SolverError
 
@@ -93,6 +94,7 @@ class Deadlocked(Degenerate):
 
 def empty_reason(compiled) -> str | None:
     """Why a compiled net has nothing to solve, or None.  Cheap: no state space."""
+    import numpy as np
     if not compiled.places:
         return "the model has no places: nothing to solve"
     if int(compiled.m0.sum()) == 0:
@@ -109,6 +111,7 @@ def source_traps(compiled) -> list[str]:
     start, whose inputs nothing of its priority can take.  Cheap (no state space).  Only the sure case of the
     structural check's timeless traps: a loop of immediate modes may also have a way out
     (a retry loop that leaves with probability 1/2), which only a run can tell."""
+    import numpy as np
     pre, post = compiled.pre.tocsr(), compiled.post.tocsr()
     no_input = np.diff(pre.indptr) == 0
     inhibited = {int(i) for i in compiled.inh_mode}
@@ -150,6 +153,7 @@ def deadlock_reason(compiled, states: np.ndarray, dead: np.ndarray) -> str:
 
 def marking_text(compiled, m: np.ndarray) -> str:
     """A marking as 'place=count, ...' over the non-empty slots ('(empty)' if none)."""
+    import numpy as np
     parts = [compiled.slot_label(s) + (f"={int(m[s])}" if m[s] != 1 else "")
              for s in np.flatnonzero(m[:compiled.nslots])]
     if len(parts) > 8:
