@@ -36,7 +36,8 @@ WALL_TARGET = 10.0
 FIGURES = Figures()
 
 BUNDLED = sorted(glob.glob(os.path.join(ROOT, "models", "*.qpn")) +
-                 glob.glob(os.path.join(ROOT, "models", "bench", "*.qpn")))
+                 glob.glob(os.path.join(ROOT, "models", "bench", "*.qpn")) +
+                 glob.glob(os.path.join(ROOT, "models", "published", "*.qpn")))
 # (name, program and arguments): the programs of the analyzer's tests, as they trace them
 TRACED = [("pool_queue_lock", ["pool_queue_lock.py", "30", "3"]),
           ("barrier_iterations", ["barrier_iterations.py", "8", "3"]),

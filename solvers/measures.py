@@ -71,40 +71,41 @@ def derive(compiled, slot_tokens, mode_rates, class_busy) -> list[tuple[str, str
         outof = np.asarray(compiled.pre.T @ flat.T).T.reshape(lead + (ns,))
     rows: list[tuple[str, str, str, np.ndarray]] = []
     for p in compiled.places:
-        colors = p.colors
-        per = []
-        for k, col in enumerate(colors):
-            s = p.slots[k]
-            tok = slot_tokens[..., s]
-            qtok = None
-            arr = into[..., s]
+        # a place's colors side by side (the last axis): one operation per measure and
+        # place, not per color (a loop counter may color a place thousands of ways)
+        slots = np.asarray(p.slots[:len(p.colors)], dtype=np.int64)
+        tok = slot_tokens[..., slots]
+        dep = outof[..., slots]
+        if p.queueing:
+            qslots = np.asarray(p.qslots[:len(p.colors)], dtype=np.int64)
+            qtok = slot_tokens[..., qslots]
+            tok = tok + qtok
+            arr = into[..., qslots]
+        else:
+            qtok, arr = None, into[..., slots]
+        labels = [color_label(col) for col in p.colors]
+        if not labels:
+            continue
+        parts = [(lab, k) for k, lab in enumerate(labels)]
+        if len(labels) > 1 or labels[0] != "":
+            parts = [("", None)] + parts      # the place's total first, then each color
+        cols = {"tokens": tok, "arrivals": arr, "departures": dep}
+        if p.queueing:
+            cols["queue_tokens"] = qtok
+        total = {k: v.sum(axis=-1) for k, v in cols.items()}
+        measures = ["tokens"] + (["queue_tokens"] if p.queueing else []) + ["arrivals", "departures",
+                                                                             "residence"]
+        if p.queueing:
+            measures += ["response", "depository_tokens", "depository_residence"]
+        for which in (total, cols):
+            which["residence"] = _ratio(which["tokens"], which["arrivals"])
             if p.queueing:
-                q = p.qslots[k]
-                qtok = slot_tokens[..., q]
-                tok = tok + qtok
-                arr = into[..., q]
-            dep = outof[..., s]
-            per.append((color_label(col), tok, qtok, arr, dep))
-        entries = per if len(per) == 1 and per[0][0] == "" else per
-        totals = None
-        if len(per) > 1 or (per and per[0][0] != ""):
-            tok = sum(x[1] for x in per)
-            qtok = sum(x[2] for x in per) if p.queueing else None
-            arr = sum(x[3] for x in per)
-            dep = sum(x[4] for x in per)
-            totals = ("", tok, qtok, arr, dep)
-        for lab, tok, qtok, arr, dep in ([totals] if totals else []) + entries:
-            rows.append(("tokens", p.name, lab, tok))
-            if p.queueing:
-                rows.append(("queue_tokens", p.name, lab, qtok))
-            rows.append(("arrivals", p.name, lab, arr))
-            rows.append(("departures", p.name, lab, dep))
-            rows.append(("residence", p.name, lab, _ratio(tok, arr)))
-            if p.queueing:
-                rows.append(("response", p.name, lab, _ratio(qtok, arr)))
-                # QPME reports a queueing place's depository apart: tokens done, not yet taken
-                rows.append(("depository_tokens", p.name, lab, tok - qtok))
-                rows.append(("depository_residence", p.name, lab, _ratio(tok - qtok, arr)))
+                which["response"] = _ratio(which["queue_tokens"], which["arrivals"])
+                which["depository_tokens"] = which["tokens"] - which["queue_tokens"]
+                which["depository_residence"] = _ratio(which["depository_tokens"], which["arrivals"])
+        for lab, k in parts:
+            for m in measures:
+                rows.append((m, p.name, lab, total[m] if k is None else cols[m][..., k]))
     for qi, q in enumerate(compiled.queues):
         busy = np.asarray(class_busy[qi], dtype=dtype)
         total = busy.sum(axis=-1)

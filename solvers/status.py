@@ -134,10 +134,13 @@ def source_traps(compiled) -> list[str]:
         # nothing can disable it before time passes, and time never passes
         ins = pre.indices[pre.indptr[i]:pre.indptr[i + 1]]
         need = pre.data[pre.indptr[i]:pre.indptr[i + 1]]
-        gives = post[i].toarray().ravel()[ins]
+        out_row = dict(zip(post.indices[post.indptr[i]:post.indptr[i + 1]].tolist(),
+                           post.data[post.indptr[i]:post.indptr[i + 1]].tolist()))
+        gives = np.array([out_row.get(int(s), 0) for s in ins])
         if np.any(gives < need) or np.any(m0[ins] < need):
             continue
-        takers = np.unique(by_slot[:, ins].tocoo().row)
+        takers = np.unique(np.concatenate([by_slot.indices[by_slot.indptr[s]:by_slot.indptr[s + 1]]
+                                           for s in ins]))
         if not any(j != i and is_imm[j] and compiled.modes[j].priority >= mode.priority for j in takers):
             out.add(mode.transition)
     return sorted(out)

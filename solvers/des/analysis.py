@@ -16,22 +16,32 @@ from qpn.colors import color_label
 
 from ..measures import derive
 from .options import DESOptions
-from .stats import bin_edges, percentile_from_hist, student_t
+from .stats import bin_edges, percentiles_from_hist, student_t
 
 #: residence-time percentiles reported when histograms are kept
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 
 
 # ----------------------------------------------------------------- points
-def _ci(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and Student-t half-width over the first axis (NaN-aware)."""
-    n = np.sum(np.isfinite(values), axis=0)
+def _ci(values: np.ndarray, level: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and Student-t half-width over ``axis`` (NaN-aware)."""
+    n = np.sum(np.isfinite(values), axis=axis)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # empty or single-value columns: NaN
-        mean = np.nanmean(values, axis=0)
-        sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.full(mean.shape, np.nan)
+        mean = np.nanmean(values, axis=axis)
+        sd = np.nanstd(values, axis=axis, ddof=1) if values.shape[axis] > 1 else np.full(mean.shape, np.nan)
     half = student_t(level, n - 1) * sd / np.sqrt(np.maximum(n, 1))
     return mean, np.where(n > 1, half, np.nan)
+
+
+def _stacked(values: list, n: int) -> np.ndarray:
+    """The rows' values one above the other: (len(values), n).  Reduced along the last
+    (contiguous) axis, each row sums as it would alone (numpy's pairwise summation), so
+    identical lanes still give a half-width of exactly 0."""
+    out = np.empty((len(values), n))
+    for i, v in enumerate(values):
+        out[i] = np.asarray(v, float).reshape(-1)[:n] if np.ndim(v) else v
+    return out
 
 
 def _per_bucket(st, lane: int, first: int):
@@ -58,16 +68,18 @@ def analyze(engine, lanes: np.ndarray, o: DESOptions, first: np.ndarray,
     rows = derive(c, tokens, rates, qbusy)
     out = []
     if len(lanes) >= 2:
-        for m, e, col, v in rows:
-            mean, half = _ci(np.asarray(v, float), o.level)
-            out.append((m, e, col, float(mean), float(half)))
+        # every row's interval at once (a row each per place, color, measure: a net of
+        # thousands of colors has tens of thousands of rows)
+        mean, half = _ci(_stacked([v for *_, v in rows], len(lanes)), o.level, axis=1)
+        out = [(m, e, col, float(mean[i]), float(half[i]))
+               for i, (m, e, col, _) in enumerate(rows)]
     else:  # one long replication: batch means over the buckets after the warm-up
         lane = int(lanes[0])
         bt, br, bb = _per_bucket(st, lane, int(first[lane]))
         brows = derive(c, bt, br, bb)
-        for (m, e, col, v), (_, _, _, bv) in zip(rows, brows):
-            _, half = _ci(np.asarray(bv, float), o.level)
-            out.append((m, e, col, float(np.asarray(v).ravel()[0]), float(half)))
+        _, half = _ci(_stacked([bv for *_, bv in brows], len(bt)), o.level, axis=1)
+        out = [(m, e, col, float(np.asarray(v).ravel()[0]), float(half[i]))
+               for i, (m, e, col, v) in enumerate(rows)]
     info = {}
     if distribution:
         out += _residence_distribution(engine, lanes, res, first, o, info)
@@ -85,26 +97,25 @@ def _residence_distribution(engine, lanes, res, first, o, info):
     point_hist = None
     if st.hist is not None and len(lanes):
         point_hist = st.point_hist(int(st.point[lanes[0]]), lanes, first)
+    per_unit = res[lanes].sum(axis=0)                   # (units, 3): the lanes pooled
+    edges = bin_edges()
     for p, members in groups.items():
         place = c.places[p]
         cols = [(color_label(c.slot_color[c.places[p].slots[i]]), u) for i, (_, u) in
                 enumerate(sorted(members, key=lambda x: x[1]))]
         entries = [("", [u for _, u in cols])] + ([(lab, [u]) for lab, u in cols] if len(cols) > 1 or cols[0][0] else [])
         for lab, us in entries:
-            r = res[lanes][:, us].sum(axis=1)          # (lanes, 3)
-            n, s1, s2 = r[:, 0].sum(), r[:, 1].sum(), r[:, 2].sum()
+            n, s1, s2 = per_unit[us].sum(axis=0).tolist()
             if n < 2:
                 continue
             mean = s1 / n
             var = max(s2 / n - mean * mean, 0.0) * n / (n - 1)
             out.append(("residence_var", place.name, lab, var, None))
             if point_hist is not None:
-                h = point_hist[us].sum(axis=0)
-                for q in PERCENTILES:
-                    out.append((f"residence_p{int(round(q * 100))}", place.name, lab,
-                                percentile_from_hist(h, q), None))
+                h = point_hist[us[0]] if len(us) == 1 else point_hist[us].sum(axis=0)
+                for q, v in zip(PERCENTILES, percentiles_from_hist(h, PERCENTILES)):
+                    out.append((f"residence_p{int(round(q * 100))}", place.name, lab, v, None))
                 nz = np.flatnonzero(h)             # the histogram itself: non-empty bins only
-                edges = bin_edges()
                 info.setdefault("histograms", {})[place.name + (f"({lab})" if lab else "")] = {
                     "lower": edges[nz].tolist(), "upper": edges[nz + 1].tolist(), "count": h[nz].tolist()}
     return out

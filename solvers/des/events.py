@@ -37,7 +37,7 @@ from qpn.errors import SolverError
 
 from .flat import build_net_arrays, build_params, residence_units
 from .jit import loop
-from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP, YIELD,
+from .jit.layout import (DEADLOCK, ev_tree_init, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP, YIELD,
                          Sizes, pack, pack_floats, pow2, region, rows)
 from .lanes import LaneNet
 from .options import usable_cores
@@ -61,6 +61,24 @@ def next_epoch(start: int) -> int:
     return int(-(-max(EPOCH_GROWTH * start + 64, start + 1024) // 64) * 64)
 
 
+#: lane calls from Python (one per lane and round) before one call over a typed list of
+#: the lanes' Generators pays for compiling that list (~1.2 s, ~50,000 calls)
+LANE_CALLS = 20_000
+
+
+def _moved(caps, old_offs, new_offs) -> tuple[np.ndarray, ...]:
+    """(store, place in it, old column, new column) of every cell of stores of ``caps``
+    cells that move from ``old_offs`` to ``new_offs``.
+
+    >>> [a.tolist() for a in _moved(np.array([2, 1]), np.array([0, 2]), np.array([0, 4]))]
+    [[0, 0, 1], [0, 1, 0], [0, 1, 2], [0, 1, 4]]
+    """
+    caps = np.asarray(caps, dtype=np.int64)
+    x = np.repeat(np.arange(len(caps)), caps)
+    k = np.arange(len(x)) - np.repeat(np.cumsum(caps) - caps, caps)
+    return x, k, np.asarray(old_offs, dtype=np.int64)[x] + k, np.asarray(new_offs, dtype=np.int64)[x] + k
+
+
 class EventEngine:
     """Lanes of one net; ``start()``, then ``advance(target_steps, t_end)`` as often as needed."""
 
@@ -77,7 +95,11 @@ class EventEngine:
         self.params = build_params(net, self.flat)
         self.nf = pack_floats(self.flat, self.params)
         self.gens = lane_generators(seed, keys)
-        self.glist = List(self.gens)                  # the same Generators, for the compiled loop
+        # the same Generators as numba's typed list, for one call over many lanes: made
+        # when the lanes' calls from Python would cost more than building it (1.2 s of
+        # compiling in every fresh process, more than a 10-lane run spends on calls)
+        self.glist = None
+        self.lane_calls = 0
         ring, work = self._initial_room()
         self.sizes = Sizes(self.flat, self.params, ring, work, np.full(self.flat.nmulti, 8, dtype=np.int64))
         self.ni = pack(self.flat, self.params, self.sizes)
@@ -97,6 +119,7 @@ class EventEngine:
             region(self.sf, self.where, name)[:] = value
         for name in ("ev", "cclk", "cstart"):
             region(self.sf, self.where, name)[:] = np.inf
+        region(self.si, self.where, "evtree")[:] = ev_tree_init(self.flat.ntimed + self.flat.nqueues)
         region(self.sf, self.where, "dead")[:] = np.nan
         self.hist = bool(histograms)
         qk = [len(q.classes) for q in c.queues]
@@ -184,31 +207,39 @@ class EventEngine:
         region(sf, where, "cstart")[:] = np.inf
         lanes = np.arange(L)[:, None]
         heads = region(self.si, self.where, "rh")
-        for x in range(len(ring)):                     # rings: unrolled to start at their heads
-            oc, oo, no = int(old["r_cap"][x]), int(old["r_off"][x]), int(sizes.stores["r_off"][x])
-            src = oo + (heads[:, x][:, None] + np.arange(oc)[None, :]) % oc
-            for name, old_rows, new in (("rt", self.sf, sf), ("rc", self.si, si)):
-                region(new, where, name)[:, no:no + oc] = region(old_rows, self.where, name)[lanes, src]
+        # every store of a kind copied at once (a colored net has thousands of rings): the
+        # old cells' columns and their new ones, store by store
+        x, k, src, dst = _moved(old["r_cap"], old["r_off"], sizes.stores["r_off"])
+        src = old["r_off"][x][None, :] + (heads[:, x] + k[None, :]) % old["r_cap"][x][None, :]
+        for name, old_rows, new in (("rt", self.sf, sf), ("rc", self.si, si)):
+            region(new, where, name)[:, dst] = region(old_rows, self.where, name)[lanes, src]
         region(si, where, "rh")[:] = 0
         for caps, offs, names in (("w_cap", "w_off", ("wt0", "wwork", "wqleft", "wsetup", "wcls", "wseq",
                                                         "wflag", "wrseq", "wsrv")),
                                   ("c_cap", "c_off", ("cclk", "cstart"))):
-            for x in range(len(old[caps])):
-                oc, oo, no = int(old[caps][x]), int(old[offs][x]), int(sizes.stores[offs][x])
-                for name in names:
-                    old_rows, new = (self.sf, sf) if name in ROW_FLOAT else (self.si, si)
-                    region(new, where, name)[:, no:no + oc] = region(old_rows, self.where, name)[:, oo:oo + oc]
+            _, _, src, dst = _moved(old[caps], old[offs], sizes.stores[offs])
+            for name in names:
+                old_rows, new = (self.sf, sf) if name in ROW_FLOAT else (self.si, si)
+                region(new, where, name)[:, dst] = region(old_rows, self.where, name)[:, src]
         self.ni = pack(self.flat, self.params, sizes)
         self.sizes, self.where, self.si, self.sf = sizes, where, si, sf
 
     # ------------------------------------------------------------------ run
     def _run_lanes(self, lanes: np.ndarray, target: int, t_end: float, hist: np.ndarray) -> np.ndarray:
-        """One call of the compiled loop for several lanes (releases the GIL); their statuses."""
+        """The compiled loop for several lanes (releases the GIL); their statuses.  A call
+        per lane (~15-30 us each) until the lanes' calls add up to LANE_CALLS, then one
+        call for all of them over the typed list of their Generators."""
         st = self.stats
         codes = np.empty(len(lanes), dtype=np.int64)
-        loop.run_lanes(self.ni, self.nf, self.si, self.sf, hist, self.glist, lanes, codes, target, t_end,
-                       self.hist, st.bk_time, st.bk_area, st.bk_fires, self.bk_busy, st.bk_res, st.nb_l,
-                       st.width_l)
+        if self.glist is not None:
+            loop.run_lanes(self.ni, self.nf, self.si, self.sf, hist, self.glist, lanes, codes, target,
+                           t_end, self.hist, st.bk_time, st.bk_area, st.bk_fires, self.bk_busy,
+                           st.bk_res, st.nb_l, st.width_l)
+            return codes
+        for x, lane in enumerate(lanes.tolist()):
+            codes[x] = loop.run_lane(self.ni, self.nf, self.si[lane], self.sf[lane], hist, self.gens[lane],
+                                     lane, target, t_end, self.hist, st.bk_time, st.bk_area, st.bk_fires,
+                                     self.bk_busy, st.bk_res, st.nb_l, st.width_l)
         return codes
 
     def _resolve(self, lane: int, code: int) -> None:
@@ -246,6 +277,9 @@ class EventEngine:
         others: growing lays out every lane's rows anew."""
         out, todo = [], lanes
         while len(todo):
+            self.lane_calls += len(todo)         # (here, before the threads share the lanes)
+            if self.glist is None and self.lane_calls > LANE_CALLS:
+                self.glist = List(self.gens)
             if self.pool is None or len(todo) < 2:
                 parts, done = [todo], [self._run_lanes(todo, target, t_end, self.hists[0])]
             else:

@@ -79,7 +79,7 @@ def run_group(points: list, R: int, keys: np.ndarray, o: DESOptions, lanes: np.n
     if not o.quiet and getattr(engine, "kernel", "") == "EventEngine":
         from .jit import compiled_before
         if not compiled_before():
-            print("compiling the event engine (once after installing or upgrading qpn: about 30 s; "
+            print("compiling the event engine (once after installing or upgrading qpn: 1-2 minutes of CPU; "
                   "cached afterwards)", file=sys.stderr, flush=True)
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)

@@ -121,11 +121,23 @@ def build_lanes(points: list, reps: int = 1, lanes: np.ndarray | None = None) ->
     return ln
 
 
+def csr_rows(m):
+    """``row(j) -> (columns, values)`` of a CSR matrix's row j, as lists, read off its
+    arrays (scipy's row slicing builds a matrix per row).
+
+    >>> import scipy.sparse as sp
+    >>> csr_rows(sp.csr_matrix([[0, 2, 0], [1, 0, 3]]))(1)
+    ([0, 2], [1, 3])
+    """
+    ptr, idx, val = m.indptr.tolist(), m.indices.tolist(), m.data.tolist()
+    return lambda j: (idx[ptr[j]:ptr[j + 1]], val[ptr[j]:ptr[j + 1]])
+
+
 def fusible_routes(ln: LaneNet) -> dict[int, Route]:
     """Depository slots whose tokens can be routed inside the completion event."""
     c = ln.c
-    pre, post = c.pre.tocsc(), c.post.tocsr()
-    pre_r = c.pre.tocsr()
+    takers = csr_rows(c.pre.tocsc())          # a column of pre: the modes taking from a slot
+    ins, outs_of = csr_rows(c.pre.tocsr()), csr_rows(c.post.tocsr())
     queue_slot = {}
     for qi, q in enumerate(c.queues):
         for k, s in enumerate(q.classes):
@@ -136,16 +148,16 @@ def fusible_routes(ln: LaneNet) -> dict[int, Route]:
     routes: dict[int, Route] = {}
     for q in c.queues:
         for d in q.dslots:
-            consumers = pre[:, d].nonzero()[0]
+            consumers = [m for m, n in zip(*takers(d)) if n]
             if len(consumers) == 0 or d in inhibited_slots or d in capped_slots:
                 continue
             ok = True
             targets_q, targets_k = [], []
             for m in consumers:
                 mode = c.modes[m]
-                outs = post[m].indices
-                if mode.kind != "immediate" or pre_r[m].nnz != 1 or pre_r[m, d] != 1 or m in inh_modes \
-                        or len(outs) > 1 or (len(outs) == 1 and post[m, outs[0]] != 1):
+                outs, counts = outs_of(m)
+                if mode.kind != "immediate" or ins(m) != ([d], [1]) or m in inh_modes \
+                        or len(outs) > 1 or (len(outs) == 1 and counts[0] != 1):
                     ok = False
                     break
                 if len(outs) == 1:

@@ -38,6 +38,10 @@ def bin_edges() -> np.ndarray:
     return np.concatenate([[0.0], e, [np.inf]])
 
 
+_EDGES = bin_edges()
+_EDGES.flags.writeable = False
+
+
 class Stats:
     """Accumulators and buckets, lane-last: every array ends with the lane axis.
 
@@ -267,18 +271,34 @@ def student_t(level: float, df: np.ndarray | int) -> np.ndarray:
     return stdtrit(np.maximum(df, 1), 0.5 + level / 2)
 
 
-def percentile_from_hist(h: np.ndarray, q: float) -> float:
-    """Percentile of pooled samples, interpolated log-linearly inside a bin."""
+def percentiles_from_hist(h: np.ndarray, qs) -> list[float]:
+    """Percentiles ``qs`` of pooled samples, interpolated log-linearly inside a bin (one
+    cumulative sum for all of them).
+
+    >>> h = np.zeros(NBINS); h[[100, 200]] = 1
+    >>> p50, p100 = percentiles_from_hist(h, (0.5, 1.0))
+    >>> bool(bin_edges()[100] <= p50 <= bin_edges()[101] <= bin_edges()[200] <= p100 <= bin_edges()[201])
+    True
+    """
     total = h.sum()
     if total == 0:
-        return math.nan
-    target = q * total
+        return [math.nan] * len(qs)
     cum = np.cumsum(h)
-    b = int(np.searchsorted(cum, target, side="left"))
-    edges = bin_edges()
-    lo, hi = edges[b], edges[b + 1]
-    before = cum[b - 1] if b > 0 else 0
-    frac = (target - before) / max(h[b], 1)
-    if lo <= 0 or not np.isfinite(hi):
-        return float(lo if np.isfinite(lo) and lo > 0 else hi)
-    return float(lo * (hi / lo) ** frac)
+    edges = _EDGES
+    out = []
+    for q in qs:
+        target = q * total
+        b = int(np.searchsorted(cum, target, side="left"))
+        lo, hi = edges[b], edges[b + 1]
+        before = cum[b - 1] if b > 0 else 0
+        frac = (target - before) / max(h[b], 1)
+        if lo <= 0 or not np.isfinite(hi):
+            out.append(float(lo if np.isfinite(lo) and lo > 0 else hi))
+        else:
+            out.append(float(lo * (hi / lo) ** frac))
+    return out
+
+
+def percentile_from_hist(h: np.ndarray, q: float) -> float:
+    """Percentile of pooled samples, interpolated log-linearly inside a bin."""
+    return percentiles_from_hist(h, (q,))[0]

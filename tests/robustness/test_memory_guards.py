@@ -63,7 +63,7 @@ def test_simulator_of_a_huge_population_is_refused_with_the_estimate(capsys):
                "--memory-limit", "1GiB"])
     err = capsys.readouterr().err
     assert rc == 2
-    assert err.startswith("error: the simulator's state (10 lanes x 4,294,967,618 entries of "
+    assert err.startswith("error: the simulator's state (10 lanes x 4,294,967,624 entries of "
                           "token stores, clocks and counters) would need about 320.0 GiB, above "
                           "the memory limit of 1.0 GiB (set by --memory-limit)\n")
     assert "--memory-limit 401GiB" in err

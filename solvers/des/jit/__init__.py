@@ -66,10 +66,12 @@ finally:
 
 
 def compiled_before() -> bool:
-    """Whether the event loop is in the on-disk cache (else the next run compiles it, ~30 s)."""
+    """Whether the event loop is in the on-disk cache (else the next run compiles it: 1-2 minutes of CPU)."""
     if not CACHE_DIR or not loop.CACHE:
         return False
     for _root, _dirs, files in os.walk(CACHE_DIR):
-        if any(f.startswith("loop.run_lanes-") and f.endswith(".nbi") for f in files):
+        # run_lane: every run calls it (run_lanes only runs with many lanes, see
+        # events.LANE_CALLS)
+        if any(f.startswith("loop.run_lane-") and f.endswith(".nbi") for f in files):
             return True
     return False

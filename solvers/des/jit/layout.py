@@ -58,7 +58,7 @@ PF_REGIONS = ("weight", "tservers", "qservers", "quantum", "switch", "qspeed", "
 SI_REGIONS = ("steps", "phase", "en_n", "imm_nd", "tim_nd", "info",
               "m", "inh_sum", "cap_sum", "imm_en", "en_list", "en_pos", "imm_mark", "imm_dirty",
               "tim_mark", "tim_dirty", "fired", "q_counter", "cursor", "rh", "rn", "wn", "cn",
-              "rc", "wcls", "wseq", "wflag", "wrseq", "wsrv", "ovis")
+              "rc", "wcls", "wseq", "wflag", "wrseq", "wsrv", "ovis", "evtree", "qocc_n", "qocc")
 SF_REGIONS = ("t", "dead", "t_start", "eff", "ev", "q_last", "area", "last", "fires", "res", "busy",
               "busy_prev", "rt", "wt0", "wwork", "wqleft", "wsetup", "cclk", "cstart")
 # store tables inside lay: capacity and offset (within its arena region) of each store
@@ -70,12 +70,17 @@ _LAY0 = NI_SCALARS + len(NI_REGIONS)      # the layout part of ni's header start
  SI_STEPS, SI_PHASE, SI_EN_N, SI_IMM_ND, SI_TIM_ND, SI_INFO,
  SI_M, SI_INH_SUM, SI_CAP_SUM, SI_IMM_EN, SI_EN_LIST, SI_EN_POS, SI_IMM_MARK, SI_IMM_DIRTY,
  SI_TIM_MARK, SI_TIM_DIRTY, SI_FIRED, SI_Q_COUNTER, SI_CURSOR, SI_RH, SI_RN, SI_WN, SI_CN,
- SI_RC, SI_WCLS, SI_WSEQ, SI_WFLAG, SI_WRSEQ, SI_WSRV, SI_OVIS,
+ SI_RC, SI_WCLS, SI_WSEQ, SI_WFLAG, SI_WRSEQ, SI_WSRV, SI_OVIS, SI_EVTREE, SI_QOCC_N, SI_QOCC,
  SF_T, SF_DEAD, SF_T_START, SF_EFF, SF_EV, SF_Q_LAST, SF_AREA, SF_LAST, SF_FIRES, SF_RES, SF_BUSY,
  SF_BUSY_PREV, SF_RT, SF_WT0, SF_WWORK, SF_WQLEFT, SF_WSETUP, SF_CCLK, SF_CSTART,
  L_R_CAP, L_R_OFF, L_W_CAP, L_W_OFF, L_C_CAP, L_C_OFF) = range(_LAY0, _LAY0 + len(_LAY_NAMES))
 HEADER = _LAY0 + len(_LAY_NAMES)
 ROW_INT = PI_REGIONS + SI_REGIONS          # regions of si
+#: more event clocks (timed modes and queues) than this: the next one is found in a
+#: tournament tree (``evtree``: node i holds the clock of least time below it, leaves at
+#: P + c), O(log n) per change, not by a scan of all of them per event (a loop counted
+#: by colors has thousands of timed modes, one of them enabled)
+EV_TREE_MIN = 32
 ROW_FLOAT = PF_REGIONS + SF_REGIONS        # regions of sf
 # status codes of run_lane (YIELD: a long run of immediate firings paused, so that the
 # caller can look at the wall clock; the lane resumes where it stopped)
@@ -120,7 +125,8 @@ class Sizes:
                        steps=1, phase=1, en_n=1, imm_nd=1, tim_nd=1, info=4, m=S + V, inh_sum=net.ninh,
                        cap_sum=net.ncap, imm_en=M, en_list=M, en_pos=M, imm_mark=M, imm_dirty=M,
                        tim_mark=M, tim_dirty=M, fired=M, q_counter=Q, cursor=NS, rh=NR, rn=NR, wn=NW,
-                       cn=NC, rc=RC, wcls=WC, wseq=WC, wflag=WC, wrseq=WC, wsrv=WC, ovis=net.nord)
+                       cn=NC, rc=RC, wcls=WC, wseq=WC, wflag=WC, wrseq=WC, wsrv=WC, ovis=net.nord,
+                       evtree=ev_tree_size(net.ntimed + Q), qocc_n=Q, qocc=K)
         self.sf = dict(weight=M, tservers=M, qservers=Q, quantum=Q, switch=Q, qspeed=par.qspeed.shape[1], mu=K, smp_par=4 * NS,
                        t=1, dead=1, t_start=1, eff=M, ev=net.ntimed + Q, q_last=Q, area=S + V, last=S + V,
                        fires=M, res=3 * net.nunits, busy=K, busy_prev=K, rt=RC, wt0=WC, wwork=WC,
@@ -141,6 +147,34 @@ class Sizes:
         for n in PI_REGIONS + PF_REGIONS + SI_REGIONS + SF_REGIONS:
             offsets.append(where[n][0])
         return offsets, where
+
+
+def ev_tree_size(nclocks: int) -> int:
+    """Cells of the event clocks' tournament tree: 2 P (P the least power of two >= the
+    clocks), none for at most EV_TREE_MIN clocks.
+
+    >>> ev_tree_size(5), ev_tree_size(33), ev_tree_size(3007)
+    (0, 128, 8192)
+    """
+    return 2 * pow2(nclocks, 1) if nclocks > EV_TREE_MIN else 0
+
+
+def ev_tree_init(nclocks: int) -> np.ndarray:
+    """The tree of ``nclocks`` clocks that are all infinite: each node holds the first clock
+    below it (-1 below it only padding), as a scan taking the first least time would.
+
+    >>> ev_tree_init(40)[1:4].tolist(), ev_tree_init(40)[64 + 39:64 + 41].tolist()
+    ([0, 0, 32], [39, -1])
+    """
+    size = ev_tree_size(nclocks)
+    tree = np.full(size, -1, dtype=np.int64)
+    if size:
+        P = size // 2
+        tree[P:P + nclocks] = np.arange(nclocks)
+        for i in range(P - 1, 0, -1):
+            a = tree[2 * i]
+            tree[i] = a if a >= 0 else tree[2 * i + 1]
+    return tree
 
 
 def _offsets(caps: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ from .layout import (CLOCK_KIND, DEADLOCK, DONE, GROW_MULTI, IN_CNT, IN_PTR, IN_
                      TIMED_MODES, TRAP, YIELD, N_UNITS, N_CLASSES, ORD_RING, OUT_OROOM, OUT_ROOM, SLOT_ORD)
 from .options import CACHE, kernel  # noqa: F401  (CACHE: read by the package)
 from .queues import queue_account, queue_arrive, queue_event, room_for_arrivals, room_for_event
-from .store import change, mark_timed, offer_take, put_tokens, ring_room, take_tokens
+from .store import change, mark_timed, next_ev, offer_take, put_tokens, ring_room, set_ev, take_tokens
 
 INF = math.inf
 MAX_IMMEDIATE = 100_000          # immediate firings in a row without time passing: a timeless trap
@@ -249,7 +249,7 @@ def _multi_clock(ni, nf, si, sf, j: int, deg: int, fired: bool, now: float, g) -
     for i in range(off, off + si[n]):
         if sf[clk + i] < nxt:
             nxt = sf[clk + i]
-    sf[ni[SF_EV] + ni[ni[MODE_COL] + j]] = nxt
+    set_ev(ni, si, sf, ni[ni[MODE_COL] + j], nxt)
     return OK
 
 
@@ -261,7 +261,7 @@ def update_clocks(ni, nf, si, sf, g) -> int:
     while si[nd] > 0:
         j = si[ni[SI_TIM_DIRTY] + si[nd] - 1]
         deg = degree(ni, si, j)
-        ev = ni[SF_EV] + ni[ni[MODE_COL] + j]
+        col = ni[ni[MODE_COL] + j]
         fired = si[ni[SI_FIRED] + j] == 1
         kind = ni[ni[CLOCK_KIND] + j]
         if kind == C_EXP:
@@ -272,18 +272,18 @@ def update_clocks(ni, nf, si, sf, g) -> int:
                 sf[e] = eff
                 if eff > 0.0:
                     mean = sf[ni[PF_SMP_PAR] + 4 * ni[ni[MODE_SAMPLER] + j]]
-                    sf[ev] = now + mean * g.standard_exponential() / eff
+                    set_ev(ni, si, sf, col, now + mean * g.standard_exponential() / eff)
                 else:
-                    sf[ev] = INF
+                    set_ev(ni, si, sf, col, INF)
         elif kind == C_SINGLE:
             # enabling memory: drawn when enabled, kept while enabled, dropped when disabled
-            cur = INF if fired else sf[ev]
+            cur = INF if fired else sf[ni[SF_EV] + col]
             if deg > 0:
                 if cur == INF:
                     cur = now + draw(ni, nf, si, sf, ni[ni[MODE_SAMPLER] + j], g)
             else:
                 cur = INF
-            sf[ev] = cur
+            set_ev(ni, si, sf, col, cur)
         else:
             r = _multi_clock(ni, nf, si, sf, j, deg, fired, now, g)
             if r != OK:
@@ -416,16 +416,11 @@ def run_lane(ni, nf, si, sf, hist, g, lane: int, target: int, t_end: float, with
         if si[steps] > 0 and si[steps] % width_l[lane] == 0:
             flush(ni, nf, si, sf, lane, bk_time, bk_area, bk_fires, bk_busy, bk_res, nb_l, width_l)
     ev = ni[SF_EV]
-    ncol = ni[N_TIMED] + ni[N_QUEUES]
     nt = ni[N_TIMED]
     t = ni[SF_T]
     while si[steps] < target:
-        k = -1
-        tn = INF
-        for c in range(ncol):
-            if sf[ev + c] < tn:
-                tn = sf[ev + c]
-                k = c
+        k = next_ev(ni, si, sf)
+        tn = sf[ev + k] if k >= 0 else INF
         if tn > t_end:
             if t_end < INF:
                 sf[t] = max(sf[t], t_end)

@@ -32,11 +32,11 @@ from .layout import (CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W
                      L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_HOLD,
                      Q_ORDER, Q_SERVES, Q_SLICED,
                      Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SF_WQLEFT,
-                     SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_WCLS, SI_WFLAG,
+                     SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_RN, SI_WCLS, SI_WFLAG,
                      SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
 from .options import kernel
-from .rates import deliver, rate_account, rate_event, rate_reschedule, shared_share
-from .store import ring_push, ring_room
+from .rates import deliver, occupy, rate_account, rate_event, rate_reschedule, shared_share
+from .store import ring_push, ring_room, set_ev
 
 SERVING, DONE = 1, 2
 INF = math.inf
@@ -230,7 +230,7 @@ def _work_reschedule(ni, nf, si, sf, q: int, now: float) -> None:
     off = ni[ni[L_W_OFF] + w]
     share = _served(ni, nf, si, sf, q)
     best, _ = _next_done(ni, si, sf, off, si[ni[SI_WN] + w], share, ni[ni[Q_SLICED] + q] != 0)
-    sf[ni[SF_EV] + ni[N_TIMED] + q] = now + best
+    set_ev(ni, si, sf, ni[N_TIMED] + q, now + best)
 
 
 @kernel
@@ -325,7 +325,7 @@ def _work_event(ni, nf, si, sf, q: int, now: float, g) -> None:
     srv, rseq = ni[SI_WSRV] + off, ni[SI_WRSEQ] + off
     best, j = _next_done(ni, si, sf, off, n, share, rr)
     if j < 0:
-        sf[ni[SF_EV] + ni[N_TIMED] + q] = INF
+        set_ev(ni, si, sf, ni[N_TIMED] + q, INF)
         return
     eps = 1e-12 * max(1.0, abs(now))
     if rr:
@@ -371,6 +371,8 @@ def queue_arrive(ni, nf, si, sf, kg: int, t0: float, now: float, g, cnt: int) ->
             r = ni[ni[Q_STORE] + q]
             if kind != Q_RATE_FCFS:
                 r += kg - ni[ni[Q_KPTR] + q]
+                if si[ni[SI_RN] + r] == 0:
+                    occupy(ni, si, q, kg)
             ring_push(ni, si, sf, r, t0, kg)
             rate_reschedule(ni, si, sf, q, now, g)
         return

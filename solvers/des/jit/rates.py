@@ -4,7 +4,11 @@ Service is memoryless, so the next completion is redrawn whenever the content ch
 (total rate from the counts); the completing class is drawn in proportion to its rate
 and the token uniformly within its class (IS, PS: a ring used as a bag of entry times
 per class) or by position among the first s (FCFS: one ring in arrival order).
-O(classes) per event.  :mod:`.queues` chooses between these and per-token work.
+IS and PS keep their occupied classes in a sorted list (``qocc``: a queue's entries at its
+first class's index, ``qocc_n`` of them), so an event costs O(occupied classes), not
+O(classes): a place colored by a loop counter has thousands of classes and one token;
+the sums run in class order as over all classes (adding zeros changes no bit).
+:mod:`.queues` chooses between these and per-token work.
 """
 from __future__ import annotations
 
@@ -12,11 +16,41 @@ import math
 
 from ..flat import Q_RATE_FCFS, Q_RATE_PS
 from .layout import (CLS_DSLOT, CLS_QSLOT, N_TIMED, PF_MU, PF_QSERVERS, PF_QSPEED, Q_KIND, Q_KPTR, Q_SPD_PTR,
-                     Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SI_RC, SI_RN)
+                     Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SI_QOCC, SI_QOCC_N, SI_RC, SI_RN)
 from .options import kernel
-from .store import change, put_tokens, ring_pos, ring_take_any, ring_take_ordered
+from .store import change, put_tokens, ring_pos, ring_take_any, ring_take_ordered, set_ev
 
 INF = math.inf
+
+
+@kernel(inline="always")
+def occupied(ni, si, q: int) -> tuple:
+    """(start, count) of queue q's occupied classes in ``qocc`` (global class indices)."""
+    return ni[SI_QOCC] + ni[ni[Q_KPTR] + q], si[ni[SI_QOCC_N] + q]
+
+
+@kernel(inline="always")
+def occupy(ni, si, q: int, kg: int) -> None:
+    """Class kg of queue q got its first token: into the sorted list."""
+    a, n = occupied(ni, si, q)
+    i = n
+    while i > 0 and si[a + i - 1] > kg:
+        si[a + i] = si[a + i - 1]
+        i -= 1
+    si[a + i] = kg
+    si[ni[SI_QOCC_N] + q] = n + 1
+
+
+@kernel(inline="always")
+def vacate(ni, si, q: int, kg: int) -> None:
+    """Class kg of queue q lost its last token: out of the sorted list."""
+    a, n = occupied(ni, si, q)
+    i = 0
+    while si[a + i] != kg:
+        i += 1
+    for x in range(i, n - 1):
+        si[a + x] = si[a + x + 1]
+    si[ni[SI_QOCC_N] + q] = n - 1
 
 
 @kernel(inline="always")
@@ -59,13 +93,15 @@ def rate_account(ni, si, sf, q: int, now: float) -> None:
             sf[busy + si[rc + ring_pos(ni, si, base, i)]] += dt
         return
     share = 1.0
+    a, m = occupied(ni, si, q)
     if ni[ni[Q_KIND] + q] == Q_RATE_PS:
         n = 0
-        for k in range(k0, k1):
-            n += si[rn + base + k - k0]
+        for x in range(m):
+            n += si[rn + base + si[a + x] - k0]
         if n > 0:
             share = shared_share(ni, sf, q, n)
-    for k in range(k0, k1):
+    for x in range(m):
+        k = si[a + x]
         sf[busy + k] += si[rn + base + k - k0] * share * dt
 
 
@@ -85,13 +121,15 @@ def rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
             R += sf[mu + si[rc + ring_pos(ni, si, base, i)]]
     else:
         n = 0
-        for k in range(k0, k1):
+        a, m = occupied(ni, si, q)
+        for x in range(m):
+            k = si[a + x]
             c = si[rn + base + k - k0]
             n += c
             R += c * sf[mu + k]
         if ni[ni[Q_KIND] + q] == Q_RATE_PS and n > 0:
             R *= shared_share(ni, sf, q, n)
-    sf[ni[SF_EV] + ni[N_TIMED] + q] = now + g.standard_exponential() / R if R > 0.0 else INF
+    set_ev(ni, si, sf, ni[N_TIMED] + q, now + g.standard_exponential() / R if R > 0.0 else INF)
 
 
 @kernel
@@ -122,16 +160,17 @@ def rate_event(ni, si, sf, q: int, now: float, g) -> None:
         t0, kg = ring_take_ordered(ni, si, sf, base, i)
     else:
         kg = k0
+        a, m = occupied(ni, si, q)
         if k1 - k0 > 1:               # the class, in proportion to its rate
             R = 0.0
-            for k in range(k0, k1):
+            for x in range(m):
+                k = si[a + x]
                 R += si[rn + base + k - k0] * sf[mu + k]
             u = g.random() * R
             acc = 0.0
-            for k in range(k0, k1):
+            for x in range(m):
+                k = si[a + x]
                 c = si[rn + base + k - k0]
-                if c == 0:
-                    continue
                 kg = k
                 acc += c * sf[mu + k]
                 if u < acc:
@@ -140,5 +179,7 @@ def rate_event(ni, si, sf, q: int, now: float, g) -> None:
         n = si[rn + r]
         i = min(int(g.random() * n), n - 1)     # every token of the class equally likely
         t0 = ring_take_any(ni, si, sf, r, i)
+        if n == 1:
+            vacate(ni, si, q, kg)
     deliver(ni, si, sf, kg, t0, now)
     rate_reschedule(ni, si, sf, q, now, g)

@@ -23,8 +23,49 @@ from .layout import (GROW_RING, L_R_CAP, L_R_OFF, N_SLOTS, OK, ORD_PLACE, ORD_RA
                      PI_POINT, SCAP_IDX, SCAP_PTR, SF_AREA, SF_LAST, SF_RES, SF_RT, SI_OVIS, SLOT_ORD,
                      SI_CAP_SUM, SI_IMM_DIRTY, SI_IMM_MARK, SI_IMM_ND, SI_INFO, SI_INH_SUM, SI_M, SI_RC, SI_RH, SI_RN,
                      SI_TIM_DIRTY, SI_TIM_MARK, SI_TIM_ND, SIMM_IDX, SIMM_PTR, SINH_IDX, SINH_PTR, SLOT_RING,
-                     SLOT_UNIT, STIM_IDX, STIM_PTR)
+                     SLOT_UNIT, STIM_IDX, STIM_PTR, N_TIMED, N_QUEUES, SF_EV, SI_EVTREE, EV_TREE_MIN)
 from .options import kernel
+
+
+# ------------------------------------------------------------ event clocks
+@kernel(inline="always")
+def set_ev(ni, si, sf, c: int, t: float) -> None:
+    """Clock ``c`` (a timed mode's column, or N_TIMED + a queue) now ends at ``t``; the
+    tournament tree above it, if there is one, follows (ties to the lower clock)."""
+    ev = ni[SF_EV]
+    sf[ev + c] = t
+    n = ni[N_TIMED] + ni[N_QUEUES]
+    if n <= EV_TREE_MIN:
+        return
+    tree = ni[SI_EVTREE]
+    P = 1
+    while P < n:
+        P *= 2
+    i = (P + c) >> 1
+    while i >= 1:
+        a = si[tree + 2 * i]
+        b = si[tree + 2 * i + 1]
+        if b >= 0 and (a < 0 or sf[ev + b] < sf[ev + a]):
+            a = b
+        si[tree + i] = a
+        i >>= 1
+
+
+@kernel(inline="always")
+def next_ev(ni, si, sf) -> int:
+    """The clock that ends first (the first of the least time), -1 if none ends."""
+    ev = ni[SF_EV]
+    n = ni[N_TIMED] + ni[N_QUEUES]
+    if n > EV_TREE_MIN:
+        k = si[ni[SI_EVTREE] + 1]
+        return k if k >= 0 and sf[ev + k] < math.inf else -1
+    k = -1
+    tn = math.inf
+    for c in range(n):
+        if sf[ev + c] < tn:
+            tn = sf[ev + c]
+            k = c
+    return k
 
 
 # ----------------------------------------------------------------- rings
