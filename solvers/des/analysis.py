@@ -55,9 +55,10 @@ def _per_bucket(st, lane: int, first: int):
 
 
 def analyze(engine, lanes: np.ndarray, o: DESOptions, first: np.ndarray,
-            distribution: bool = True) -> tuple[list, dict]:
+            distribution: bool = True, measures: frozenset | None = None) -> tuple[list, dict]:
     """Rows (measure, element, color, mean, half-width) for one point's lanes: Student-t
-    intervals over its replications, or batch means over the buckets of a single one."""
+    intervals over its replications, or batch means over the buckets of a single one;
+    only those of ``measures``, if given (a precision check reads the watched ones)."""
     c = engine.c
     st = engine.stats
     time_, area, fires, busy, res = st.totals(first)
@@ -66,6 +67,8 @@ def analyze(engine, lanes: np.ndarray, o: DESOptions, first: np.ndarray,
     rates = fires[lanes] / lt[:, None]
     qbusy = [b[lanes] / lt[:, None] for b in busy]
     rows = derive(c, tokens, rates, qbusy)
+    if measures is not None:
+        rows = [r for r in rows if r[0] in measures]
     out = []
     if len(lanes) >= 2:
         # every row's interval at once (a row each per place, color, measure: a net of
@@ -77,6 +80,8 @@ def analyze(engine, lanes: np.ndarray, o: DESOptions, first: np.ndarray,
         lane = int(lanes[0])
         bt, br, bb = _per_bucket(st, lane, int(first[lane]))
         brows = derive(c, bt, br, bb)
+        if measures is not None:
+            brows = [r for r in brows if r[0] in measures]
         _, half = _ci(_stacked([bv for *_, bv in brows], len(bt)), o.level, axis=1)
         out = [(m, e, col, float(np.asarray(v).ravel()[0]), float(half[i]))
                for i, (m, e, col, v) in enumerate(rows)]

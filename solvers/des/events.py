@@ -189,12 +189,15 @@ class EventEngine:
         cap = {GROW_RING: ring, GROW_WORK: work}.get(kind, multi)
         if need <= cap[which]:          # grown already for another lane of the same round
             return
+        # four times the room: a store that fills up once usually fills again (a place
+        # that gathers 3,000 releases grew 9 times by doubling), and each growth lays
+        # every lane's rows out anew
         if kind == GROW_RING:
-            ring[which] = pow2(max(need, 2 * int(ring[which])))
+            ring[which] = pow2(max(need, 4 * int(ring[which])))
         elif kind == GROW_WORK:
-            work[which] = pow2(max(need, 2 * int(work[which])))
+            work[which] = pow2(max(need, 4 * int(work[which])))
         else:
-            multi[which] = pow2(max(need, 2 * int(multi[which])))
+            multi[which] = pow2(max(need, 4 * int(multi[which])))
         sizes = Sizes(self.flat, self.params, ring, work, multi)
         _, where = sizes.layout()
         L = self.L

@@ -141,7 +141,7 @@ def sequential_rule(engine, o: DESOptions):
         """The largest half-width / target ratio of a point (inf: no estimate yet)."""
         if engine.steps[lanes].min() < int(o.min_events) or engine.stats.nb_l[lanes].min() < 8:
             return math.inf
-        rows, _ = analyze(engine, lanes, o, first, distribution=False)
+        rows, _ = analyze(engine, lanes, o, first, distribution=False, measures=frozenset(o.watch))
         miss = imprecise(rows, o)
         return max((m[4] / m[5] if m[4] is not None and np.isfinite(m[4]) else math.inf for m in miss),
                    default=0.0)
