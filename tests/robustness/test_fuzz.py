@@ -101,6 +101,27 @@ def test_a_command_over_its_budget_is_a_hang(monkeypatch):
     assert time.perf_counter() - t0 < 2
 
 
+def test_the_budget_holds_when_the_process_blocks_the_alarm_signal(monkeypatch):
+    """A library loaded earlier in the process may block SIGALRM (MPICH's UCX did): the
+    budget comes from a timer thread, so the hang is still caught."""
+    import signal
+
+    def spin():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 5:
+            pass
+        return 0
+    _selftest(monkeypatch, spin)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    try:
+        t0 = time.perf_counter()
+        res, _ = run_command("selftest", ["selftest", "m.qpn"], 0.2)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    assert (res.outcome, res.signature) == (HANG, "HANG in selftest @ qpn/cli.py (_run)")
+    assert time.perf_counter() - t0 < 2
+
+
 def test_innermost_project_frame_is_the_signature(monkeypatch):
     from qpn.errors import suggest
     # the exception comes from difflib; the signature names the project's frame

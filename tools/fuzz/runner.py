@@ -27,7 +27,9 @@ import io
 import os
 import re
 import shutil
+import _thread
 import signal
+import threading
 import time
 import traceback
 import warnings
@@ -143,11 +145,18 @@ def run_command(name: str, argv: list[str], budget: float) -> tuple[Outcome, str
         warnings.simplefilter("default")
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                signal.setitimer(signal.ITIMER_REAL, budget)
+                # the budget's alarm comes from a timer thread that runs the SIGALRM
+                # handler in the main thread (interrupt_main), not from the kernel: a
+                # library loaded earlier in the process (MPICH's UCX, a test's threads)
+                # may block or take over the real signal, and then a command spun on
+                # (seen in a pytest worker on both cores: the alarm never came)
+                timer = threading.Timer(budget, _thread.interrupt_main, args=(signal.SIGALRM,))
+                timer.daemon = True
+                timer.start()
                 try:
                     res.rc = main(argv)
                 finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    timer.cancel()
         except FuzzTimeout as exc:
             # where the alarm struck within a loop is chance: no line number
             where = re.sub(r":\d+ \(", " (", project_frame(exc.__traceback__))
