@@ -84,9 +84,12 @@ class DESOptions(SolverOptions):
         "mser", "warm-up to discard: mser (detected), none, or a time", _warmup_check(),
         flag=Flag(metavar="mser|T"))
     wall: float = option(
-        60.0, "wall-clock cap of a simulation, in seconds", duration(),
+        60.0, "wall-clock cap of a simulation, in seconds (less the time its threads waited for "
+              "CPUs other work held)", duration(),
         flag=Flag(metavar="SECONDS", help="wall-clock cap of a simulation, fixed --time/--events runs "
-                                          "included (default 60 s); a run it stops has not reached its "
+                                          "included (default 60 s), less the time its threads waited "
+                                          "for CPUs other work held (a loaded machine does not cut a "
+                                          "short solve); a run it stops has not reached its "
                                           "precision or horizon: the table, the JSON and the exit "
                                           "status (3) say so; --method auto's count of the CTMC's "
                                           "states takes at most a quarter of it"))

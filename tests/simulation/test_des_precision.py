@@ -137,3 +137,22 @@ def test_an_unstable_model_is_named_not_averaged_quietly():
     stable = qpn.solve(net, method="des", options=opts, work=0.5e-3)
     assert not [w for w in stable.warnings if "keep growing" in w]
     assert stable.get("tokens", "q.items") < 5
+
+
+def test_time_other_work_held_the_cpus_is_not_counted_against_the_cap(tmp_path, monkeypatch):
+    """The cap counts wall time less the time the run's threads waited, runnable, for a
+    CPU another process held (/proc/self/task/*/schedstat): here every read says the
+    run waited 10 s more, so a 1 s cap never ends a run that needs longer, which stops
+    at its event count instead."""
+    from qpn.solvers.des import run as des_run
+    from qpn.cli import main as cli
+    waited = iter(range(0, 10**15, 10**10))
+    monkeypatch.setattr(des_run, "waited_ns", lambda: next(waited))
+    budget = des_run.Budget(1.0, threads=2)
+    assert not budget.over() and budget.spent() == 0.0
+    out = tmp_path / "r.json"
+    rc = cli(["solve", f"{MODELS}/sw_services.qpn", "--method", "des", "--seed", "7",
+              "--replications", "4", "--events", "400000", "--wall", "0.2", "--threads", "1",
+              "--json", str(out), "-q"])
+    res = load(out)
+    assert rc == 0 and res["info"]["stopped_by"] == "events" and res["info"]["events"] >= 1_600_000
