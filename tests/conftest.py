@@ -1,5 +1,8 @@
 import os
+import subprocess
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -27,3 +30,16 @@ def pytest_runtest_protocol(item, nextitem):
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """With workers (-n), compile the simulator's loop once before they start: each
+    would otherwise compile it at the same time (1-2 minutes of CPU each, on both
+    cores of a fresh CI clone).  A worker, or a run without workers, does nothing."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    from qpn.solvers.des.jit import compiled_before
+    if not compiled_before():
+        subprocess.run([sys.executable, os.path.join(TESTS_DIR, "warm_engine.py")], check=False)
