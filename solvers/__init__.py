@@ -21,7 +21,7 @@ from .registry import METHODS, REGISTRY, Solver, all_solvers, get_solver, regist
 from .result import Measure, Result
 
 if TYPE_CHECKING:
-    from .interface import check_options, solve
+    from .interface import check_options, solve  # noqa: F401  (their types, for checkers)
 
 
 def __getattr__(name: str):

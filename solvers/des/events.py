@@ -37,8 +37,8 @@ from qpn.errors import SolverError
 
 from .flat import build_net_arrays, build_params, residence_units
 from .jit import loop
-from .jit.layout import (DEADLOCK, ev_tree_init, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP, YIELD,
-                         Sizes, pack, pack_floats, pow2, region, rows)
+from .jit.layout import (DEADLOCK, DONE, GROW_MULTI, GROW_RING, GROW_WORK, OK, ROW_FLOAT, ROW_INT, TRAP, YIELD,
+                         Sizes, ev_tree_init, pack, pack_floats, pow2, region, rows)
 from .lanes import LaneNet
 from .options import usable_cores
 from .stats import EPOCH_GROWTH, Stats

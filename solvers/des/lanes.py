@@ -123,7 +123,8 @@ def build_lanes(points: list, reps: int = 1, lanes: np.ndarray | None = None) ->
 
 def csr_rows(m):
     """``row(j) -> (columns, values)`` of a CSR matrix's row j, as lists, read off its
-    arrays (scipy's row slicing builds a matrix per row).
+    arrays (scipy's row slicing builds a matrix per row); of a CSC matrix, its column j
+    (rows, values).
 
     >>> import scipy.sparse as sp
     >>> csr_rows(sp.csr_matrix([[0, 2, 0], [1, 0, 3]]))(1)

@@ -297,8 +297,3 @@ def percentiles_from_hist(h: np.ndarray, qs) -> list[float]:
         else:
             out.append(float(lo * (hi / lo) ** frac))
     return out
-
-
-def percentile_from_hist(h: np.ndarray, q: float) -> float:
-    """Percentile of pooled samples, interpolated log-linearly inside a bin."""
-    return percentiles_from_hist(h, (q,))[0]

@@ -86,15 +86,17 @@ def test_outcome_classes(monkeypatch, body, outcome, signature):
     assert (res.outcome, res.signature and coarse(res.signature)) == (outcome, signature)
 
 
+def _spin() -> int:
+    # bounded: an alarm that never came fails the test instead of hanging the run
+    # (seen once in a run on both cores: the worker spun for minutes)
+    t = time.perf_counter()
+    while time.perf_counter() - t < 5:
+        pass
+    return 0
+
+
 def test_a_command_over_its_budget_is_a_hang(monkeypatch):
-    def spin():
-        # bounded: an alarm that never came fails the test instead of hanging the run
-        # (seen once in a run on both cores: the worker spun for minutes)
-        t = time.perf_counter()
-        while time.perf_counter() - t < 5:
-            pass
-        return 0
-    _selftest(monkeypatch, spin)
+    _selftest(monkeypatch, _spin)
     t0 = time.perf_counter()
     res, _ = run_command("selftest", ["selftest", "m.qpn"], 0.2)
     assert (res.outcome, res.signature) == (HANG, "HANG in selftest @ qpn/cli.py (_run)")
@@ -105,13 +107,7 @@ def test_the_budget_holds_when_the_process_blocks_the_alarm_signal(monkeypatch):
     """A library loaded earlier in the process may block SIGALRM (MPICH's UCX did): the
     budget comes from a timer thread, so the hang is still caught."""
     import signal
-
-    def spin():
-        t = time.perf_counter()
-        while time.perf_counter() - t < 5:
-            pass
-        return 0
-    _selftest(monkeypatch, spin)
+    _selftest(monkeypatch, _spin)
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
     try:
         t0 = time.perf_counter()

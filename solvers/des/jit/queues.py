@@ -31,7 +31,7 @@ from .draw import draw
 from .layout import (CLS_FIFO, CLS_PLACE, CLS_QSLOT, CLS_SAMPLER, GROW_WORK, L_W_CAP,
                      L_W_OFF, N_TIMED, NF_CLS_PRIO, OK, PF_QSERVERS, PF_QUANTUM, PF_SWITCH, Q_HOLD,
                      Q_ORDER, Q_SERVES, Q_SLICED,
-                     Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SF_WQLEFT,
+                     Q_DRING, Q_DRING_PTR, Q_FIFO, Q_KIND, Q_KPTR, Q_STORE, SF_BUSY, SF_Q_LAST, SF_WQLEFT,
                      SF_WSETUP, SF_WT0, SF_WWORK, SI_INFO, SI_Q_COUNTER, SI_RN, SI_WCLS, SI_WFLAG,
                      SI_WN, SI_WRSEQ, SI_WSEQ, SI_WSRV, SLOT_QUEUE)
 from .options import kernel

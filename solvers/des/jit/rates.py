@@ -16,7 +16,7 @@ import math
 
 from ..flat import Q_RATE_FCFS, Q_RATE_PS
 from .layout import (CLS_DSLOT, CLS_QSLOT, N_TIMED, PF_MU, PF_QSERVERS, PF_QSPEED, Q_KIND, Q_KPTR, Q_SPD_PTR,
-                     Q_STORE, SF_BUSY, SF_EV, SF_Q_LAST, SI_QOCC, SI_QOCC_N, SI_RC, SI_RN)
+                     Q_STORE, SF_BUSY, SF_Q_LAST, SI_QOCC, SI_QOCC_N, SI_RC, SI_RN)
 from .options import kernel
 from .store import change, put_tokens, ring_pos, ring_take_any, ring_take_ordered, set_ev
 
@@ -79,7 +79,7 @@ def rate_account(ni, si, sf, q: int, now: float) -> None:
     sf[last] = now
     if dt <= 0.0:
         return
-    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    k0 = ni[ni[Q_KPTR] + q]
     base = ni[ni[Q_STORE] + q]
     s = sf[ni[PF_QSERVERS] + q]
     busy = ni[SF_BUSY]
@@ -107,7 +107,7 @@ def rate_account(ni, si, sf, q: int, now: float) -> None:
 
 @kernel(inline="always")
 def rate_reschedule(ni, si, sf, q: int, now: float, g) -> None:
-    k0, k1 = ni[ni[Q_KPTR] + q], ni[ni[Q_KPTR] + q + 1]
+    k0 = ni[ni[Q_KPTR] + q]
     base = ni[ni[Q_STORE] + q]
     s = sf[ni[PF_QSERVERS] + q]
     mu = ni[PF_MU]
