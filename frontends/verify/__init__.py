@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import io
 import json
 import math
 import os
@@ -421,8 +422,10 @@ def _plot(report: Report, path: str, log) -> None:
     ax.set_ylabel("predicted")
     ax.set_title(f"{report.suite}: mean eps {100 * report.mean_eps:.1f}%")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
+    write_atomic(path, buf.getvalue())
 
 
 __all__ = ["verify", "Report", "load_suite", "build_model"]

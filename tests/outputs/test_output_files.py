@@ -117,3 +117,93 @@ def test_verify_output_directory_is_probed(tmp_path):
     fileio.check_output_dir(tmp_path)
     with pytest.raises(OutputError, match="not a directory"):
         fileio.check_output_dir(tmp_path / "none")
+
+
+# What is already at an output path stays what it was (issue 43): a FIFO or a
+# device node is written to, never renamed over; owners and hard links kept.
+
+def _read_fifo(path, into):
+    with open(path, "rb") as fh:
+        into.append(fh.read())
+
+
+def test_an_output_onto_a_fifo_is_written_into_it_and_the_fifo_stays(tmp_path):
+    import threading
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=_read_fifo, args=(fifo, got))
+    reader.start()
+    check_output(fifo)
+    write_atomic(fifo, "text\n")
+    reader.join(10)
+    assert got == [b"text\n"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_qpn_report_onto_a_private_device_node_leaves_the_node_a_node(tmp_path, capsys):
+    null = tmp_path / "null"
+    full = tmp_path / "full"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD (run as root); the FIFO test covers the rest")
+    model = tmp_path / "m.qpn"
+    model.write_text(MODEL)
+    assert main(["report", str(model), "-o", str(null), "--method", "ctmc"]) == 0
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and os.lstat(null).st_rdev == os.makedev(1, 3)
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_atomic(full, "x")       # /dev/full's error, the node kept
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "m.qpn", "null"]   # no temp left
+
+
+def test_an_output_onto_a_socket_is_refused(tmp_path):
+    import socket
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(OutputError, match="it is a socket"):
+            check_output(path)
+        with pytest.raises(OutputError, match="it is a socket"):
+            write_atomic(path, "x")
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
+def test_fmt_write_keeps_a_hard_link_one_file(tmp_path):
+    a = tmp_path / "a.qpn"
+    a.write_text("place   a   init 1\n")
+    b = tmp_path / "b.qpn"
+    os.link(a, b)
+    assert main(["fmt", "--write", str(b)]) == 0
+    assert os.stat(a).st_ino == os.stat(b).st_ino and os.stat(a).st_nlink == 2
+    assert a.read_text().endswith("\nplace a init 1\n")
+
+
+def test_a_file_rewritten_in_place_gets_its_old_text_back_when_the_write_fails(tmp_path, monkeypatch):
+    a = tmp_path / "a.txt"
+    a.write_text("old text")
+    os.link(a, tmp_path / "b.txt")
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(fileio.os, "fsync", full)
+    with pytest.raises(OutputError, match=r"a\.txt: No space left on device"):
+        write_atomic(a, "a much longer new text")
+    monkeypatch.setattr(fileio.os, "fsync", real_fsync)
+    assert a.read_text() == "old text"
+
+
+def test_fmt_write_keeps_the_owner_and_group_of_another_users_file(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("only root can write another user's file and choose its owner")
+    f = tmp_path / "theirs.qpn"
+    f.write_text("place   a   init 1\n")
+    os.chown(f, 4321, 4322)
+    os.chmod(f, 0o664)
+    assert main(["fmt", "--write", str(f)]) == 0
+    st = os.stat(f)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o664)
+    assert f.read_text().endswith("\nplace a init 1\n")
