@@ -111,6 +111,14 @@ def solve(net, method: str = "auto", options: dict | None = None, **params: Any)
     except Degenerate as exc:   # no numbers, but an answer (exit status 4 or 5), not an error
         res = Result(method=method, model=compiled.net.name)
         res.mark_degenerate(exc.kind, exc.reason)
+    if res.status == "ok":
+        from .flowcheck import flow_violations
+        broken = flow_violations(res)
+        if broken:      # not a steady state, whatever the solver's own test said
+            res.imprecise = f"the answer fails the flow check ({broken[0]})"
+            res.warnings.append("the answer is not a steady state: " + "; ".join(broken[:5])
+                                + (f"; and {len(broken) - 5} more" if len(broken) > 5 else "")
+                                + ": the measures may be far off; simulate (--method des) to check")
     res.params = dict(compiled.params)
     if res.wall_time is None:
         res.wall_time = time.perf_counter() - t0

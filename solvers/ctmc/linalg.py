@@ -20,6 +20,9 @@ DIRECT_LIMIT = 3_000      # sparse LU fills in badly on multi-dimensional chains
 #: magnitude apart keep their digits (a weight of 1.6e60 left LU at residual 0.18, and the
 #: iterative chain took 6.5 s for 165 states)
 GTH_LIMIT = 1_000
+#: the flow imbalance (see _residual) at which an iterative solve stops; a direct solve's
+#: answer is accepted up to 1e3 times it
+TARGET = 5e-11
 #: Gauss-Seidel sweeps whose likeliest state is pinned when a direct solve failed
 PIN_SWEEPS = 20
 #: restarts of a Krylov solve from its last iterate (sharing its iteration budget)
@@ -39,12 +42,28 @@ def generator(src, dst, rate, n: int) -> sp.csr_matrix:
 
 
 def _residual(Q: sp.csr_matrix, pi: np.ndarray) -> float:
-    return float(np.abs(Q.T @ pi).max()) if Q.shape[0] else 0.0
+    """The flow imbalance of ``pi``: |pi Q|_1 over the total probability flow sum_j pi_j q_j.
+
+    Scale-free: the fraction of the flow out of states that is not matched by a flow
+    in, so a chain with a 1 ns step beside 200 s of think time is judged like any
+    other.  (The largest entry of |pi Q| against 1e-13 times the fastest rate accepted
+    2.5e-4 on such a chain: throughputs of one cycle 26% apart, status ok.)
+
+    >>> Q = generator(np.array([0, 1]), np.array([1, 0]), np.array([1e9, 1.0]), 2)
+    >>> _residual(Q, np.array([1e-9, 1.0]) / (1 + 1e-9)) < 1e-15, round(_residual(Q, np.array([0.5, 0.5])), 6)
+    (True, 2.0)
+    """
+    if not Q.shape[0]:
+        return 0.0
+    flow = float(pi @ -Q.diagonal())
+    imbalance = float(np.abs(Q.T @ pi).sum())
+    return imbalance / flow if flow > 0 else (0.0 if imbalance == 0 else math.inf)
 
 
 def steady_state(Q: sp.csr_matrix, method: str = "auto", tol: float = 1e-12,
                  maxiter: int = 5000) -> tuple[np.ndarray, dict]:
-    """pi with pi Q = 0, sum(pi) = 1; info has method, residual, iterations."""
+    """pi with pi Q = 0, sum(pi) = 1; info has method, residual (the flow imbalance of
+    pi, see ``_residual``), iterations."""
     n = Q.shape[0]
     if n == 1:
         return np.ones(1), {"method": "trivial", "residual": 0.0}
@@ -57,7 +76,7 @@ def steady_state(Q: sp.csr_matrix, method: str = "auto", tol: float = 1e-12,
         pi[closed] = sub
         info = dict(info, transient_states=int(n - len(closed)), residual=_residual(Q, pi))
         return pi, info
-    target = 1e-13 * max(1.0, float(-Q.diagonal().min()))
+    target = TARGET
     if method == "direct" or (method == "auto" and n <= DIRECT_LIMIT):
         # the chain is irreducible here, so a singular or inaccurate factor is numerical:
         # probabilities 15 orders of magnitude apart (an unstable queue against its cut-off)
@@ -102,14 +121,14 @@ def steady_state(Q: sp.csr_matrix, method: str = "auto", tol: float = 1e-12,
             pi, info = _bicgstab_gs(Q, maxiter)
         else:
             pi, info = _iterative(Q, "gmres", tol, maxiter)
-        tried.append(f"{m}: residual {info['residual']:.1e}")
+        tried.append(f"{m}: imbalance {info['residual']:.1e}")
         if best is None or info["residual"] < best[1]["residual"]:
             best = (pi, info)
         if info["residual"] <= target:
             break
-    if best is None or best[1]["residual"] > 1e-9:
+    if best is None or best[1]["residual"] > 1e3 * target:
         pp, pinfo = _power(Q, 1e-14, 200_000, x0=None if best is None else best[0])
-        tried.append(f"power: residual {pinfo['residual']:.1e}")
+        tried.append(f"power: imbalance {pinfo['residual']:.1e}")
         if best is None or pinfo["residual"] < best[1]["residual"]:
             best = (pp, pinfo)
     pi, info = best
@@ -260,7 +279,7 @@ def _iterative(Q, method, tol, maxiter):
     the true residual |pi Q| decides, not the solver's own stopping rule."""
     A, b, keep, k = _pinned(Q)
     info = {"method": method}
-    target = 1e-12 * max(1.0, float(-Q.diagonal().min()))
+    target = TARGET
     maxiter = _krylov_iterations(A, maxiter, 60 if method == "gmres" else 0)
     best = None
     for drop, fill in ((1e-2, 2), (1e-4, 6)):
@@ -297,10 +316,10 @@ def _iterative(Q, method, tol, maxiter):
             break
     pi, res, pre, nits, code = best
     info.update(preconditioner=pre, iterations=nits, residual=res, converged=res <= target)
-    if res > 1e-9:
+    if res > 1e3 * TARGET:
         pp, pinfo = _power(Q, 1e-14, 100_000, x0=pi)
         if pinfo["residual"] < res:
-            pinfo["note"] = f"{method} stalled at residual {res:.1e}; power iteration used"
+            pinfo["note"] = f"{method} stalled at flow imbalance {res:.1e}; power iteration used"
             return pp, pinfo
     return pi, info
 

@@ -354,11 +354,10 @@ class CTMCSolver:
                         states_per_second=ctmc.n / max(t1 - t0, 1e-9),
                         **{("linear_solver" if k == "method" else k): v for k, v in info.items()})
         res.explanation.append(f"CTMC with {ctmc.n:,} tangible states, solved by {info['method']} "
-                               f"(residual {info['residual']:.2e})")
-        scale = max(1.0, float(-ctmc.Q.diagonal().min())) if ctmc.n else 1.0
-        if info["residual"] > UNCONVERGED * scale:
+                               f"(flow imbalance {info['residual']:.2e})")
+        if info["residual"] > UNCONVERGED:
             # every linear solver stalled: the numbers are not the chain's steady state
-            res.imprecise = f"the steady-state solvers stalled at residual {info['residual']:.1e}"
+            res.imprecise = f"the steady-state solvers stalled at flow imbalance {info['residual']:.1e}"
             res.warnings.append(f"{res.imprecise} (tried {'; '.join(info.get('tried', [info['method']]))}): "
                                 "the measures may be far off; simulate (--method des) to check")
         for note in ctmc.spec.notes:
@@ -376,8 +375,9 @@ class CTMCSolver:
         return res
 
 
-#: a steady-state residual |pi Q| above this (times the largest outflow rate) is no answer
-UNCONVERGED = 1e-6
+#: a steady state whose flow imbalance |pi Q|_1 / sum_j pi_j q_j is above this is no answer
+#: (the measures' relative errors are of this order); the solvers stop at 5e-11
+UNCONVERGED = 1e-8
 
 #: an open net whose probability at the population cut-off stays above this while the
 #: cut-off doubles has no steady state (a stable one loses mass there geometrically)
@@ -488,6 +488,28 @@ def _growing(compiled, rows: list, masses: list[float]) -> str | None:
             f"at the population cut-off stays at {masses[-1]:.3g} as the cut-off doubles")
 
 
+#: multiply-adds a transient solution may take (uniformization: one product with the
+#: generator per Poisson term, about rate x time terms); some minutes of CPU
+TRANSIENT_WORK = 2e11
+#: Poisson terms at most (their weights are held: 8 bytes each)
+TRANSIENT_TERMS = 5e7
+
+
+def _check_transient_work(ctmc: CTMC, t: float) -> None:
+    """Refuse, with the estimate, a time the uniformization cannot reach: its Poisson
+    series has about q t terms for the fastest exit rate q (a 1 ns step makes 10^9 per
+    second), each a product with the generator."""
+    q = float(-ctmc.Q.diagonal().min()) if ctmc.n else 0.0
+    terms = q * t + 10 * math.sqrt(q * t) + 30
+    if terms > TRANSIENT_TERMS or terms * max(ctmc.Q.nnz, 1) > TRANSIENT_WORK:
+        raise SolverError(f"the transient solution at t = {t:g} s needs about {terms:.3g} "
+                          f"uniformization steps of {ctmc.Q.nnz:,} multiply-adds (fastest rate "
+                          f"{q:.3g}/s x {t:g} s), more than the {TRANSIENT_TERMS:.0e} steps or "
+                          f"{TRANSIENT_WORK:.0e} multiply-adds it may take: ask for earlier times, "
+                          "or use the steady state (no --transient) for late ones",
+                          construct="--transient", methods=("des",))
+
+
 def solve_transient(compiled, times, options: dict | None = None) -> list[Result]:
     """Measures at each time (instantaneous means and rates) from the initial marking.
 
@@ -503,8 +525,14 @@ def solve_transient(compiled, times, options: dict | None = None) -> list[Result
     >>> out[1].method, out[1].info["time"]
     ('ctmc-transient', 1.0)
     """
+    times = list(times)
+    bad = [t for t in times if not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0]
+    if bad:
+        raise SolverError(f"transient times must be finite and >= 0 seconds, got {bad[0]!r}",
+                          construct="--transient")
     o = CTMCOptions.of(options)
     ctmc = build(compiled, o)
+    _check_transient_work(ctmc, max(times, default=0.0))
     p0 = np.zeros(ctmc.n)
     p0[ctmc.space.init_ids] = ctmc.space.init_prob
     out = []

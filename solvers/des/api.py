@@ -78,9 +78,21 @@ class DESSolver:
         (True, True, True)
         """
         o = options_of(options)
+        _check_open_load(compiled)
         if o.scheduler:
             return simulate_distributed(compiled.net, sweep=None, options=o, params=dict(compiled.params))
         return _simulate_compiled([compiled], [{}], o, False)
+
+
+def _check_open_load(compiled) -> None:
+    """An open product-form net that saturates a station has no steady state to
+    simulate towards: Unstable (exit 5) now, as auto says, not a run that ends with
+    a warm-up warning and exit 0."""
+    from ..mva.open import check_open_load
+    from ..mva.productform import product_form
+    qn = product_form(compiled)
+    if not isinstance(qn, list):
+        check_open_load(qn)
 
 
 __all__ = ["simulate", "DESSolver", "SweepResult", "PointResult", "sweep_points"]

@@ -101,6 +101,26 @@ def _stable(U, s, names, what):
                        f"(no steady state: its tokens grow without bound)", construct=names[i])
 
 
+def check_open_load(qn) -> None:
+    """Raise :class:`Unstable` when the open chains of product-form network ``qn``
+    offer a finite-server station a utilization of 1 or more: no method can give a
+    steady state (the simulator checks this before it runs, as auto does).
+
+    >>> import qpn
+    >>> from qpn.solvers.mva.productform import product_form
+    >>> qn = product_form(qpn.compile_net(qpn.load("models/mm1.qpn"), {"lambda": 2}))
+    >>> check_open_load(qn)
+    Traceback (most recent call last):
+    ...
+    qpn.solvers.status.Unstable: the open workload saturates place server: utilization 2 >= 1 (no steady state: its tokens grow without bound)
+    """
+    if not qn.open:
+        return
+    s = np.array([st.servers for st in qn.stations], dtype=float)
+    A = qn.demands()[qn.open].sum(axis=0)
+    _stable(np.where(np.isinf(s), A, A / s), s, [st.element for st in qn.stations], "the open workload")
+
+
 def mixed_network(demands: ArrayLike, population: ArrayLike, loads: ArrayLike,
                   servers: ArrayLike, closed_solver: Callable[..., MVAResult],
                   names: Sequence[str] | None = None) -> tuple[MVAResult, np.ndarray]:

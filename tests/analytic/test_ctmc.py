@@ -512,3 +512,49 @@ def test_a_cutoff_that_holds_back_a_threads_step_is_no_instability_verdict():
     # the two cores with the main thread (the CTMC with those tokens dropped said 0.0635)
     (m,) = [x for x in res.rows if x.measure == "tokens" and x.element == "waitress.cpu_66_66"]
     assert abs(m.value - 50 * 1.242e-3) <= 3 * m.ci + 0.002
+
+
+STIFF_CYCLE = """net stiff
+param users = 12
+place think queue is service exp(200 s) init users
+place a
+place b
+place c
+place d
+transition t1 : think -> a delay exp(rate = 1e9)
+transition t2 : a -> b delay exp(10 s)
+transition t3 : b -> c delay exp(rate = 1e9)
+transition t4 : c -> d delay exp(5 s)
+transition t5 : d -> think delay exp(rate = 1e9)
+"""
+
+
+def test_a_stiff_cycle_gets_one_throughput_equal_to_mva():
+    """Steps of 1 ns beside 200 s of think time (issue 43): the steady state was accepted
+    when the largest entry of |pi Q| was below 1e-13 times the fastest rate (1e9), so
+    Gauss-Seidel stopped at once and the five transitions of one cycle got throughputs
+    up to 4e-5 apart at 12 users and 26% apart at 30 (status ok).  The stopping rule is
+    now the flow imbalance |pi Q|_1 / sum pi_j q_j, which has no scale."""
+    net = qpn.parse(STIFF_CYCLE)
+    res = ctmc(net)
+    exact = qpn.solve(net, method="mva").get("throughput", "t1")      # product form: exact
+    assert res.status == "ok" and res.info["residual"] < 1e-10
+    for t in ("t1", "t2", "t3", "t4", "t5"):
+        assert res.get("throughput", t) == pytest.approx(exact, rel=1e-9)
+
+
+def test_an_answer_that_is_not_a_steady_state_fails_the_flow_check(monkeypatch):
+    """Whatever the linear solver reports, arrivals that do not match departures make
+    the answer imprecise (exit 3), not a quiet wrong number."""
+    import qpn.solvers.ctmc.solver as ctmc_solver
+    real = ctmc_solver._steady
+
+    def off_balance(c, method):
+        pi, info = real(c, method)
+        pi = pi * (1 + 0.01 * np.arange(len(pi)) / len(pi))     # a distribution, but not pi
+        return pi / pi.sum(), dict(info, residual=0.0)          # ... its imbalance hidden
+    monkeypatch.setattr(ctmc_solver, "_steady", off_balance)
+    res = ctmc(qpn.parse(STIFF_CYCLE))
+    assert res.status == "imprecise"
+    assert res.imprecise.startswith("the answer fails the flow check (place ")
+    assert "arrivals" in res.imprecise and "departures" in res.imprecise
