@@ -99,7 +99,17 @@ class QPNError(Exception):
     ... except qpn.QPNError as e:
     ...     print(type(e).__name__, str(e).splitlines()[0])
     ModelError error: no such model file: no_such_model.qpn
+    >>> print(QPNError("plots need matplotlib", hint="pip install matplotlib"))
+    plots need matplotlib
+    hint: pip install matplotlib
     """
+    hint: str | None = None
+
+    def __init__(self, *args, hint: str | None = None):
+        if hint is not None:      # subclasses that render their own hint pass none here
+            self.hint = hint
+            args = (f"{args[0]}\nhint: {hint}",) + args[1:] if args else (f"hint: {hint}",)
+        super().__init__(*args)
 
 
 class ModelError(QPNError):

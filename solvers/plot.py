@@ -21,6 +21,7 @@ imported only here, and only when a figure is asked for.
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
@@ -79,9 +80,33 @@ def _label(measure: str) -> str:
     return f"{measure} [{unit}]" if unit else measure
 
 
+def _real(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _cell(m) -> dict | None:
+    """A result row fit to draw (its half-width 0.0 when absent or not finite), None for a
+    row without a finite value; a row of the wrong shape is a QPNError naming it."""
+    if not isinstance(m, dict) or not isinstance(m.get("measure"), str) \
+            or not isinstance(m.get("element", ""), str):
+        raise QPNError(f"not a qpn result row: {str(m)[:80]} (expected measure, element, value, ci)")
+    value, ci = m.get("value"), m.get("ci")
+    for what, x in (("value", value), ("ci", ci)):
+        if x is not None and not _real(x):
+            raise QPNError(f"result row {m['measure']} {m.get('element', '')}: {what} is "
+                           f"{str(x)[:40]}, expected a number (the file of qpn solve --json)")
+    if value is None or not math.isfinite(value):
+        return None
+    return dict(m, ci=ci if ci is not None and math.isfinite(ci) and ci >= 0 else 0.0)
+
+
 def _cells(d: dict, measure: str, colors: bool = False) -> list[dict]:
-    return [m for m in d.get("measures", []) if m["measure"] == measure
-            and (colors or not m.get("color")) and m.get("value") is not None]
+    rows = d.get("measures", [])
+    if not isinstance(rows, list):
+        raise QPNError("not a qpn result: its measures are not a list")
+    cells = (_cell(m) for m in rows)
+    return [m for m in cells if m is not None and m["measure"] == measure
+            and (colors or not m.get("color"))]
 
 
 def figure(d: dict, measures: list[str] | None = None):
@@ -97,8 +122,8 @@ def figure(d: dict, measures: list[str] | None = None):
 
 def _result_figure(plt, d: dict, measures):
     panels = [m for m in (measures or ("utilization", "throughput", "tokens")) if _cells(d, m)]
-    pct = [m for m in d.get("measures", []) if m["measure"].startswith("residence_p") and
-           m.get("value") is not None and not m.get("color")]
+    pct = [m for m in (_cell(m) for m in d.get("measures", [])) if m is not None
+           and m["measure"].startswith("residence_p") and not m.get("color")]
     if pct and not measures:
         panels.append("percentiles")
     if not panels:
@@ -116,7 +141,7 @@ def _result_figure(plt, d: dict, measures):
         cells = _cells(d, measure)
         names = [c["element"] for c in cells]
         values = [c["value"] for c in cells]
-        err = [c["ci"] if c.get("ci") is not None else 0.0 for c in cells]
+        err = [c["ci"] for c in cells]
         ax.barh(range(len(cells)), values, xerr=err if any(err) else None, color="#4c72b0",
                 capsize=3)
         ax.set_yticks(range(len(cells)), names, fontsize=8)
@@ -188,7 +213,9 @@ def _sweep_figure(plt, d: dict, measures):
 
 
 def _verify_figure(plt, d: dict):
-    rows = [r for r in d["rows"] if r.get("measured") is not None and r.get("predicted") is not None]
+    rows = [r for r in d["rows"] if isinstance(r, dict) and _real(r.get("measured"))
+            and _real(r.get("predicted")) and math.isfinite(r["measured"])
+            and math.isfinite(r["predicted"])]
     if not rows:
         raise QPNError("the verification has no row with both a measurement and a prediction")
     xs, ys = [r["measured"] for r in rows], [r["predicted"] for r in rows]

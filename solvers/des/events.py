@@ -258,9 +258,26 @@ class EventEngine:
             raise SolverError(f"event engine: unknown status {code}")
 
     def start(self) -> None:
-        """Place the initial tokens and settle every lane at time 0."""
+        """Place the initial tokens and settle every lane at time 0; a set-up that alone
+        outlasts the wall-clock cap (100,000 replications: about 0.15 ms each) is refused
+        when it does, with what would fit."""
+        t0 = getattr(self, "setup_started", None) or time.perf_counter()
+        ts = time.perf_counter()
+        built = (ts - t0) / self.L            # building the lanes, per lane
         for lane in range(self.L):
+            t1 = time.perf_counter()
             loop.start_lane(self.ni, self.nf, self.si[lane], self.sf[lane], self.gens[lane])
+            if lane == 0:       # loading (or compiling) the loop is not set-up: left out
+                self.jit_seconds = time.perf_counter() - t1
+                ts += self.jit_seconds
+            now = time.perf_counter()
+            if lane % 1024 == 1023 and now - ts + built * self.L > self.wall_cap:
+                each = built + (now - ts) / (lane + 1)
+                raise SolverError(
+                    f"setting up {self.L:,} replications outlasts the wall-clock cap of "
+                    f"{self.wall_cap:.3g} s: about {1e3 * each:.2g} ms each, {self.L * each:.3g} s "
+                    f"in all; ask for at most {max(int(self.wall_cap / each / 4), 1):,} "
+                    f"replications (-R), or a longer --wall", construct="replications")
         for lane, code in self._advance_lanes(np.arange(self.L, dtype=np.int64), 0, np.inf):
             if code == YIELD:
                 self.alive[lane] = False

@@ -29,6 +29,31 @@ GROWTH_MIN, GROWTH_MAX, GROWTH_DEFAULT, GROWTH_AIM = 1.25, 2.0, 1.5, 0.8
 QN_MIN_LANES = 2048
 
 
+#: lanes from which the Lindley kernel (one lane at a time, about 1 ms of Python each per
+#: horizon, no wall-clock check between lanes) gives way: -R 100000 --wall 3 ran 150 s
+LINDLEY_MAX_LANES = QN_MIN_LANES
+
+#: bytes the Lindley kernel holds per customer of the lane it runs (arrival, service and
+#: departure times, class, mode, masks and the statistics' temporaries)
+LINDLEY_BYTES = 160
+
+
+def _lindley_fits(net, plan: dict, o: DESOptions) -> bool:
+    """Whether a fixed run (--events, --time) holds one lane's customers in memory at once
+    (the kernel draws them all together): --events 1e30 took the address space, then
+    reported an allocation failure.  The event engine, which streams, runs such a run
+    to its wall-clock cap instead."""
+    if o.events is not None:
+        customers = float(o.events) / 2
+    elif o.time is not None:
+        rate = sum(1.0 / max(float(np.min(net.delay[j].mean)), 1e-300) for j, _ in plan["sources"])
+        customers = float(o.time) * rate
+    else:
+        return True          # precision-driven: the horizon doubles within the wall cap
+    from qpn import resources
+    return resources.fits(customers * LINDLEY_BYTES)
+
+
 def choose_kernel(net, o: DESOptions) -> tuple[str, object, str]:
     """(kernel name, plan, why): the Lindley kernel for a G/G/1 queue, the queueing-network
     kernel for a plain queueing network with many lanes, else the event engine."""
@@ -37,7 +62,8 @@ def choose_kernel(net, o: DESOptions) -> tuple[str, object, str]:
     kernel = o.kernel
     if kernel in ("auto", "lindley"):
         lp = lindley_plan(net)
-        if not isinstance(lp, list):
+        if not isinstance(lp, list) and (kernel == "lindley" or (
+                net.L < LINDLEY_MAX_LANES and _lindley_fits(net, lp, o))):
             return "lindley", lp, "a single-server FCFS queue fed by renewal sources: customers by recursion"
     if kernel in ("auto", "qn"):
         plan = qn_plan(net, residence_units(net.c)[1])
@@ -74,8 +100,12 @@ def make_engine(net, keys, o: DESOptions):
 
 def run_group(points: list, R: int, keys: np.ndarray, o: DESOptions, lanes: np.ndarray | None = None):
     """Build the lanes (all, or a shard) and run them; the engine and the run info."""
+    t0 = time.perf_counter()
     net = build_lanes(points, R, lanes)
     engine = make_engine(net, keys, o)
+    engine.setup_started, cap = t0, float(o.wall)
+    # the cap counts the set-up too: 100,000 lanes' streams take seconds before the first event
+    o = o.replace(wall=max(cap - (time.perf_counter() - t0), 0.05 * cap))
     if not o.quiet and getattr(engine, "kernel", "") == "EventEngine":
         from .jit import compiled_before
         if not compiled_before():
@@ -84,8 +114,10 @@ def run_group(points: list, R: int, keys: np.ndarray, o: DESOptions, lanes: np.n
     if hasattr(engine, "simulate"):
         return engine, _run_lindley(engine, o)
     # the cap holds inside the first settling too (a timeless loop filling a queue)
-    engine.wall_cap = float(o.wall)
+    engine.wall_cap = cap
     engine.start()
+    setup = time.perf_counter() - t0 - getattr(engine, "jit_seconds", 0.0)
+    o = o.replace(wall=max(cap - setup, 0.05 * cap))
     sequential = None
     if o.time is None and o.events is None:
         sequential = sequential_rule(engine, o)

@@ -119,7 +119,7 @@ def few_observations(c, units: dict, res: np.ndarray) -> list[str]:
         by_place.setdefault(p, []).append(u)
     for p, us in by_place.items():
         n, s1, s2 = (float(x) for x in res[us].sum(axis=0))
-        if n < 1 or s1 <= 0:
+        if n < 1 or s1 <= 0 or s2 <= 0:     # s2 underflows for subnormal residences (1e-320 s)
             continue
         eff = s1 * s1 / s2
         if eff < FEW_EFFECTIVE:
