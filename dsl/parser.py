@@ -24,7 +24,7 @@ from .builder import NetName
 from .comments import attach_comments
 from .grammar import KEYWORDS, parse_expr, parse_items
 from .normalize import normalize
-from .source import read_source
+from .source import BinaryFile, read_source
 from .xmlsource import FOREIGN_FORMATS, translate_file
 
 
@@ -41,16 +41,33 @@ def parse(text: str, path: str | os.PathLike | None = None, *,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse(text, path, _include_stack)
+        return _parse(text, path, _include_stack, {})
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
+#: Longest chain of includes (a.qpn includes b.qpn, which includes c.qpn ...).  Loading,
+#: merging and overriding parameters recurse once per file of the chain.
+MAX_INCLUDE_DEPTH = 100
+
+
+def _parse(text: str, path, _include_stack: tuple[str, ...], loaded: dict,
+           included_by: Include | None = None) -> Net:
+    """``text`` as a validated net.  ``_include_stack``: the real paths of the files
+    including this one (for cycles); ``loaded``: every file of this parse already read, by
+    real path (a file included twice is read once and is the same net both times);
+    ``included_by``: the include that names this file."""
     file = str(path) if path is not None else "<string>"
     base_dir = os.path.dirname(os.path.abspath(file)) if path is not None else os.getcwd()
-    items, comments = parse_items(text, file, base_dir)
+    try:
+        items, comments = parse_items(text, file, base_dir)
+    except ModelError as exc:
+        if included_by is not None and _before_first_declaration(exc, text):
+            # a file that is no model at all (e.g. /etc/passwd): its text is not shown
+            raise _not_a_model(included_by, "its first declaration does not parse: line "
+                               f"{exc.loc.line}, column {exc.loc.col}") from None
+        raise
     name = default_name(file if path is not None else None)
     body = []
     net_line = None
@@ -67,9 +84,10 @@ def _parse(text: str, path, _include_stack: tuple[str, ...]) -> Net:
         body.append(it)
     # includes
     resolved = []
+    here = _include_stack + (_real(file) if path is not None else os.path.abspath(file),)
     for it in body:
         if isinstance(it, Include):
-            resolved.append(_load_include(it, base_dir, _include_stack + (os.path.abspath(file),)))
+            resolved.append(_load_include(it, base_dir, here, loaded))
         else:
             resolved.append(it)
     body = normalize(resolved)
@@ -94,16 +112,65 @@ def default_name(file: str | None) -> str:
     return stem
 
 
-def _load_include(inc: Include, base_dir: str, stack: tuple[str, ...]) -> Include:
+def _real(path: str) -> str:
+    """The file's identity: its real path (symbolic links and '.'/'..' resolved)."""
+    return os.path.realpath(path)
+
+
+def _load_include(inc: Include, base_dir: str, stack: tuple[str, ...], loaded: dict) -> Include:
+    """The include with its file's net.  Includes form a set: a file included again (by
+    the same or another file, under any spelling of its path) is the net read the first
+    time, and its declarations count once; only a cycle is an error."""
     target = os.path.normpath(os.path.join(base_dir, inc.path))
-    if target in stack:
-        chain = " -> ".join(os.path.basename(s) for s in stack + (target,))
+    real = _real(target)
+    if real in stack:
+        chain = " -> ".join(os.path.basename(s) for s in stack[stack.index(real):] + (real,))
         raise ModelError(f"include cycle: {chain}", inc.loc, hint="remove one of the includes")
-    if not os.path.isfile(target):
+    if real in loaded:
+        return replace(inc, net=loaded[real])
+    if not os.path.exists(target):
         raise ModelError(f"cannot include '{inc.path}': no such file", inc.loc,
                          expected=f"a file relative to {base_dir}")
-    sub = _parse(read_source(target), target, stack)
+    if not os.path.isfile(target):
+        what = "a directory" if os.path.isdir(target) else "not a regular file (a device or a pipe)"
+        raise ModelError(f"cannot include '{inc.path}': it is {what}", inc.loc,
+                         expected="a qpn model file (.qpn)")
+    if len(stack) >= MAX_INCLUDE_DEPTH:
+        raise ModelError(f"includes nested too deep: '{inc.path}' would be file "
+                         f"{len(stack) + 1} of a chain of includes ("
+                         f"{os.path.basename(stack[0])} -> {os.path.basename(stack[1])} -> ... -> "
+                         f"{os.path.basename(stack[-1])}); the limit is {MAX_INCLUDE_DEPTH}",
+                         inc.loc, expected=f"at most {MAX_INCLUDE_DEPTH} files in a chain of includes",
+                         hint="include the files side by side from one file instead of each "
+                              "from the one before")
+    try:
+        text = read_source(target)
+    except BinaryFile as exc:
+        raise _not_a_model(inc, exc.reason) from None
+    sub = _parse(text, target, stack, loaded, inc)
+    loaded[real] = sub
     return replace(inc, net=sub)
+
+
+def _before_first_declaration(exc: ModelError, text: str) -> bool:
+    """Whether a syntax error is on the first line with a declaration of ``text`` (the
+    file does not start like a model: whatever it holds is not shown)."""
+    if exc.loc is None:
+        return False
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return exc.loc.line <= number
+    return True
+
+
+def _not_a_model(inc: Include, why: str) -> ModelError:
+    """The error at an include naming a file that is not model text; nothing of the
+    file's content is quoted (it may be anything, e.g. an environment with secrets)."""
+    return ModelError(f"cannot include '{inc.path}': it is not a qpn model text ({why})",
+                      inc.loc, expected="a qpn model file of declarations (place, param, colors, "
+                                        "subnet, ...)",
+                      hint="check the path: includes name .qpn files, relative to the including file")
 
 
 def load(path: str | os.PathLike) -> Net:

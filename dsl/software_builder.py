@@ -310,7 +310,42 @@ class SoftwareBuilder:
     @_words
     def block(self, c):
         """``lbrace step* "}"``"""
-        return _Blk(tuple(c[1:]), self.tloc(c[0]).with_end(max(self.ctx.prev_line, c[0].line)))
+        steps = tuple(c[1:])
+        self._nest_blocks(steps)
+        return _Blk(steps, self.tloc(c[0]).with_end(max(self.ctx.prev_line, c[0].line)))
+
+    def _nest_blocks(self, steps: tuple) -> None:
+        """Record how deep steps nest in the block ``steps`` (0: no step holds a block; a
+        branch of plain steps: 1); a located error at a step holding steps nested
+        MAX_BLOCK_DEPTH deep.  The parser builds inner blocks first, so only one level is
+        looked at each time."""
+        depths = self.ctx.depths
+        height = 0
+        for st in steps:
+            inner = sw.bodies(st)
+            if not inner:
+                continue
+            h = 1 + max(depths[id(b)][1] if id(b) in depths else 0 for b in inner)
+            if h > sw.MAX_BLOCK_DEPTH:
+                word = self._step_word(st)
+                raise self.err(f"steps nested too deep: this '{word}' is step {h} of steps "
+                               f"with blocks (branch, loop, fork, ...) one inside another, "
+                               f"counting from the innermost; the limit is {sw.MAX_BLOCK_DEPTH}",
+                               st.loc,
+                               expected=f"at most {sw.MAX_BLOCK_DEPTH} levels of blocks",
+                               hint="write the inner levels one after another, or merge nested "
+                                    "branches into one (multiply their probabilities)")
+            height = max(height, h)
+        depths[id(steps)] = (steps, height)    # the tuple is kept alive: its id is not reused
+
+    @staticmethod
+    def _step_word(st) -> str:
+        text = st.loc.line_text() if st.loc is not None else None
+        if text:
+            word = text[st.loc.col - 1:].split(None, 1)
+            if word:
+                return word[0]
+        return type(st).__name__.lower()
 
     # -- steps -----------------------------------------------------------------
     @_words

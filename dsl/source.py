@@ -10,11 +10,29 @@ import os
 from qpn.errors import Loc, ModelError
 
 
+class BinaryFile(ModelError):
+    """The file holds NUL bytes: binary data (a program, an image, /proc/self/environ),
+    not model text.  Located at the first NUL; nothing of the file is shown."""
+
+    def __init__(self, file: str, line: int, col: int):
+        self.reason = f"it holds NUL bytes, as binary data does: the first at line {line}, column {col}"
+        super().__init__(f"the file is not a model text: {self.reason}", Loc(file, line, col),
+                         expected="a UTF-8 text file",
+                         hint="check the file name: model files are text (.qpn, .qpe, .pnml, .lqn)")
+
+
 def decode_source(data: bytes, file: str) -> str:
     """``data`` as text; a :class:`ModelError` at the first byte that is not UTF-8.
 
-    A leading byte-order mark is dropped (editors on Windows write one).
+    A leading byte-order mark is dropped (editors on Windows write one).  A file with a
+    NUL byte is binary data, refused without showing any of it (:class:`BinaryFile`).
     """
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        line_start = data.rfind(b"\n", 0, nul) + 1
+        col = len(data[line_start:nul].decode("utf-8", errors="replace")) + 1
+        raise BinaryFile(file, line, col)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

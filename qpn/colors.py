@@ -41,7 +41,15 @@ def color_values(cs, colorsets: Mapping[str, Any], env: Mapping[str, Any]) -> li
         for p in parts:
             size *= len(p)
         if size > MAX_COLORS:
-            raise ModelError(f"color set '{cs.name}' has {size} colors (limit {MAX_COLORS})", cs.loc)
+            sizes = [str(len(p)) for p in parts]
+            sizes = " x ".join(sizes if len(sizes) <= 8 else sizes[:3] + ["..."] + sizes[-2:]) + \
+                ("" if len(sizes) <= 8 else f", {len(sizes)} fields")
+            hint = "its colors are every combination of its fields' colors"
+            if cs.name.endswith(".ctx"):   # the counters of the software layer's loops
+                hint = ("a thread's token carries the counter of every counted loop around it: "
+                        "write some of them 'loop about N times' (a geometric count, no counter)")
+            raise ModelError(f"color set '{cs.name}' has {size:,} colors ({sizes}), more than "
+                             f"the limit of {MAX_COLORS:,}", cs.loc, hint=hint)
         return [tuple(v) for v in itertools.product(*parts)]
     raise TypeError(f"not a color set: {cs!r}")
 

@@ -539,10 +539,10 @@ class _Compiler:
                             csname = self.place_colors[a.place]
                             for term in a.terms:
                                 n = _int(self.ev(term.count, env), f"the multiplicity of arc "
-                                         f"'{a.place}' in '{t.name}'", a.loc)
+                                         f"'{a.place}' in '{t.name}'", a.loc or m.loc or t.loc)
                                 if n == 0:
                                     continue
-                                ci = self.color_index(csname, term.color, env, a.loc,
+                                ci = self.color_index(csname, term.color, env, a.loc or m.loc or t.loc,
                                                       f"{role} '{a.place}' of '{t.name}'")
                                 slot = cp.qslots[ci] if (role == "output" and cp.queueing) else cp.slots[ci]
                                 rows.append(row)
@@ -555,8 +555,8 @@ class _Compiler:
                         csname = self.place_colors[a.place]
                         for term in a.terms:
                             n = _int(self.ev(term.count, env), f"the inhibitor threshold of "
-                                     f"'{a.place}' in '{t.name}'", a.loc, minimum=1)
-                            ci = self.color_index(csname, term.color, env, a.loc,
+                                     f"'{a.place}' in '{t.name}'", a.loc or m.loc or t.loc, minimum=1)
+                            ci = self.color_index(csname, term.color, env, a.loc or m.loc or t.loc,
                                                   f"inhibitor '{a.place}' of '{t.name}'")
                             group = [cp.slots[ci]] + ([cp.qslots[ci]] if cp.queueing else [])
                             inh_rows.append(group)

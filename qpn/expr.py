@@ -12,6 +12,7 @@ for symbolic solution, and prints back canonically.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
@@ -152,12 +153,15 @@ def evaluate(e: Expr, env: Mapping[str, Any]) -> Any:
         a = evaluate(e.left, env)
         b = evaluate(e.right, env)
         try:
-            return _ARITH[e.op](a, b)
+            v = _ARITH[e.op](a, b)
         except ZeroDivisionError:
             raise ModelError("division by zero", e.loc or _first_loc(e),
                              hint=f"in '{fmt(e)}'") from None
         except (TypeError, OverflowError, ValueError) as exc:
             raise ModelError(f"cannot compute '{fmt(e)}': {exc}", e.loc or _first_loc(e)) from None
+        if type(v) is int and not -_FLOAT_MAX <= v <= _FLOAT_MAX:
+            raise _too_large(e, v)
+        return v
     if t is Unary:
         v = evaluate(e.operand, env)
         if e.op == "not":
@@ -170,12 +174,32 @@ def evaluate(e: Expr, env: Mapping[str, Any]) -> Any:
         lo, hi, fn = FUNCTIONS[e.func]
         args = [evaluate(a, env) for a in e.args]
         try:
-            return fn(*args)
+            v = fn(*args)
         except (ValueError, TypeError, OverflowError) as exc:
             raise ModelError(f"cannot compute '{fmt(e)}': {exc}", e.loc or _first_loc(e)) from None
+        if type(v) is int and not -_FLOAT_MAX <= v <= _FLOAT_MAX:
+            raise _too_large(e, v)
+        return v
     if t is TupleExpr:
         return tuple(evaluate(i, env) for i in e.items)
     raise TypeError(f"not an expression: {e!r}")
+
+
+#: the largest float: a whole number beyond it cannot be used as a number anywhere
+#: (converting it to a float raises OverflowError), so exact integer arithmetic stops there
+_FLOAT_MAX = sys.float_info.max
+
+
+def _too_large(e: Expr, v: int) -> ModelError:
+    """The located error for a whole-number result beyond the largest float."""
+    return ModelError(f"the number is too large: '{_short(fmt(e))}' has {len(str(abs(v)))} digits, "
+                      f"beyond the largest number (1.8e308)", e.loc or _first_loc(e),
+                      hint="numbers must stay below 1.8e308; write 'inf' where an unlimited "
+                           "value is meant")
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _first_loc(e: Expr) -> Loc | None:

@@ -15,6 +15,7 @@ those modules imports this one, so the model's modules form no import cycle.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable
@@ -50,10 +51,16 @@ class Net:
     source: str | None = field(default=None, compare=False, repr=False)
 
     # -- typed views (own items + included files + the software layer) -----
-    def _collect(self, core: list, software: list) -> None:
+    def _collect(self, core: list, software: list, seen: set | None = None) -> None:
+        # includes are a set: a file included twice (a diamond: a.qpn and b.qpn both
+        # include lib.qpn) contributes its declarations once
+        seen = set() if seen is None else seen
         for it in self.items:
             if isinstance(it, Include) and it.net is not None:
-                it.net._collect(core, software)
+                key = os.path.realpath(it.net.path) if it.net.path else id(it.net)
+                if key not in seen:
+                    seen.add(key)
+                    it.net._collect(core, software, seen)
             elif isinstance(it, Software):
                 software.append(it)
             else:

@@ -46,21 +46,8 @@ def values_of(params: Iterable[Param], extra: Mapping[str, Any] | None = None) -
     values: dict[str, Any] = dict(extra or {})
     state: dict[str, int] = {}
 
-    def visit(name: str, chain: tuple[str, ...]) -> Any:
-        if name in values:
-            return values[name]
-        if state.get(name) == 1:
-            cyc = " -> ".join(chain + (name,))
-            raise ModelError(f"parameters depend on each other in a cycle: {cyc}", defs[name].loc,
-                             hint="give one of them a number")
-        state[name] = 1
+    def value(name: str, env: dict) -> Any:
         p = defs[name]
-        env = {}
-        for dep in free_names(p.value):
-            if dep not in defs and dep not in values:
-                raise ModelError(f"undefined name '{dep}' in parameter '{name}'", p.loc,
-                                 did_you_mean=suggest(dep, defs))
-            env[dep] = visit(dep, chain + (name,))
         v = evaluate(p.value, env)
         if not _as_number(v):
             raise ModelError(f"parameter '{name}' must be a number, got {v!r}", p.loc)
@@ -71,12 +58,41 @@ def values_of(params: Iterable[Param], extra: Mapping[str, Any] | None = None) -
             raise ModelError(f"parameter '{name}' is out of range: whole numbers must be within "
                              f"+/-(2^63 - 1) = {MAX_INT:,}, got {v:.6g}", p.loc,
                              hint=f"if it is not a count, write it as a real number: {float(v):.6g}")
-        state[name] = 2
-        values[name] = v
         return v
 
-    for name in defs:
-        visit(name, ())
+    # depth first over the dependencies, with an explicit stack: a chain of thousands of
+    # parameters each defined by the next is no deeper for Python than one
+    for root in defs:
+        if root in values:
+            continue
+        state[root] = 1
+        chain = [root]
+        stack = [(root, iter(free_names(defs[root].value)), {})]
+        while stack:
+            name, deps, env = stack[-1]
+            dep = next(deps, None)
+            if dep is None:
+                stack.pop()
+                chain.pop()
+                v = value(name, env)
+                state[name] = 2
+                values[name] = v
+                if stack:
+                    stack[-1][2][name] = v
+                continue
+            if dep not in defs and dep not in values:
+                raise ModelError(f"undefined name '{dep}' in parameter '{name}'", defs[name].loc,
+                                 did_you_mean=suggest(dep, defs))
+            if dep in values:
+                env[dep] = values[dep]
+                continue
+            if state.get(dep) == 1:
+                cyc = " -> ".join(chain + [dep])
+                raise ModelError(f"parameters depend on each other in a cycle: {cyc}", defs[dep].loc,
+                                 hint="give one of them a number")
+            state[dep] = 1
+            chain.append(dep)
+            stack.append((dep, iter(free_names(defs[dep].value)), {}))
     return values
 
 

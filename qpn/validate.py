@@ -111,6 +111,7 @@ def validate(net: Net) -> None:
                              hint="rename the parameter")
 
     # ---- color sets
+    record_depths: dict[str, int] = {}
     for cs in colorsets.values():
         if isinstance(cs, RangeColors):
             for e in (cs.lo, cs.hi):
@@ -119,7 +120,7 @@ def validate(net: Net) -> None:
             for fname, sub in cs.fields:
                 if sub not in colorsets:
                     raise undefined("color set", sub, cs.loc, colorsets)
-        _record_cycle(cs, colorsets)
+        _record_cycle(cs, colorsets, record_depths)
 
     # ---- parameters: names only
     for p in params.values():
@@ -149,21 +150,50 @@ def validate(net: Net) -> None:
         scope = _Scope(f"subnet '{sub.name}'", numeric, colorsets, color_values,
                        queues=dict(queues), subnets=subnets, inside_subnet=True)
         _check_body(list(sub.items), scope)
-    _check_recursion(subnets)
+    _check_recursion(subnets, [it for it in items if isinstance(it, Instance)])
 
     # ---- numbers, with the default parameter values
     from .compile import compile_net
     compile_net(net.flatten(), check_only=True)
 
 
-def _record_cycle(cs, colorsets, seen=()):
-    if not isinstance(cs, RecordColors):
+#: Deepest nesting of record color sets (a record with a field of a record ...): their
+#: values, names and printing recurse once per level.
+MAX_RECORD_DEPTH = 100
+
+
+def _record_cycle(cs, colorsets, depths: dict | None = None) -> None:
+    """No record color set contains itself, and records nest at most MAX_RECORD_DEPTH deep
+    (``depths``: the records already measured, shared between calls).  Iterative."""
+    depths = {} if depths is None else depths
+    if not isinstance(cs, RecordColors) or cs.name in depths:
         return
-    if cs.name in seen:
-        raise ModelError(f"color set '{cs.name}' contains itself", cs.loc)
-    for _f, sub in cs.fields:
-        if sub in colorsets:
-            _record_cycle(colorsets[sub], colorsets, seen + (cs.name,))
+
+    def records(rec):
+        return iter([colorsets[sub] for _f, sub in rec.fields
+                     if isinstance(colorsets.get(sub), RecordColors)])
+
+    path, on_path, todo = [cs], {cs.name}, [records(cs)]
+    while todo:
+        sub = next(todo[-1], None)
+        if sub is None:
+            rec = path.pop()
+            on_path.discard(rec.name)
+            todo.pop()
+            depths[rec.name] = 1 + max((depths[c.name] for c in records(rec)), default=0)
+            if depths[rec.name] > MAX_RECORD_DEPTH:
+                raise ModelError(f"record color sets nested too deep: '{rec.name}' nests records "
+                                 f"within records {depths[rec.name]} levels deep; the limit is "
+                                 f"{MAX_RECORD_DEPTH}", rec.loc,
+                                 hint="a record's fields may be records, but not to this depth")
+            continue
+        if sub.name in on_path:
+            raise ModelError(f"color set '{sub.name}' contains itself", sub.loc)
+        if sub.name in depths:
+            continue
+        path.append(sub)
+        on_path.add(sub.name)
+        todo.append(records(sub))
 
 
 def _check_numeric(e: Expr | None, numeric, what: str, extra=()) -> None:
@@ -243,18 +273,62 @@ def _check_instance(inst: Instance, sub: Subnet, scope: _Scope) -> None:
                              expected=f"{inst.name} = {sub.name}({p.name} = ...)")
 
 
-def _check_recursion(subnets: dict[str, Subnet]) -> None:
-    def visit(name, stack):
-        sub = subnets[name]
-        for it in sub.items:
-            if isinstance(it, Instance) and it.subnet in subnets:
-                if it.subnet in stack:
-                    chain = " -> ".join(stack + (it.subnet,))
-                    raise ModelError(f"subnet instantiates itself: {chain}", it.loc,
-                                     hint="a subnet cannot contain an instance of itself")
-                visit(it.subnet, stack + (it.subnet,))
-    for name in subnets:
-        visit(name, (name,))
+#: Deepest nesting of subnet instances (an instance of a subnet that holds an instance of
+#: another ...).  Flattening, printing and drawing a hierarchy recurse once per level; far
+#: beyond any hand-written hierarchy, and well inside Python's recursion limit.
+MAX_SUBNET_DEPTH = 256
+
+
+def _check_recursion(subnets: dict[str, Subnet], top: list[Instance] = ()) -> None:
+    """No subnet instantiates itself (directly or not), and the instances of ``top`` (the
+    net's own) nest at most MAX_SUBNET_DEPTH deep.  Iterative, and each subnet is explored
+    once: linear in the size of the hierarchy, at any depth."""
+    children = {name: [it for it in sub.items if isinstance(it, Instance) and it.subnet in subnets]
+                for name, sub in subnets.items()}
+    height: dict[str, int] = {}      # levels of instances a subnet's instance stands for
+    deepest: dict[str, Instance | None] = {}   # its instance on the deepest chain below
+    for root in subnets:
+        if root in height:
+            continue
+        path = [root]
+        on_path = {root}
+        stack = [iter(children[root])]
+        while stack:
+            it = next(stack[-1], None)
+            if it is None:       # every child explored: the subnet's height is known
+                name = path.pop()
+                on_path.discard(name)
+                stack.pop()
+                best = max(children[name], key=lambda i: height[i.subnet], default=None)
+                height[name] = 1 + (height[best.subnet] if best is not None else 0)
+                deepest[name] = best
+                continue
+            if it.subnet in on_path:
+                chain = " -> ".join(path[path.index(it.subnet):] + [it.subnet])
+                raise ModelError(f"subnet instantiates itself: {chain}", it.loc,
+                                 hint="a subnet cannot contain an instance of itself")
+            if it.subnet in height:
+                continue
+            path.append(it.subnet)
+            on_path.add(it.subnet)
+            stack.append(iter(children[it.subnet]))
+    for inst in top:
+        if inst.subnet not in height or height[inst.subnet] <= MAX_SUBNET_DEPTH:
+            continue
+        chain = [inst]
+        while len(chain) <= MAX_SUBNET_DEPTH:
+            chain.append(deepest[chain[-1].subnet])
+        where = chain[-1]
+        names = [i.name for i in chain]
+        shown = ".".join(names[:3]) + ". ... ." + ".".join(names[-2:])
+        raise ModelError(f"subnet instances nested too deep: {shown} has more than "
+                         f"{MAX_SUBNET_DEPTH} levels of instances within instances; instance "
+                         f"'{where.name}' (of subnet '{where.subnet}') is level "
+                         f"{MAX_SUBNET_DEPTH + 1}, beyond the limit of {MAX_SUBNET_DEPTH}",
+                         where.loc,
+                         expected=f"at most {MAX_SUBNET_DEPTH} levels of instances within instances",
+                         hint="put several of the nested subnets' elements into one subnet, or "
+                              "instantiate them side by side instead of one inside the other")
 
 
 # ---------------------------------------------------------------- places

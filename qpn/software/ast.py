@@ -427,6 +427,26 @@ def children(node) -> list:
     return []
 
 
+#: Deepest nesting of blocks in a thread's steps (a branch in a loop in a fork ...), a
+#: behavior's blocks counting where it is called (behaviors are inlined).  Checking,
+#: expanding and printing the steps recurse once or a few times per level.
+MAX_BLOCK_DEPTH = 100
+
+
+def bodies(step) -> list:
+    """The blocks of steps directly inside a step (one level: a branch's alternatives, a
+    fork's children, a put's else block, a loop's body ...)."""
+    t = type(step)
+    if t is Branch:
+        return [a.body for a in step.alternatives]
+    if t is Fork:
+        return [b.body for b in step.blocks]
+    if t in (Put, Take, Allocate):
+        return [step.otherwise] if step.otherwise else []
+    body = getattr(step, "body", None)
+    return [body] if isinstance(body, tuple) else []
+
+
 def with_children(node, kids: list):
     """``node`` with its nested members replaced (inverse of :func:`children`)."""
     kids = tuple(kids)

@@ -32,6 +32,8 @@ from . import ast as sw
 from .omp_check import OMP_STEPS, check_singles, check_step, nested_critical
 
 EPS = 1e-6
+#: the largest count of tokens (threads, permits, units): qpn.compile.MAX_COUNT
+MAX_COUNT = 2 ** 53
 
 
 class Table:
@@ -144,6 +146,11 @@ class Numbers:
         if math.isinf(v) or v != int(v) or v < minimum:
             raise ModelError(f"{what} must be a whole number >= {minimum}, got {_got(e, v)}",
                              getattr(e, "loc", None) or loc)
+        if v > MAX_COUNT:
+            raise ModelError(f"{what} must be at most 2^53 = {MAX_COUNT:,}, got {_got(e, v)}",
+                             getattr(e, "loc", None) or loc,
+                             hint="counts become tokens of the net: beyond 2^53 they overflow the "
+                                  "marking and the simulators' sums")
 
     def nonnegative(self, e: Expr, what: str, loc: Loc | None) -> None:
         """A located error unless the expression is a finite number >= 0 (where known)."""
@@ -157,7 +164,8 @@ class Numbers:
 def _got(e: Expr, v: float) -> str:
     """``-2`` for a literal, ``n = 0`` for an expression."""
     text = fmt(e)
-    return text if text.lstrip("-").replace(".", "", 1).isdigit() else f"{text} = {v:g}"
+    literal = text.lstrip("-").replace(".", "", 1).isdigit() or text == f"{v:g}"
+    return text if literal else f"{text} = {v:g}"
 
 
 def _body(runner, table: Table):
@@ -468,9 +476,88 @@ def _criticals(h: _Held) -> _Held:
     return _Held({k: v for k, v in h.items.items() if k[0] == "critical" and v[0]})
 
 
+def _shape(body) -> tuple[int, list]:
+    """How deep steps with blocks nest in ``body`` (0: none), and its calls with the number
+    of such steps around each.  Iterative: a program built without the parser may nest
+    beyond the recursion limit."""
+    height, calls = 0, []
+    stack = [(body, 0)]
+    while stack:
+        steps, depth = stack.pop()
+        for st in steps:
+            if type(st) is sw.Call:
+                calls.append((depth, st))
+            inner = sw.bodies(st)
+            if inner:
+                height = max(height, depth + 1)
+                stack.extend((b, depth + 1) for b in inner)
+    return height, calls
+
+
+def check_nesting(table: Table) -> None:
+    """Steps nest at most MAX_BLOCK_DEPTH deep with the behaviors they call inlined (a
+    call is one more level, its behavior's steps nest below it): a located error at the
+    call where the limit is crossed.  The parser checks each block alone; this follows the
+    calls (a chain of behaviors each calling the next), once per behavior."""
+    limit = sw.MAX_BLOCK_DEPTH
+    shapes = {name: _shape(d.body) for name, d in table.decls.items() if isinstance(d, sw.Behavior)}
+    deep: dict[str, int] = {}     # behavior -> levels of steps with its calls inlined
+
+    def total(depth: int, st) -> int:
+        return depth + 1 + deep.get(st.target, 0)
+
+    for root in shapes:
+        if root in deep:
+            continue
+        path, on_path = [root], {root}
+        todo = [iter(shapes[root][1])]
+        while todo:
+            item = next(todo[-1], None)
+            if item is None:
+                name = path.pop()
+                on_path.discard(name)
+                todo.pop()
+                height, calls = shapes[name]
+                deep[name] = max([height] + [total(d, st) for d, st in calls
+                                             if st.target in shapes])
+                continue
+            target = item[1].target
+            if target in shapes and target not in deep and target not in on_path:
+                path.append(target)      # (a cycle is reported by the lock discipline)
+                on_path.add(target)
+                todo.append(iter(shapes[target][1]))
+    for runner in table.of(*sw.RUNNERS):
+        body = runner.body if isinstance(runner.body, tuple) else \
+            getattr(table.decls.get(runner.body), "body", ())
+        height, calls = _shape(body)
+        base, chain = 0, []
+        while True:
+            known = [(d, st) for d, st in calls if st.target in shapes]
+            best = max(known, key=lambda c: total(*c), default=None)
+            if best is None or base + total(*best) <= limit:
+                break
+            depth, st = best
+            chain.append(st.target)
+            if base + depth + 1 > limit or base + depth + 1 + shapes[st.target][0] > limit or \
+                    st.target in chain[:-1]:
+                names = " -> ".join(chain if len(chain) <= 6 else chain[:3] + ["..."] + chain[-2:])
+                raise ModelError(
+                    f"steps nested too deep: with the behaviors it calls inlined ({names}), "
+                    f"{sw.KIND_NAMES[type(runner)]} '{runner.name}' nests steps with blocks "
+                    f"(and calls) more than {limit} levels deep here; the limit is {limit}",
+                    target_loc(st, st.target),
+                    expected=f"at most {limit} levels of blocks and calls one inside another",
+                    hint="behaviors are inlined where they are called, so a chain of calls nests "
+                         "like blocks: call the behaviors one after another instead of each "
+                         "from the one before")
+            base += depth + 1
+            height, calls = shapes[st.target]
+
+
 def check(table: Table, nums: Numbers) -> set[str]:
     """Run every check; the names of semaphores/limits used for signalling."""
     check_references(table, nums)
+    check_nesting(table)
     check_singles(table)
     disc = Discipline(table)
     for d in table.of(*sw.RUNNERS):

@@ -69,8 +69,8 @@ def fork(st: sw.Fork, nxt, env):
         start = start_station(env, child, blk.loc, f"a forked thread of {path}")
         cenv = env.scope(child, blk.body, ret=End([arc(done)]), ctx=(), reserved=("done",))
         start.exits.append(Exit(f"{child}.begin", next=cenv.build(blk.body, cenv.ret), loc=blk.loc))
-        spawn.append(arc(start.place, st.count))
-        join.append(arc(done, st.count))
+        spawn.append(arc(start.place, st.count, loc=st.loc))
+        join.append(arc(done, st.count, loc=st.loc))
     s = env.station(path, st.loc, entry=spawn)
     s.exits.append(Exit(f"{path}.done", modes=[ExitMode(ins=join)], next=nxt, loc=st.loc))
     return s

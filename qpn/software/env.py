@@ -175,8 +175,9 @@ class Env:
         if len(self.ctx) == 1:
             return self.ctx[0].colorset
         inner = self.ctx[-1]
+        # located at the innermost loop: the one whose count makes the set too large
         return self.kit.record_colors(f"{inner.colorset}.ctx", tuple(l.colorset for l in self.ctx),
-                                      None)
+                                      self.kit.colorset_loc(inner.colorset))
 
     # -- stations ----------------------------------------------------------------
     def station(self, path: str, loc: Loc | None, *, entry=(), service=None, queue=None,

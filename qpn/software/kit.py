@@ -83,6 +83,11 @@ class Kit:
             self._colors[cs.name] = cs
         return cs.name
 
+    def colorset_loc(self, name: str) -> Loc | None:
+        """Where the color set ``name`` comes from (the step that declared it)."""
+        cs = self._colors.get(name)
+        return cs.loc if cs is not None else None
+
     def range_colors(self, name: str, hi: Expr, loc: Loc | None) -> str:
         """Declare the color set ``name = 1 .. hi``; its name."""
         return self.colorset(RangeColors(name, ONE, hi, loc=loc))
