@@ -124,7 +124,9 @@ def cmd_trace_check(args) -> int:
 def _(p):
     p.add_argument("trace", help="trace file (.jsonl)")
     p.add_argument("--lenient", action="store_true",
-                   help="accept the valid part of a malformed trace (warn instead of failing)")
+                   help="accept the valid part of a malformed trace, and leave out impossible "
+                        "events (times no clock reads, events outside their thread's life): "
+                        "warn, naming each line, instead of failing")
 
 
 _.takes_file = False
@@ -334,7 +336,8 @@ def _(p):
                    help="file I/O that waited less than this is a page-cache hit, longer a "
                         "device access (default 50us)")
     p.add_argument("--lenient", action="store_true",
-                   help="model the valid part of a malformed trace (warn instead of failing)")
+                   help="model the valid part of a malformed trace, without its impossible "
+                        "events (warn, naming each line, instead of failing)")
     p.add_argument("--name", default=None, help="net name (default: the program's name)")
     p.add_argument("--cpu", default="ps",
                    help="how the machine's cores are shared: ps (default: any thread on any core) "

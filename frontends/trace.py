@@ -15,22 +15,29 @@ cost more than the parsing itself, and the analyzer only needs field lookups.
 Mistakes are located: ``run.jsonl:17: error: acquire event lacks field 'obj'``.
 With ``strict=False`` the reader keeps the valid part before the first bad line
 and returns the problem as a warning instead.
+
+What the events say together is checked too (:class:`.trace_timeline.Timeline`): times a clock
+can read, no event detached from all others, thread lifecycles in order, threads
+that never started, and text that is Unicode (no lone UTF-16 surrogate).  An
+impossible event is an error at its line; with ``strict=False`` it is left out
+(:attr:`TraceReader.dropped`) and a warning names its line.  ``qpn trace-check``
+and ``qpn build`` read through this reader, so they apply the same rules.
 """
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import re
 import zlib
 from contextlib import closing
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import IO, Iterable, Iterator
 
-from qpn.errors import QPNError
-
-from .trace_schema import (CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, check_event,
-                           check_header_fields)
+from .trace_schema import (CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, TraceError,
+                           check_event, check_header_fields)
+from .trace_timeline import Timeline
 
 __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
            "read_trace", "write_trace", "dump_event", "CAPABILITIES", "KINDS"]
@@ -45,28 +52,6 @@ try:        # orjson parses a chunk ~1.4x faster than json, with less memory per
     from orjson import loads as _loads
 except ImportError:                          # pragma: no cover - orjson is a dependency
     _loads = json.loads
-
-
-class TraceError(QPNError):
-    """A malformed trace: ``file:line[:col]: error: what`` and the offending line."""
-
-    def __init__(self, message: str, path: str = "<trace>", line: int = 0,
-                 col: int = 0, text: str | None = None, *, hint: str | None = None):
-        self.message, self.path, self.line, self.col, self.text = message, path, line, col, text
-        self.hint = hint
-        loc = f"{path}:{line}" + (f":{col}" if col else "")
-        out = f"{loc}: error: {message}"
-        if text is not None:
-            shown = text if len(text) <= 160 else text[:157] + "..."
-            out += f"\n {line} | {shown}"
-        if hint:
-            out += f"\nhint: {hint}"
-        super().__init__(out)
-
-    @property
-    def location(self) -> str:
-        """``path:line`` of the bad line."""
-        return f"{self.path}:{self.line}"
 
 
 @dataclass
@@ -277,7 +262,8 @@ class TraceReader:
         self.complete = True
         self.count = 0
         self.lineno = 1
-        self._threads = _ThreadSpans()
+        self._timeline = Timeline(self.path)
+        self.dropped: list[dict] = []        # lenient: impossible events, to leave out
         first = self._readline_or_lines(lambda: self._fh.readline(), 1)
         try:
             if first.startswith("\ufeff"):
@@ -294,6 +280,8 @@ class TraceReader:
             except (ValueError, RecursionError) as exc:
                 raise TraceError(f"invalid JSON in the header: {_json_why(exc)}", self.path, 1,
                                  0, first.rstrip("\n")[:200]) from None
+            if (bad := _lone_surrogate(obj, first, self.path, 1)) is not None:
+                raise bad
             self.header = TraceHeader.from_dict(obj)
         except ValueError as exc:
             self.close()
@@ -337,11 +325,13 @@ class TraceReader:
         per event costs ~0.4 us, a sixth of reading."""
         try:
             yield from self._chunks()
-            err = self._threads.error(self.path)
-            if err is not None:         # found at the end: the events are all kept
-                if self.strict:
-                    raise err
-                self.warnings.append(f"{err.location}: {err.message}")
+            tl = self._timeline
+            tl.finish(self.count)           # found at the end: lenient drops what is impossible
+            err, warnings, drops = tl.report(self.strict)
+            if err is not None:
+                raise err
+            self.warnings += warnings
+            self.dropped = [tl.event(p) for p in drops]
         finally:
             self.close()
 
@@ -371,25 +361,29 @@ class TraceReader:
                 chunk[-1], chunk[0] = last, first
                 try:
                     # (not ASCII: a byte that is not UTF-8 is a lone surrogate; find it below)
-                    events = _loads(text) if text.isascii() or _utf8(text) else None
+                    events = (_loads(text) if (text.isascii() or _utf8(text)) and
+                              (_loads is not json.loads or not _SURROGATE.search(text)) else None)
                 except (ValueError, RecursionError):
                     events = None
                 if events is not None and len(events) != len(chunk):
                     events = None            # a line held two values: locate it below
             if events is None:
                 events, lines, err = self._slow(chunk, start)
-            i = self._checker.first_invalid(events)
+            timeline = self._timeline
+            timeline.chunk(self.count, events, start, lines)
+            i = self._checker.first_invalid(events, timeline)
             if i is not None and lines is None and _loads is not json.loads:
                 # json's reading is the reference: orjson reads an integer beyond
-                # 64 bits as a float, which the check may reject where json's int passes
+                # 64 bits as a float, which the check may reject where json's int passes.
+                # The events before i read alike: the timeline has seen them.
                 try:
                     events = json.loads(text)
                 except (ValueError, RecursionError):
                     events, lines, err = self._slow(chunk, start)
-                i = self._checker.first_invalid(events)
+                timeline.chunk(self.count, events, start, lines)
+                i = self._checker.first_invalid(events, timeline, min(i, len(events)))
             if i is not None:
                 self.count += i
-                self._threads.add(events, i, start, lines)
                 if i:
                     yield events[:i]
                 ev = events[i]
@@ -398,7 +392,6 @@ class TraceReader:
                                       json.dumps(ev)[:200] if type(ev) is dict else str(ev)))
                 return
             self.count += len(events)
-            self._threads.add(events, len(events), start, lines)
             if events:
                 yield events
             if err is not None:
@@ -418,8 +411,7 @@ class TraceReader:
             if (bad := _not_utf8(line, self.path, no)) is not None:
                 return out, nums, bad
             try:
-                out.append(json.loads(line))
-                nums.append(no)
+                obj = json.loads(line)
             except (ValueError, RecursionError) as exc:
                 if not line.endswith("\n") and i == len(chunk) - 1:
                     return out, nums, TraceError(
@@ -427,6 +419,10 @@ class TraceReader:
                         hint="--lenient keeps the events before it")
                 return out, nums, TraceError(f"invalid JSON: {_json_why(exc)}", self.path, no,
                                              getattr(exc, "colno", 0), line.rstrip("\n"))
+            if "\\u" in line and (bad := _lone_surrogate(obj, line, self.path, no)) is not None:
+                return out, nums, bad
+            out.append(obj)
+            nums.append(no)
         return out, nums, None
 
 
@@ -451,45 +447,66 @@ def _not_utf8(line: str, path: str, no: int) -> "TraceError | None":
                       "--lenient keeps the events before this line")
 
 
+# a JSON escape of a UTF-16 surrogate (a run of backslashes of odd length before the u)
+_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(obj: object, line: str, path: str, no: int) -> "TraceError | None":
+    """The located error for a parsed line whose strings hold a lone UTF-16 surrogate
+    (JSON ``"\\ud800"`` not followed by a low half): that is not Unicode text, and
+    writing it anywhere (a model, a report) fails.  None if there is none."""
+    found = _surrogate_in(obj, "")
+    if found is None:
+        return None
+    where, ch = found
+    col = 0
+    for m in _SURROGATE.finditer(line):
+        esc = m.group()[-6:]
+        code = int(esc[2:], 16)
+        if code == ord(ch):
+            nxt = line[m.end():m.end() + 6]
+            if code >= 0xDC00 or not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", nxt):
+                col = m.end() - 6 + 1
+                break
+    kind = obj.get("kind") if type(obj) is dict else None
+    what = (f"{kind} event: " if type(kind) is str and kind.isprintable() and kind != "header"
+            else "header: " if kind == "header" else "")
+    return TraceError(f"{what}{where} is not Unicode text: it holds a lone UTF-16 surrogate "
+                      f"\\u{ord(ch):04x}", path, no, col, line.rstrip("\n").encode(
+                          "utf-8", "backslashreplace").decode("utf-8"),
+                      hint="a JSON \\ud800-\\udfff escape is half of a pair (high, then "
+                           "low): text cut in the middle of a character, or bytes written as "
+                           "text; --lenient keeps the events before this line")
+
+
+def _surrogate_in(obj: object, where: str):
+    """(the field, the character) of the first lone surrogate in ``obj``'s strings, or None."""
+    if type(obj) is str:
+        if obj.isascii():
+            return None
+        try:
+            obj.encode("utf-8")
+            return None
+        except UnicodeEncodeError as exc:
+            return (where or "a string"), obj[exc.start]
+    if type(obj) is dict:
+        for k, v in obj.items():
+            name = f"field {k!r}" if not where else f"{where}[{k!r}]"
+            if (found := _surrogate_in(k, f"a field name in {where or 'the line'}")) is not None:
+                return found
+            if (found := _surrogate_in(v, name)) is not None:
+                return found
+    elif type(obj) is list:
+        for i, v in enumerate(obj):
+            if (found := _surrogate_in(v, f"{where}[{i}]")) is not None:
+                return found
+    return None
+
+
 def _json_why(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return getattr(exc, "msg", None) or str(exc).split(";")[0]
-
-
-class _ThreadSpans:
-    """Starts and ends of each thread, to catch a thread started (or ended) twice.
-
-    Events may come in any order and thread ids are reused after a thread ends,
-    so the check runs at the end: per thread, by ``ts``, starts and ends must
-    alternate.  Only these two kinds are kept (with their line numbers).
-    """
-
-    def __init__(self) -> None:
-        self.marks: dict[int, list[tuple[int, int, str]]] = {}    # tid -> [(ts, line, kind)]
-
-    def add(self, events: list, n: int, start: int, lines: list | None) -> None:
-        for i in range(n):
-            ev = events[i]
-            kind = ev["kind"]
-            if kind == "thread_start" or kind == "thread_end":
-                line = start + i if lines is None else lines[i]
-                self.marks.setdefault(ev["tid"], []).append((ev["ts"], line, kind))
-
-    def error(self, path: str) -> "TraceError | None":
-        first = None
-        for tid, marks in self.marks.items():
-            marks.sort()
-            for (ts0, line0, k0), (ts1, line1, k1) in zip(marks, marks[1:]):
-                if k0 == k1 and (first is None or line1 < first.line):
-                    what = "started" if k0 == "thread_start" else "ended"
-                    other = "thread_end" if k0 == "thread_start" else "thread_start"
-                    first = TraceError(
-                        f"thread {tid} {what} twice: {k0} at line {line0} (ts {ts0}) and at "
-                        f"line {line1} (ts {ts1}), with no {other} between", path, line1,
-                        hint="a thread id is reused only after the thread ended; "
-                             "a copied line or two merged traces do this")
-        return first
 
 
 def _open_text(path: str) -> IO[str]:
@@ -518,7 +535,15 @@ def read_trace(source: str | os.PathLike | IO[str], *, strict: bool = True) -> T
     events: list[dict] = []
     for chunk in reader.chunks():
         events += chunk
+    if reader.dropped:                   # lenient: impossible events (the warnings name them)
+        events = without(events, reader.dropped)
     return Trace(reader.header, events, reader.path, reader.warnings, reader.complete)
+
+
+def without(events: list, dropped: list) -> list:
+    """``events`` less the event objects in ``dropped`` (:attr:`TraceReader.dropped`)."""
+    ids = set(map(id, dropped))
+    return [e for e in events if id(e) not in ids]
 
 
 def dump_event(ev: dict) -> str:

@@ -20,6 +20,31 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from qpn.errors import QPNError
+
+
+class TraceError(QPNError):
+    """A malformed trace: ``file:line[:col]: error: what`` and the offending line."""
+
+    def __init__(self, message: str, path: str = "<trace>", line: int = 0,
+                 col: int = 0, text: str | None = None, *, hint: str | None = None):
+        self.message, self.path, self.line, self.col, self.text = message, path, line, col, text
+        self.hint = hint
+        loc = f"{path}:{line}" + (f":{col}" if col else "")
+        out = f"{loc}: error: {message}"
+        if text is not None:
+            shown = text if len(text) <= 160 else text[:157] + "..."
+            out += f"\n {line} | {shown}"
+        if hint:
+            out += f"\nhint: {hint}"
+        super().__init__(out)
+
+    @property
+    def location(self) -> str:
+        """``path:line`` of the bad line."""
+        return f"{self.path}:{self.line}"
+
+
 FORMAT = "qpn-trace"
 VERSION = 1
 
@@ -61,6 +86,9 @@ MPI_OPS = frozenset({"send", "recv", "sendrecv", "barrier", "bcast", "reduce", "
 #: Times in a trace come from 64-bit clocks: a larger one is a corrupt field, not
 #: a time to compute with (ids may be any integer: they are only compared).
 INT_LIMIT = 1 << 63
+#: Thread ids are what an OS or a runtime hands out: signed or unsigned 64-bit
+#: integers (pthread idents, Java thread ids); anything wider is a corrupt field.
+TID_LIMITS = (-INT_LIMIT, 1 << 64)
 
 # Fields that are times (their unit is said in errors) and sizes.
 _NS_FIELDS = frozenset({"ts", "dur", "cpu", "cpu_dur", "hold", "timeout", "requested", "queue_dur"})
@@ -235,6 +263,8 @@ def check_event(ev: object) -> str | None:
         if t == "int":
             if tv is not int or (f in _NS_FIELDS and not -INT_LIMIT <= v < INT_LIMIT):
                 return f"{kind} event: {f} must be an integer{_bits(v)}{_unit(f)}, got {_shown(v)}"
+            if f == "tid" and not TID_LIMITS[0] <= v < TID_LIMITS[1]:
+                return f"{kind} event: tid must be an integer of 64 bits, got {_shown(v)}"
         elif t == "uint":
             if tv is not int or v < 0 or (f in _NS_FIELDS and v >= INT_LIMIT):
                 return f"{kind} event: {f} must be an integer >= 0{_bits(v)}{_unit(f)}, got {_shown(v)}"
@@ -290,13 +320,29 @@ def _str_list(x: object) -> bool:
 # vouches for events: whatever it cannot vouch for (a new shape, a None value,
 # an error) goes to check_event, whose verdict stands, and valid new shapes are
 # learned (the scanner regenerated) for the events after them.
+#
+# With a *timeline* (the reader's checks of time and thread lifecycles,
+# frontends/trace.py: _Timeline) a second scanner also vouches only for what
+# the timeline needs not see: an event whose thread is running (``tid in
+# live``), whose ts is not below the previous event's and below ``lim`` (no
+# long jump ahead), and that is not a thread_start or thread_end.  Everything
+# else goes to ``timeline.see(ev, i)`` once check_event has accepted it.  In a
+# file sorted by ts (what the tracers write) that is a few events per thread:
+# the checks cost two comparisons and a set lookup per event.
 
 
-def _field_test(spec: KindSpec, f: str, enums: dict) -> str:
+def _field_test(spec: KindSpec, f: str, enums: dict, timeline: bool = False) -> str:
     """An expression true if field ``f`` of ``ev`` is present and check_event
-    would accept its value (None, also accepted there, is left to check_event)."""
+    would accept its value (None, also accepted there, is left to check_event).
+    ``timeline``: the tid must be in ``live`` and ts in ``[last, lim)`` (and is kept in t)."""
     get = f"ev[{f!r}]"                 # repr: keys from a file are only ever literals
     t = spec.types.get(f)
+    if f == "tid":
+        if timeline:                   # (live holds only tids check_event accepted)
+            return f"(type(d := {get}) is int and d in live)"
+        return f"(type(v := {get}) is int and TID0 <= v < TID1)"
+    if f == "ts" and timeline:         # (0 <= last and lim <= the timeline's bound)
+        return f"(type(t := {get}) is int and last <= t < lim)"
     if t in ("str", "bool") or (t == "int" and f not in _NS_FIELDS):
         return f"type({get}) is {t}"
     if t == "int":
@@ -312,6 +358,10 @@ def _field_test(spec: KindSpec, f: str, enums: dict) -> str:
     if (spec.name, f) == ("probe", "args"):
         return f"type({get}) is list"
     return f"{f!r} in ev"              # a field of any type: only its presence counts
+
+
+#: Kinds the timeline's scanner never vouches for: the timeline sees each one.
+_MARKS = frozenset({"thread_start", "thread_end"})
 
 
 class EventChecker:
@@ -332,22 +382,41 @@ class EventChecker:
         self._seen: Counter = Counter()     # (kind, len) -> count: the order of the tests
         self._lock = threading.Lock()
         self._scan = self._compile()
+        self._scan_t = None            # the timeline's scanner, compiled when first used
 
-    def first_invalid(self, events: Sequence[object]) -> int | None:
-        """The index of the first event check_event rejects, or None if all are valid."""
-        i: int | None = 0
+    def first_invalid(self, events: Sequence[object], timeline=None, start: int = 0) -> int | None:
+        """The index of the first event check_event rejects, or None if all are valid
+        (from index ``start`` on).
+
+        ``timeline``: an object with ``live`` (a set of tids), ``last``, ``lim`` (ints),
+        ``streaming`` (whether it wants events) and ``see(ev, i)``, called for every
+        valid event the timeline's scanner could not vouch for, in order, while
+        ``streaming`` holds (see above); the events from the first invalid one on are
+        not shown to it."""
+        i: int | None = start
         left = self.BATCH
         try:
-            while (i := self._scan(events, i)) is not None:
-                if check_event(events[i]) is not None:
+            while True:
+                if timeline is not None and timeline.streaming:
+                    if self._scan_t is None:
+                        self._scan_t = self._compile(True)
+                    i, timeline.last = self._scan_t(events, i, timeline.last, timeline.lim,
+                                                    timeline.live)
+                else:
+                    i = self._scan(events, i)
+                if i is None:
+                    return None
+                ev = events[i]
+                if check_event(ev) is not None:
                     return i
-                self._learn(events[i])
+                self._learn(ev)
+                if timeline is not None:
+                    timeline.see(ev, i)
                 i += 1
                 left -= 1
                 if not left:           # compiling costs ~1 ms: learn in batches
                     self._recompile(events, i)
                     left = self.BATCH
-            return None
         finally:
             self._recompile(events, 0)
 
@@ -371,35 +440,49 @@ class EventChecker:
                     self._seen[kind, len(ev)] += 1
             self._new = 0
             self._scan = self._compile()
+            if self._scan_t is not None:
+                self._scan_t = self._compile(True)
 
-    def _compile(self) -> Callable[[Sequence, int], int | None]:
+    def _compile(self, timeline: bool = False) -> Callable:
         """The scanner: ``scan(events, i)`` is the index of the first event from
-        ``i`` on that it cannot vouch for, or None."""
+        ``i`` on that it cannot vouch for, or None.  With ``timeline``:
+        ``scan(events, i, last, lim, live)`` is that index and the ts of the last
+        event it vouched for (``last`` if none)."""
         enums: dict = {}
         shapes, seen = self._shapes, self._seen
+        ret = "i, last" if timeline else "i"
         # builtins as locals, common kinds first: ~10% faster
-        out = ["def scan(evs, i, type=type, int=int, str=str, bool=bool, dict=dict, len=len):",
+        out = [("def scan(evs, i, last, lim, live, type=type, int=int, str=str, bool=bool, "
+                "dict=dict, len=len):") if timeline else
+               "def scan(evs, i, type=type, int=int, str=str, bool=bool, dict=dict, len=len):",
                "    try:",
                "        for i in range(i, len(evs)):",
                "            ev = evs[i]",
-               "            if type(ev) is not dict: return i",
+               f"            if type(ev) is not dict: return {ret}",
                "            k = ev['kind']",
                "            n = len(ev)"]
-        for i, kind in enumerate(sorted(shapes, key=lambda k: -sum(seen[k, n] for n in shapes[k]))):
+        kinds = [k for k in shapes if not (timeline and k in _MARKS)]
+        for i, kind in enumerate(sorted(kinds, key=lambda k: -sum(seen[k, n] for n in shapes[k]))):
             spec = KINDS.get(kind, EXTENSION)
             out.append(f"            {'elif' if i else 'if'} k == {kind!r}:")
             by_len = sorted(shapes[kind].items(), key=lambda item: -seen[kind, item[0]])
             for j, (n, key_sets) in enumerate(by_len):
                 common = frozenset.intersection(*key_sets)
                 alts = [" and ".join([f"{f!r} in ev" for f in sorted(keys - common)]  # no KeyError
-                                     + [_field_test(spec, f, enums) for f in sorted(keys) if f != "kind"])
+                                     + [_field_test(spec, f, enums, timeline)
+                                        for f in sorted(keys) if f != "kind"])
                         for keys in key_sets]
                 out.append(f"                {'elif' if j else 'if'} n == {n}:")
-                out.append(f"                    if not ({' or '.join(f'({a})' for a in alts)}): return i")
-            out.append("                else: return i")
-        out.append("            else: return i" if shapes else "            return i")
-        out += ["    except (KeyError, TypeError):", "        return i", "    return None"]
-        ns = {"LIMIT": INT_LIMIT, "ID": (int, str), "_str_list": _str_list, **{name: t for t, name in enums.items()}}
+                out.append(f"                    if not ({' or '.join(f'({a})' for a in alts)}): "
+                           f"return {ret}")
+            out.append(f"                else: return {ret}")
+        out.append(f"            else: return {ret}" if kinds else f"            return {ret}")
+        if timeline:                   # every vouched shape has ts (required): t is bound
+            out.append("            last = t")
+        out += ["    except (KeyError, TypeError):", f"        return {ret}",
+                f"    return {'None, last' if timeline else 'None'}"]
+        ns = {"LIMIT": INT_LIMIT, "TID0": TID_LIMITS[0], "TID1": TID_LIMITS[1], "ID": (int, str),
+              "_str_list": _str_list, **{name: t for t, name in enums.items()}}
         exec("\n".join(out), ns)      # noqa: S102 -- the source is built above from literals
         return ns["scan"]
 

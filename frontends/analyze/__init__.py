@@ -137,7 +137,7 @@ def read_grouped(path, *, strict: bool = True):
     reading (one pass less over a million events); ``by_thread()`` is cached."""
     from operator import itemgetter
 
-    from qpn.frontends.trace import Trace, TraceReader
+    from qpn.frontends.trace import Trace, TraceReader, without
 
     class GroupedTrace(Trace):
         def by_thread(self):
@@ -162,6 +162,12 @@ def read_grouped(path, *, strict: bool = True):
                 unsorted.add(tid)
             last[tid] = ts
             lst.append(ev)
+    if reader.dropped:                # lenient: impossible events (the warnings name them)
+        events = without(events, reader.dropped)
+        for tid in {e["tid"] for e in reader.dropped}:
+            groups[tid] = without(groups[tid], reader.dropped)
+            if not groups[tid]:
+                del groups[tid]
     for tid in unsorted:
         groups[tid].sort(key=itemgetter("ts"))
     trace = GroupedTrace(reader.header, events, reader.path, reader.warnings, reader.complete)
