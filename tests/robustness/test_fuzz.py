@@ -46,8 +46,12 @@ def test_fast_slice_finds_no_new_crash_hang_or_memory_failure(tmp_path_factory):
     # docs/robustness.md run thousands)
     camp = run_campaign(150, 100, SLICE_SEED, jobs=2, budget=10.0, shrink=False, quick=True,
                         programs="none", cache_dir=str(tmp_path_factory.mktemp("fuzz-seeds")),
-                        qpe=30, pnml=30, lqn=30)
-    assert dict(camp.inputs) == {"model": 150, "trace": 100, "qpe": 30, "pnml": 30, "lqn": 30}
+                        qpe=30, pnml=30, lqn=30, extremes=40)
+    # the extremes (tools/fuzz/extremes.py) add models, traces, include bundles and outputs
+    # onto special files (tools/fuzz/outputs.py) to the 340 inputs of the five kinds
+    assert camp.total == 380 and camp.inputs["qpe"] == camp.inputs["pnml"] == camp.inputs["lqn"] == 30
+    assert camp.inputs["model"] > 150 and camp.inputs["trace"] > 100, camp.inputs
+    assert camp.inputs["bundle"] and camp.inputs["outputs"], camp.inputs
     # the inputs reach past the parser: every command succeeds on a good share
     ok = {c: n for (c, o), n in camp.outcomes.items() if o == OK}
     print("succeeded:", ok)
@@ -210,3 +214,58 @@ def test_a_worker_that_dies_or_hangs_past_its_alarm_is_replaced():
             [("build", HANG, "HANG in build @ (not interruptible: killed)")]
         assert time.perf_counter() - t0 < 10
         assert pool.workers[0].proc.is_alive()        # a fresh worker took over
+
+
+# ------------------------------------------------- the oracles of issue 43
+def test_the_outputs_oracle_finds_a_node_renamed_over(tmp_path, monkeypatch):
+    """Outputs onto a FIFO, a private device node and a hard-linked file keep them; the
+    old writer (a temp file renamed over whatever was there) is caught as WRONG."""
+    from tools.fuzz.runner import run_input
+    import qpn.fileio as fileio
+    model = open(os.path.join(ROOT, "models", "mm1.qpn"), "rb").read()
+    work = tmp_path / "w"
+    work.mkdir()
+    outcomes = {r.command: r.outcome for r in run_input("outputs", model, 30.0, str(work))}
+    assert set(outcomes.values()) == {OK}, outcomes
+    monkeypatch.setattr(fileio, "_special_kind", lambda path: None)     # the old writer
+    outcomes = {r.command: (r.outcome, r.signature) for r in
+                run_input("outputs", model, 30.0, str(work), only=("solve --json FIFO",))}
+    assert outcomes == {"solve --json FIFO": (WRONG, "solve --json FIFO: the FIFO was replaced")}
+
+
+def test_the_flow_oracle_finds_an_answer_that_is_not_a_steady_state(tmp_path, monkeypatch):
+    """A CTMC answer whose arrivals and departures differ is WRONG when it exits 0 with
+    status ok, however it got there (here qpn's own check is switched off)."""
+    from tools.fuzz.runner import run_input
+    import numpy as np
+    import qpn.solvers.ctmc.solver as ctmc_solver
+    import qpn.solvers.flowcheck as flowcheck
+    real = ctmc_solver._steady
+
+    def off_balance(c, method):
+        pi, info = real(c, method)
+        pi = pi * (1 + 0.05 * np.arange(len(pi)) / len(pi))
+        return pi / pi.sum(), dict(info, residual=0.0)
+    monkeypatch.setattr(ctmc_solver, "_steady", off_balance)
+    monkeypatch.setattr(flowcheck, "flow_violations", lambda res, tol=0: [])
+    model = open(os.path.join(ROOT, "models", "mutex.qpn"), "rb").read()
+    work = tmp_path / "w"
+    work.mkdir()
+    (res,) = run_input("model", model, 30.0, str(work), only=("solve",))
+    assert res.outcome == WRONG and res.signature.startswith("flow check (ctmc): place "), res
+
+
+def test_the_extreme_generators_reach_every_class():
+    """Each generator's inputs are what its name says, reproducibly from the seed."""
+    from tools.fuzz import extremes
+    rng = random.Random(7)
+    huge = {extremes.huge_numbers(rng) for _ in range(30)}
+    assert any("10^308 * 10" in m for m in huge) and any("2^1024" in m for m in huge)
+    assert all(m.count("subnet ") >= 11 for m in (extremes.deep_subnets(rng) for _ in range(5)))
+    assert any(b"\xed\xa0\x80" in extremes.surrogates(rng) for _ in range(20))
+    trace = (b'{"kind":"header","format":"qpn-trace","version":1,"source":"t"}\n'
+             b'{"kind":"thread_start","tid":1,"ts":0,"name":"main"}\n'
+             b'{"kind":"thread_end","tid":1,"ts":50}\n')
+    made = {extremes.impossible_trace(random.Random(s), trace) for s in range(40)}
+    assert any(b'"ts": -' in t for t in made) and any(b"\\ud800" in t for t in made)
+    assert any(str(2 ** 70).encode() in t for t in made)

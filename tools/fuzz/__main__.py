@@ -18,6 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--qpe", type=int, default=0, help="QPME (.qpe) file inputs (default 0)")
     p.add_argument("--pnml", type=int, default=0, help="PNML (.pnml) file inputs (default 0)")
     p.add_argument("--lqn", type=int, default=0, help="LQN (.lqn) file inputs (default 0)")
+    p.add_argument("--extremes", type=int, default=0,
+                   help="inputs at the extremes: numbers past the floats, deep nesting, stiff and "
+                        "subnormal delays, surrogates, includes, impossible traces, compression "
+                        "bombs, outputs onto special files (default 0)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--out", help="directory for report.json, report.txt, repro files")
     p.add_argument("--replay", nargs="+", metavar="PATH",
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     camp = run_campaign(a.models, a.traces, a.seed, jobs=a.jobs, budget=a.budget,
                         memory=int(a.memory * 2 ** 30), out=a.out, shrink=not a.no_shrink,
                         programs=a.programs, progress=progress, qpe=a.qpe, pnml=a.pnml,
-                        lqn=a.lqn)
+                        lqn=a.lqn, extremes=a.extremes)
     with open(f"{a.out}/report.txt", encoding="utf-8") as fh:
         sys.stdout.write(fh.read())
     return 1 if camp.failures else 0
@@ -74,9 +78,12 @@ def replay(paths: list[str], budget: float, memory: int) -> int:
             files += sorted(os.path.join(path, f) for f in os.listdir(path))
         else:
             files.append(path)
-    kinds = {".qpn": "model", ".jsonl": "trace", ".qpe": "qpe", ".pnml": "pnml", ".lqn": "lqn"}
-    items = [(f, kinds[os.path.splitext(f)[1]], open(f, "rb").read())
-             for f in files if os.path.splitext(f)[1] in kinds]
+    kinds = {".qpn": "model", ".jsonl": "trace", ".qpe": "qpe", ".pnml": "pnml", ".lqn": "lqn",
+             ".json": "bundle"}
+
+    def kind_of(f: str) -> str | None:
+        return "outputs" if f.endswith(".out.qpn") else kinds.get(os.path.splitext(f)[1])
+    items = [(f, kind_of(f), open(f, "rb").read()) for f in files if kind_of(f)]
     bad = 0
     with Pool(1, budget, memory) as pool:
         for f, _kind, _data, outcomes in pool.map(items):

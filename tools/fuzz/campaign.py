@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import extremes as extreme_inputs
 from . import mutate
 from .corpus import lqn_seeds, model_seeds, pnml_seeds, qpe_seeds, trace_seeds
 from .netgen import generated_models
@@ -21,13 +22,16 @@ GENERATED_SHARE = 0.25      # of the models: Hypothesis nets; the rest mutate th
 
 
 def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: str = "quick",
-                qpe: int = 0, pnml: int = 0, lqn: int = 0):
+                qpe: int = 0, pnml: int = 0, lqn: int = 0, extremes: int = 0):
     """Yield (origin, kind, data): the seeds themselves first, then mutants
     round-robin over the seeds, and Hypothesis nets among the models; then
-    ``qpe`` QPME, ``pnml`` PNML and ``lqn`` LQN files (seeds, then mutants)."""
+    ``qpe`` QPME, ``pnml`` PNML and ``lqn`` LQN files (seeds, then mutants); then
+    ``extremes`` inputs of :mod:`.extremes` (numbers past the floats, deep nesting,
+    stiff and subnormal delays, surrogates, includes, impossible traces, compression
+    bombs) and outputs onto special files (:mod:`.outputs`)."""
     rng = random.Random(seed)
     # the trace seeds first: tracing the test programs overlaps the workers' start
-    tseeds = trace_seeds(cache_dir, programs) if traces else {}
+    tseeds = trace_seeds(cache_dir, programs) if traces or extremes else {}
     mseeds = model_seeds()
     n_gen = int(models * GENERATED_SHARE) if models >= 8 else 0
     gen = generated_models(n_gen, seed) if n_gen else []
@@ -57,6 +61,7 @@ def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: s
                 yield name, "trace", tseeds[name]
             else:
                 yield f"mutant of {name}", "trace", mutate.mutate_trace(rng, tseeds[name])
+    yield from _extreme_inputs(rng, extremes, mseeds, tseeds)
     for kind, count, seeds in (("qpe", qpe, qpe_seeds), ("pnml", pnml, pnml_seeds),
                                ("lqn", lqn, lqn_seeds)):
         if not count:
@@ -71,6 +76,28 @@ def make_inputs(models: int, traces: int, seed: int, cache_dir: str, programs: s
                 mutant = mutate.mutate_model if kind == "lqn" else mutate.mutate_xml
                 data = xseeds[name]
                 yield f"mutant of {name}", kind, mutant(rng, data.decode() if kind == "lqn" else data)
+
+
+def _extreme_inputs(rng: random.Random, count: int, mseeds: dict, tseeds: dict):
+    shipped = sorted(n for n in mseeds if ":" not in n)
+    tnames = sorted(tseeds)
+    for k in range(count):
+        r = rng.random()
+        if r < 0.40:
+            yield "extreme model", "model", extreme_inputs.extreme_model(rng)
+        elif r < 0.55:
+            yield "include bundle", "bundle", extreme_inputs.include_bundle(rng)
+        elif r < 0.65 and shipped:
+            name = shipped[k % len(shipped)]
+            yield f"outputs of {name}", "outputs", mseeds[name].encode()
+        elif r < 0.97 and tnames:
+            name = tnames[k % len(tnames)]
+            yield f"impossible {name}", "trace", extreme_inputs.impossible_trace(rng, tseeds[name])
+        elif tnames:
+            header = tseeds[tnames[0]].split(b"\n", 1)[0]
+            yield "compression bomb", "trace", extreme_inputs.compression_bomb(rng, header)
+        else:
+            yield "extreme model", "model", extreme_inputs.extreme_model(rng)
 
 
 @dataclass
@@ -138,13 +165,14 @@ class Campaign:
 def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: float = 5.0,
                  memory: int = DEFAULT_MEMORY, out: str | None = None, shrink: bool = True,
                  programs: str = "quick", cache_dir: str | None = None, progress=None,
-                 quick: bool = False, qpe: int = 0, pnml: int = 0, lqn: int = 0) -> Campaign:
+                 quick: bool = False, qpe: int = 0, pnml: int = 0, lqn: int = 0,
+                 extremes: int = 0) -> Campaign:
     """Run a campaign; with ``out`` write report.json, report.txt and one
     reproducing input per failure signature there."""
     cache_dir = cache_dir or os.path.join(out or ".", "seeds")
     camp = Campaign()
     with Pool(jobs, budget, memory, quick) as pool:
-        items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml, lqn)
+        items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml, lqn, extremes)
         t0 = time.perf_counter()
         try:
             first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
@@ -180,6 +208,8 @@ def shrink_input(pool: Pool, f: Finding, max_runs: int = 80) -> bytes:
         return any(r.signature == f.signature for r in pool.run(f.kind, data, only))
 
     data = f.data
+    if f.kind in ("bundle", "outputs"):  # files as JSON, a model onto nodes: kept whole
+        return data
     if not fails(data):             # flaky (timing, state): keep what was seen
         return data
     for unit in ("lines", "tokens"):
@@ -227,7 +257,7 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
         ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
         for i, f in enumerate(ordered, 1):
             ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe", "pnml": ".pnml",
-                   "lqn": ".lqn"}[f.kind]
+                   "lqn": ".lqn", "bundle": ".json", "outputs": ".out.qpn"}[f.kind]
             name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{ext}")
             with open(os.path.join(out, name), "wb") as fh:
                 fh.write(f.data)

@@ -13,8 +13,9 @@ Outcome classes:
   worker died.
 - ``HANG``: the command outlived its wall budget.
 - ``MEMORY``: MemoryError (the address-space limit was hit).
-- ``WRONG``: ``fmt`` printed a model that does not load again, or that ``fmt``
-  changes again (a quiet wrong answer).
+- ``WRONG``: a quiet wrong answer: ``fmt`` printed a model that does not load again,
+  or that ``fmt`` changes again; a solve that exited 0 with a result that fails the
+  flow check (:mod:`.oracle`); an output written over a FIFO or device node.
 
 ``SUSPECT`` notes are reported but are not failures: a numpy RuntimeWarning, a
 table with n/a, nan or inf that exited 0, a model error without file:line:col.
@@ -43,9 +44,12 @@ FAILURES = (CRASH, HANG, MEMORY, WRONG)
 PROJECT_DIRS = ("qpn", "solvers", "frontends", "dsl")
 
 MODEL_FILE, TRACE_FILE, QPE_FILE, PNML_FILE, LQN_FILE = "m.qpn", "t.jsonl", "m.qpe", "m.pnml", "m.lqn"
-#: the file each kind of input is written to
+#: the file each kind of input is written to (a "bundle" is a JSON object of file
+#: name -> model text, m.qpn the main one: includes, diamonds and chains of them)
 INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE, "pnml": PNML_FILE,
-              "lqn": LQN_FILE}
+              "lqn": LQN_FILE, "bundle": MODEL_FILE, "outputs": MODEL_FILE}
+#: where every solve writes its JSON, for the flow-check oracle
+RESULT_FILE = "solve.json"
 #: solver budgets that keep one solve well under a second: a small CTMC, short
 #: simulations on one thread, imprecise results accepted
 SOLVE_BUDGET = ["--limit", "20000", "--events", "4000", "-R", "2", "--wall", "1", "--threads", "1",
@@ -58,12 +62,13 @@ MODEL_COMMANDS = {
     "show": ["show", MODEL_FILE],
     "fmt": ["fmt", MODEL_FILE],
     "flatten": ["flatten", MODEL_FILE],
-    "solve": ["solve", MODEL_FILE, "--method", "auto"] + SOLVE_BUDGET,
+    "solve": ["solve", MODEL_FILE, "--method", "auto", "--json", RESULT_FILE] + SOLVE_BUDGET,
 }
 #: the fast slice leaves out ``show``: it runs check's analysis again (the
 #: reachability exploration, most of a model's time) before its summary
 QUICK_MODEL_COMMANDS = {n: a for n, a in MODEL_COMMANDS.items() if n != "show"}
-QUICK_MODEL_COMMANDS["solve"] = ["solve", MODEL_FILE, "--method", "auto"] + QUICK_SOLVE_BUDGET
+QUICK_MODEL_COMMANDS["solve"] = ["solve", MODEL_FILE, "--method", "auto", "--json",
+                                 RESULT_FILE] + QUICK_SOLVE_BUDGET
 TRACE_COMMANDS = {
     "trace-check": ["trace-check", TRACE_FILE],
     "trace-check --lenient": ["trace-check", TRACE_FILE, "--lenient"],
@@ -77,7 +82,7 @@ QUICK_TRACE_COMMANDS = dict(TRACE_COMMANDS, build=TRACE_COMMANDS["build"] + ["--
 def _foreign(f: str, budget: list[str]) -> dict[str, list[str]]:
     """Foreign model files (QPME, PNML, LQN): read (check), translated (convert) and solved."""
     return {"check": ["check", f], "convert": ["convert", f, "-o", "converted.qpn"],
-            "solve": ["solve", f, "--method", "auto"] + budget}
+            "solve": ["solve", f, "--method", "auto", "--json", RESULT_FILE] + budget}
 
 
 class FuzzTimeout(BaseException):
@@ -220,6 +225,9 @@ def commands_for(kind: str, quick: bool = False) -> dict[str, list[str]]:
         return QUICK_TRACE_COMMANDS if quick else TRACE_COMMANDS
     if kind in ("qpe", "pnml", "lqn"):
         return _foreign(INPUT_FILE[kind], QUICK_SOLVE_BUDGET if quick else SOLVE_BUDGET)
+    if kind == "outputs":
+        from .outputs import OUTPUT_COMMANDS
+        return OUTPUT_COMMANDS
     return QUICK_MODEL_COMMANDS if quick else MODEL_COMMANDS
 
 
@@ -233,21 +241,55 @@ def run_input(kind: str, data: bytes, budget: float, workdir: str,
     os.chdir(workdir)
     try:
         _clean(workdir)
-        with open(fname, "wb") as fh:
-            fh.write(data)
+        _write_input(kind, data, fname)
         results = []
         for name, argv in commands.items():
             if only and name not in only:
                 continue
             if on_begin:
                 on_begin(name)
+            if kind == "outputs":
+                from .outputs import run_output_command
+                results.append(run_output_command(name, list(argv), budget))
+                continue
             res, stdout = run_command(name, list(argv), budget)
             if name == "fmt" and res.outcome == OK:
                 _check_fmt(res, stdout, budget)
+            if name == "solve" and res.outcome == OK:
+                _check_flow(res)
             results.append(res)
         return results
     finally:
         os.chdir(cwd)
+
+
+def _write_input(kind: str, data: bytes, fname: str) -> None:
+    if kind != "bundle":
+        with open(fname, "wb") as fh:
+            fh.write(data)
+        return
+    import json
+    for name, text in json.loads(data).items():
+        os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+        with open(name, "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write(text)
+
+
+def _check_flow(res: Outcome) -> None:
+    """A solve that exited 0: its result must pass the flow-check oracle."""
+    import json
+    from .oracle import flow_wrong
+    try:
+        with open(RESULT_FILE, encoding="utf-8") as fh:
+            result = json.load(fh)
+    except (OSError, ValueError) as exc:
+        res.outcome, res.signature = WRONG, f"solve exited 0 without its --json ({type(exc).__name__})"
+        return
+    why = flow_wrong(result)
+    if why:
+        res.outcome = WRONG
+        res.signature = f"flow check ({result.get('method')}): " + _normalized(why)
+        res.detail = why
 
 
 def _check_fmt(res: Outcome, text: str, budget: float) -> None:
