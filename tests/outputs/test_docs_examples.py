@@ -24,3 +24,15 @@ def test_the_docs_have_generated_examples():
 def test_example_output_is_current(doc, cmd, body):
     assert comparable(run(cmd)) == comparable(body), \
         f"{doc}: stale example; run python -m tools.docs_examples --write"
+
+
+def test_rounding_level_numbers_and_durations_do_not_make_an_example_stale():
+    """The difference of two solvers' equal answers printed 2.07e-16 on one machine and
+    4.14e-16 on another (issue 43): numbers of 1e-13 and below are masked, larger ones
+    and every other digit still compared."""
+    a = "tokens  think  4.29269  4.29269  2.07e-16\nflow imbalance 1.30e-16, 0.58 s"
+    b = "tokens  think  4.29269  4.29269  4.14e-16\nflow imbalance 6.1e-17, 0.61 s"
+    assert comparable(a) == comparable(b)
+    assert comparable("x 1.5e-12") != comparable("x 3.0e-12")
+    assert comparable("tokens 4.29269 2.07e-16") != comparable("tokens 4.29270 2.07e-16")
+    assert comparable("rate 2e-5") == "rate 2e-5"
