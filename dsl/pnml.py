@@ -19,7 +19,7 @@ are refused with a located error.
 
 >>> text, notes = pnml_to_qpn(EXAMPLE, "two.pnml")
 >>> [l for l in text.splitlines() if l.startswith(("net", "place", "transition"))]
-['net two', 'place idle init 4', 'place busy', 'transition start : 2 idle -> busy delay exp(1)', 'transition stop : busy -> 2 idle delay exp(1)']
+['net n1', 'place idle init 4', 'place busy', 'transition start : 2 idle -> busy delay exp(1)', 'transition stop : busy -> 2 idle delay exp(1)']
 """
 from __future__ import annotations
 
@@ -142,7 +142,8 @@ class _Reader(XmlReader):
         kind = (net.get("type") or "").rstrip("/").rsplit("/", 1)[-1]
         if kind == SN:
             name = _text(net, "name")
-            return {"symmetric": net, "name": name.text if name is not None else ""}
+            return {"symmetric": net, "name": name.text if name is not None else "",
+                    "id": net.get("id") or ""}
         if kind != PTNET:
             raise self.err(net, f"net type '{net.get('type')}' is not supported",
                            expected="a place/transition net (.../grammar/ptnet) or a symmetric net "
@@ -186,7 +187,7 @@ class _Reader(XmlReader):
                               f"after exp(1), a stochastic Petri net with unit rates")
         name = _text(net, "name")
         return {"places": places, "transitions": transitions,
-                "name": name.text if name is not None else ""}
+                "name": name.text if name is not None else "", "id": net.get("id") or ""}
 
     def _place_tool(self, tool: XElement) -> dict:
         out: dict = {}
@@ -260,13 +261,32 @@ def _write(model: dict, name: str, lines: list) -> str:
     return "\n".join(out) + "\n"
 
 
+def net_name(label: str, ident: str, file: str) -> str:
+    """The imported model's name: the net's ``<name>``, else its ``id``, else the file's
+    stem; as an identifier (letters, digits and _, accents dropped, ``pnml_`` before a
+    leading digit or a keyword).
+
+    >>> net_name("M/M/1 queue", "n1", "x.pnml"), net_name("", "2-phase", "x.pnml")
+    ('M_M_1_queue', 'pnml_2_phase')
+    >>> net_name("Café", "", "x.pnml"), net_name(" ", "", "dir/my model.pnml")
+    ('Cafe', 'my_model')
+    """
+    import unicodedata
+    for text in (label, ident):
+        plain = unicodedata.normalize("NFKD", text or "").encode("ascii", "ignore").decode()
+        stem = re.sub(r"[^A-Za-z0-9_]+", "_", plain).strip("_")
+        if stem:
+            return "pnml_" + stem if stem[0].isdigit() or stem in RESERVED else stem
+    return model_name(file, "pnml_", RESERVED)
+
+
 def pnml_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
     """The qpn model text for the bytes of a PNML P/T net, and notes on what the
     translation assumed (called as :data:`~qpn.dsl.xmlsource.FOREIGN_FORMATS` says)."""
     reader = _Reader(data, file)
     model = reader.read()
     lines: list = []
-    name = model_name(file, "pnml_", RESERVED)
+    name = net_name(model["name"], model["id"], file)
     if "symmetric" in model:
         text = read_symmetric(reader, model["symmetric"], name, lines)
     else:

@@ -36,11 +36,12 @@ def _non_ph(compiled) -> list[str]:
 def choose(compiled, options: dict) -> tuple[str, str]:
     """(method, one-line reason)."""
     from .mva.productform import product_form
+    from .mva.solver import describe as describe_mva
     qn = product_form(compiled)
     if not isinstance(qn, list):
         kinds = sorted({"closed" if getattr(ch, "population", None) else "open" for ch in qn.chains})
         return "mva", (f"the net is product form ({' and '.join(kinds)}, {len(qn.chains)} chain(s)): "
-                       "mean value analysis is exact")
+                       + describe_mva(qn, options))
     from .mva.productform import LOAD_DEPENDENT
     # product form with load-dependent queues, which the MVA here does not take: say so
     lead = "not for MVA" if all(LOAD_DEPENDENT in r for r in qn) else "not product form"

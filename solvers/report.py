@@ -61,7 +61,7 @@ def html_report(net, res: Result, source: str | None = None, plots: bool = True)
     The page's text.
     """
     from qpn.summary import summarize
-    title = f"{res.model or net.name}: {res.method}"
+    title = f"{res.model or net.name}: {res.method_label}"
     ok = res.status == "ok"
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",

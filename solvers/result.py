@@ -32,6 +32,9 @@ from typing import Any, Iterable
 
 from qpn.texttable import aligned
 
+#: MVA algorithms whose answers are approximations (``info["algorithm"]``), as titles name them
+APPROXIMATE_MVA = {"schweitzer": "Schweitzer", "linearizer": "Linearizer"}
+
 UNITS = {"tokens": "", "queue_tokens": "", "depository_tokens": "", "depository_residence": "s",
          "arrivals": "1/s", "departures": "1/s",
          "residence": "s", "response": "s", "utilization": "", "throughput": "1/s",
@@ -110,6 +113,18 @@ class Result:
     reason: str | None = None         # what made it degenerate, e.g. the dead marking
     wall_time: float | None = None
     info: dict[str, Any] = field(default_factory=dict)     # solver details (states, residual ...)
+
+    @property
+    def method_label(self) -> str:
+        """The method as titles name it: an MVA that approximated says which algorithm ran.
+
+        >>> Result("mva", "m", info={"algorithm": "linearizer"}).method_label
+        'mva (Linearizer, approximate)'
+        >>> Result("mva", "m", info={"algorithm": "exact"}).method_label
+        'mva'
+        """
+        algorithm = APPROXIMATE_MVA.get(self.info.get("algorithm")) if self.method == "mva" else None
+        return f"{self.method} ({algorithm}, approximate)" if algorithm else self.method
 
     @property
     def status(self) -> str:
@@ -227,7 +242,7 @@ class Result:
                 line.append("" if r.n is None else f"{r.n:,}")
             body.append(line)
         out = []
-        title = f"{self.model}: {self.method}"
+        title = f"{self.model}: {self.method_label}"
         if self.level is not None:
             title += f", {int(round(self.level * 100))}% confidence intervals"
         if self.partial:
@@ -314,7 +329,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         """A notebook's view: one table per measure, with units (solvers.report)."""
-        head = f"<p><b>{escape(self.model)}: {escape(self.method)}</b> ({escape(self.status)})</p>"
+        head = f"<p><b>{escape(self.model)}: {escape(self.method_label)}</b> ({escape(self.status)})</p>"
         return head + "".join(f"<p>{escape(m)}</p>" + measure_table(self, m) for m in self.measures())
 
     def compare(self, other: "Result") -> list[tuple[Measure, Measure, float]]:

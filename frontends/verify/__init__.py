@@ -39,11 +39,12 @@ class Report:
     """What ``qpn verify`` found: one row per grid point, and the summary."""
 
     suite: str
-    rows: list = field(default_factory=list)     # {point, measured, spread, predicted, eps, ...}
+    rows: list = field(default_factory=list)     # {point, measured, spread, range, predicted, ...}
     model: str = ""
     warnings: list = field(default_factory=list)
     bound: float | None = None                   # the suite's bound on the mean eps
     notes: list = field(default_factory=list)    # what the table's reader should know
+    unit: str | None = None                      # of the measured (and predicted) value
 
     @property
     def mean_eps(self) -> float:
@@ -182,7 +183,10 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
                 same = canonical_key(fh.read()) == key and os.path.exists(path)
         except OSError:
             same = False
-        if retrace or not same:                  # the children of an earlier trace
+        if retrace or not same:
+            # the key first: a run killed while tracing leaves no key beside a partial trace
+            # (it would pass for the whole one), then the children of an earlier trace
+            _forget_trace(path)
             for old in glob.glob(os.path.join(glob.escape(out_dir), f"trace{i}.*jsonl")):
                 os.remove(old)
         if (retrace or not same) and suite.server:
@@ -236,6 +240,16 @@ def build_model(suite: Suite, out_dir: str, log=sys.stderr, retrace: bool = True
         res.info["outside"] = _outside(suite, out_dir, traces, log)
     res.info["traced_loop_ns"] = [x for t in traces for x in (t.header.machine or {}).get("python_loop_ns") or []]
     return res
+
+
+def _forget_trace(path: str) -> None:
+    """Remove a trace's ``.key`` and ``.client``: it is not the run of the program they
+    name any more (it is about to be traced again)."""
+    for extra in (".key", ".client"):
+        try:
+            os.remove(path + extra)
+        except FileNotFoundError:
+            pass
 
 
 def _traced_load(suite: Suite, argv: list, out: str):
@@ -309,12 +323,17 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
     os.makedirs(out_dir, exist_ok=True)
     check_output_dir(out_dir)          # before measuring and tracing, not after
     setup(suite, log=log)
+    if remeasure or retrace:
+        # the traces are stale from now on: a run killed before it traced again must not
+        # take them up as current (the next run traces, and measures only what is missing)
+        for key in glob.glob(os.path.join(glob.escape(out_dir), "trace*.jsonl.key")):
+            _forget_trace(key[:-len(".key")])
     measured = measure(suite, remeasure=remeasure, log=log)
     res = build_model(suite, out_dir, log=log, retrace=retrace or remeasure)
     write_atomic(os.path.join(out_dir, "model.qpn"), res.text)
     net = qpn.parse(res.text)
     report = Report(suite.name, model=os.path.join(out_dir, "model.qpn"), warnings=list(res.warnings),
-                    bound=suite.bound)
+                    bound=suite.bound, unit=suite.measured_unit)
     names = {p.name for p in net.params}
     traced = res.info.get("traced_loop_ns") or []
     if suite.calibrate and not (traced and all(measured[i]["loop_ns"] for i in measured)):
@@ -354,6 +373,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
             # no steady state: the point is reported as such, apart from the mean
             m = measured[i]
             report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
+                                "range": m["range"],
                                 "samples": m["samples"], "load": m["load"], "speed": speed,
                                 "speed_noise": noise, "speed_applied": applied,
                                 "predicted": math.inf, "if_divided": None, "eps": None,
@@ -384,14 +404,15 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
                 divided = None
         m = measured[i]
         report.rows.append({"point": point, "measured": m["value"], "spread": m["spread"],
+                            "range": m["range"],
                             "samples": m["samples"], "load": m["load"], "speed": speed,
                             "speed_noise": noise, "speed_applied": applied, "predicted": pred,
                             "if_divided": divided,
                             "eps": abs(m["value"] - pred) / abs(m["value"]), "model_params": params})
     from qpn.solvers.result import finite_or_none
     write_atomic(os.path.join(out_dir, "verify.json"), json.dumps(finite_or_none(json.loads(json.dumps(
-        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "outside": outside,
-         "rows": report.rows,
+        {"suite": suite.name, "kind": suite.kind, "expr": suite.expr, "unit": report.unit,
+         "outside": outside, "rows": report.rows,
          "mean_eps": report.mean_eps, "max_eps": report.max_eps, "warnings": report.warnings},
         default=str))), indent=1, allow_nan=False))
     _plot(report, os.path.join(out_dir, "verify.png"), log)
@@ -399,7 +420,7 @@ def verify(directory: str, *, remeasure: bool = False, out_dir: str | None = Non
 
 
 def _plot(report: Report, path: str, log) -> None:
-    """Predicted against measured (matplotlib, if installed)."""
+    """Predicted against measured (matplotlib, if installed), written to ``path``."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -407,25 +428,73 @@ def _plot(report: Report, path: str, log) -> None:
     except ImportError:
         print("verify: pip install matplotlib for the plot (verify.png)", file=log)
         return
-    rows = [r for r in report.rows if not r.get("unstable")]
-    if not rows:
+    fig = figure(report)
+    if fig is None:
         return
-    xs = [r["measured"] for r in rows]
-    ys = [r["predicted"] for r in rows]
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
-    ax.scatter(xs, ys)
-    for r, x, y in zip(rows, xs, ys):
-        ax.annotate(" ".join(f"{k}={v}" for k, v in r["point"].items()), (x, y), fontsize=7)
-    lo, hi = min(xs + ys) * 0.9, max(xs + ys) * 1.1
-    ax.plot([lo, hi], [lo, hi], "k--", linewidth=0.8)
-    ax.set_xlabel("measured")
-    ax.set_ylabel("predicted")
-    ax.set_title(f"{report.suite}: mean eps {100 * report.mean_eps:.1f}%")
-    fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     write_atomic(path, buf.getvalue())
 
 
-__all__ = ["verify", "Report", "load_suite", "build_model"]
+def _swept_parameter(rows: list) -> str | None:
+    """The one grid parameter that varies over ``rows`` with numeric values (None: none,
+    or several)."""
+    names = list(rows[0]["point"]) if rows else []
+    varying = [n for n in names if len({repr(r["point"][n]) for r in rows}) > 1]
+    if len(varying) != 1 or len(rows) < 2:
+        return None
+    n = varying[0]
+    return n if all(isinstance(r["point"][n], (int, float)) for r in rows) else None
+
+
+def figure(report: Report):
+    """The figure of ``verify.png`` (a matplotlib Figure; None: no row has a prediction):
+    predicted against measured, each measured median with a bar from the lowest to the
+    highest repeat, the axes in the measured value's unit (:attr:`Report.unit`); beside
+    it, when one numeric parameter varies over the grid, both against that parameter."""
+    import matplotlib.pyplot as plt
+    rows = [r for r in report.rows if not r.get("unstable")]
+    if not rows:
+        return None
+    unit = f" [{report.unit}]" if report.unit else ""
+    xs = [r["measured"] for r in rows]
+    ys = [r["predicted"] for r in rows]
+    # rows of an older cache have no range: a bar of zero length there
+    lo = [r["measured"] - (r.get("range") or (r["measured"],) * 2)[0] for r in rows]
+    hi = [(r.get("range") or (r["measured"],) * 2)[1] - r["measured"] for r in rows]
+    swept = _swept_parameter(rows)
+    fig, axes = plt.subplots(1, 2 if swept else 1, figsize=(9.5 if swept else 4.5, 4.5),
+                             squeeze=False)
+    ax = axes[0, 0]
+    ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", capsize=3,
+                label="measured (bar: lowest to highest repeat)")
+    for r, x, y in zip(rows, xs, ys):
+        ax.annotate(" ".join(f"{k}={v}" for k, v in r["point"].items()), (x, y), fontsize=7)
+    ends = [x - d for x, d in zip(xs, lo)] + [x + d for x, d in zip(xs, hi)] + ys
+    a, b = min(ends) * 0.9, max(ends) * 1.1
+    ax.plot([a, b], [a, b], "k--", linewidth=0.8, label="perfect prediction")
+    ax.set_xlabel(f"measured{unit}")
+    ax.set_ylabel(f"predicted{unit}")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{report.suite}: mean eps {100 * report.mean_eps:.1f}%")
+    if swept:
+        ax = axes[0, 1]
+        order = sorted(range(len(rows)), key=lambda k: rows[k]["point"][swept])
+        px = [rows[k]["point"][swept] for k in order]
+        ax.errorbar(px, [xs[k] for k in order],
+                    yerr=[[lo[k] for k in order], [hi[k] for k in order]],
+                    fmt="o-", capsize=3, label="measured (bar: lowest to highest repeat)")
+        ax.plot(px, [ys[k] for k in order], "s--", label="predicted")
+        ax.set_xlabel(swept)
+        if all(isinstance(x, int) for x in px):
+            from matplotlib.ticker import MaxNLocator
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(f"measured and predicted{unit}")
+        ax.legend(fontsize=7)
+        ax.set_title(f"over {swept}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["verify", "Report", "load_suite", "build_model", "figure"]

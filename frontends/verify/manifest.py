@@ -73,6 +73,26 @@ class Suite:
     trace_load: bool = False           # [build] trace_load: trace the server's load too
     launcher: tuple = ()               # [program] launcher: runs the command (mpiexec -n N)
     origin: str = "beside"             # beside | unseen: written knowing the analyzer or not
+    unit: str | None = None            # [measure] unit: the measured value's unit, if given
+
+    @property
+    def measured_unit(self) -> str | None:
+        r"""The unit of the measured value (and of the prediction), where the suite tells
+        it: ``[measure] unit``; else seconds for ``wall``, ``over`` per second for
+        ``rate``; for ``stdout`` the unit of ``[predict] outside``, else the unit the
+        pattern reads after its number (``"elapsed ([\d.]+) s"``); else None.
+
+        >>> s = Suite(".", "s", "p.py", [], {}, {}, [{}], "stdout", "x", pattern=r"took ([\d.]+)\s+ms")
+        >>> s.measured_unit, Suite(".", "s", "p.py", [], {}, {}, [{}], "rate", "x", over="rounds").measured_unit
+        ('ms', 'rounds/s')
+        """
+        if self.unit:
+            return self.unit
+        if self.kind == "wall":
+            return "s"
+        if self.kind == "rate":
+            return f"{self.over}/s"
+        return self.outside or unit_after_number(self.pattern or "")
 
     def command(self, values: dict) -> list[str]:
         """The program's command line for ``values``: a Python file run by this
@@ -144,6 +164,30 @@ class Suite:
                            "param, grid entry or build config gives") from None
 
 
+#: units a ``stdout`` pattern may name after its number
+_TIME_UNITS = ("ns", "us", "µs", "ms", "s", "min", "h")
+
+
+def unit_after_number(pattern: str) -> str | None:
+    r"""The unit a ``[measure] pattern`` reads right after its number group: a time unit or
+    a rate (``WORD/s``); None when it reads none.
+
+    >>> [unit_after_number(p) for p in (r"mean response ([\d.]+) ms", r"elapsed ([\d.]+)\s*s",
+    ...                                 r"^([\d.]+)", r"rate ([\d.]+) req/s", r"([\d.]+) items")]
+    ['ms', 's', None, 'req/s', None]
+    """
+    import re
+    group = re.search(r"\((?!\?)(?:[^()\\]|\\.)*\)", pattern)
+    if group is None:
+        return None
+    rest = re.sub(r"^(?:\s|\\s[*+?]?)*", "", pattern[group.end():])
+    m = re.match(r"([A-Za-zµ]+(?:/s)?)(?![A-Za-z/])", rest)
+    if m is None:
+        return None
+    unit = m.group(1)
+    return unit if unit in _TIME_UNITS or unit.endswith("/s") else None
+
+
 def _need(table: dict, key: str, where: str, typ, path: str):
     if key not in table:
         raise QPNError(f"{path}: [{where}] needs '{key}'")
@@ -190,6 +234,10 @@ def load_suite(directory: str) -> Suite:
         raise QPNError(f"{path}: [measure] kind 'stdout' needs pattern = \"regex with one group\"")
     pred = doc.get("predict", {})
     expr = _need(pred, "expr", "predict", str, path)
+    unit = meas.get("unit")
+    if unit is not None and not (isinstance(unit, str) and unit.strip()):
+        raise QPNError(f"{path}: [measure] unit must be a unit's name, e.g. \"ms\" or "
+                       f"\"requests/s\", got {unit!r}")
     repeats = int(meas.get("repeats", 5))
     if repeats < 1:
         raise QPNError(f"{path}: [measure] repeats must be at least 1")
@@ -213,7 +261,7 @@ def load_suite(directory: str) -> Suite:
                  _tracer(build, program, server, path), _cflags(prog, path),
                  _trace_load(build, server, program, path), _launcher(prog, path),
                  _choice(doc, "origin", "beside", ORIGINS, "", "written beside the analyzer, or "
-                         "by someone who had not read it", path))
+                         "by someone who had not read it", path), unit=unit)
 
 
 def _launcher(prog: dict, path: str) -> tuple:

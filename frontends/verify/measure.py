@@ -6,7 +6,9 @@ repeats go round robin over the grid, so a slow spell of the machine spreads
 over every point instead of falling on one.  A point whose samples spread more
 than ``NOISY`` gets one more round.  The load average is kept with every
 sample.  Samples are cached in ``.verify-cache.json`` by the program's hash and
-arguments, so a second ``qpn verify`` measures nothing unless asked to.
+arguments, so a second ``qpn verify`` measures nothing unless asked to.  Each
+sample is written to the cache (atomically) as soon as it is taken: a run that
+is killed keeps what it measured, and the next one measures only the rest.
 
 Measured value per point: ``wall`` -- the median wall time of a run (s);
 ``rate`` -- (large - small) / (T(large) - T(small)) from the medians of runs at
@@ -133,7 +135,11 @@ def setup(suite, log=sys.stderr) -> None:
 
 
 def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
-    """{point index: {"value", "spread", "samples", "loads"}} for every grid point."""
+    """{point index: {"value", "spread", "range", "samples", "loads"}} for every grid point.
+
+    Every sample goes to the cache file (atomically) as soon as it is measured: a run that
+    is killed (SIGKILL, Ctrl-C) keeps what it measured, and the next run measures only
+    what is missing (the repeats, then the extra round of the noisy points)."""
     cache_path = os.path.join(suite.dir, ".verify-cache.json")
     try:
         with open(cache_path) as fh:
@@ -144,6 +150,14 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
     for k, v in cache.items():
         merged.setdefault(canonical_key(k), []).extend(v)
     cache = merged
+    if remeasure:                            # the old samples are gone, also if killed before
+        write_atomic(cache_path, json.dumps(cache, indent=1))    # the first new one
+
+    def take(k: str, values: dict) -> None:
+        """One more sample of configuration ``k``, kept on disk before the next run."""
+        cache.setdefault(k, []).append(run_once(suite, values))
+        write_atomic(cache_path, json.dumps(cache, indent=1))
+
     points = suite.points()
     configs = [(i, c) for i, p in enumerate(points) for c in runs_of(suite, p)]
     need = {program_key(suite, c): c for _, c in configs}
@@ -153,18 +167,21 @@ def measure(suite, *, remeasure: bool = False, log=sys.stderr) -> dict:
         for r in range(suite.repeats):
             for k in todo:
                 if len(cache.setdefault(k, [])) <= r:
-                    cache[k].append(run_once(suite, need[k]))
+                    take(k, need[k])
                     bar.update(1)
             if todo:
                 print(f"verify {suite.name}: round {r + 1}/{suite.repeats} measured", file=log)
     out = _values(suite, points, cache)
     noisy = [i for i, v in out.items() if v["spread"] > NOISY]
-    if noisy and todo:                       # one more round for the noisy points
-        for i in noisy:
-            for c in runs_of(suite, points[i]):
-                cache[program_key(suite, c)].append(run_once(suite, c))
+    # one more round for the noisy points: in a run that measured, or to finish the round a
+    # killed run began (some configuration has its extra sample already)
+    begun = any(len(cache.get(k, [])) > suite.repeats for k in need)
+    extra = {program_key(suite, c): c for i in noisy for c in runs_of(suite, points[i])}
+    extra = {k: c for k, c in extra.items() if len(cache[k]) <= suite.repeats}
+    if (todo or begun) and extra:
+        for k, c in extra.items():
+            take(k, c)
         out = _values(suite, points, cache)
-    write_atomic(cache_path, json.dumps(cache, indent=1))
     return out
 
 
@@ -181,15 +198,21 @@ def _values(suite, points, cache) -> dict:
                                f"{suite.over}={a}: no rate to measure")
             value = (b - a) / (t_large - t_small)
             walls = [s["wall"] for s in large]
+            # the rate of each round (its small and large run, measured close in time)
+            each = [(b - a) / (ls["wall"] - ss["wall"]) for ss, ls in zip(small, large)
+                    if ls["wall"] > ss["wall"]]
         else:
             key = "wall" if suite.kind == "wall" else "value"
             walls = [s[key] for s in samples[0]]
             value = statistics.median(walls)
+            each = walls
         med = statistics.median(walls)
         spread = (max(walls) - min(walls)) / med if med > 0 else 0.0
         loads = [s["load"] for group in samples for s in group if s["load"] is not None]
         loops = [s.get("loop_ns") for group in samples for s in group]
         out[i] = {"value": value, "spread": spread, "samples": len(walls),
+                  # lowest and highest of the repeats, in the measured value's unit
+                  "range": (min(each + [value]), max(each + [value])),
                   "load": (min(loads), max(loads)) if loads else None,
                   # every sample calibrated, or none counts (a cache from before calibration)
                   "loop_ns": loops if loops and all(loops) else None}

@@ -88,10 +88,73 @@ def _exact_networks(qn: QNModel) -> int:
                     if not st.delay and st.servers > 1 and D[i] > 0)
 
 
+#: how the explanation names the algorithm that ran, saying when it approximates
+RAN = {"exact": "exact MVA", "open": "the open network's closed forms (exact)",
+       "schweitzer": "Schweitzer's approximate MVA",
+       "linearizer": "the Linearizer (approximate MVA)"}
+
+
+def choose_algorithm(qn: QNModel, algorithm: str = "auto",
+                     exact_limit: int = AUTO_LIMIT) -> tuple[str, str]:
+    """(the algorithm :func:`analyze` runs for ``qn``, why): ``open`` for open networks,
+    the one asked for, or for ``auto`` exact MVA up to ``exact_limit`` population vectors
+    (and its limits on levels and networks), else the Linearizer.
+
+    >>> import qpn
+    >>> qn = product_form(qpn.compile_net(qpn.load("models/interactive.qpn")))
+    >>> choose_algorithm(qn)
+    ('exact', 'exact MVA: 3 population vectors <= 200000')
+    >>> choose_algorithm(qn, exact_limit=2)[0]
+    'linearizer'
+    """
+    if not qn.closed:
+        return "open", "open network: closed-form BCMP/Jackson formulas per station"
+    N = np.array([qn.chains[c].population for c in qn.closed], dtype=np.int64)
+    V = population_vectors(N)
+    if algorithm != "auto":
+        return algorithm, f"{algorithm} MVA as requested ({V} population vectors)"
+    nets = _exact_networks(qn)
+    if V > exact_limit:
+        return "linearizer", (f"Linearizer (approximate MVA): {V} population vectors > "
+                              f"{exact_limit}, too many for exact MVA")
+    if (int(N.sum()) + 1) * nets > AUTO_LEVELS:
+        return "linearizer", (f"Linearizer (approximate MVA): exact MVA would take "
+                              f"{int(N.sum()) + 1:,} population levels in each of {nets} "
+                              f"network(s), one after the other (more than {AUTO_LEVELS:,} steps)")
+    if V * nets > MAX_VECTORS:
+        return "linearizer", (f"Linearizer (approximate MVA): exact MVA would run {nets} networks "
+                              f"(one per subset of the multi-server stations) of {V} vectors each")
+    return "exact", f"exact MVA: {V} population vectors <= {exact_limit}"
+
+
+def describe(qn: QNModel, options: dict | None = None) -> str:
+    """What MVA will run on ``qn`` with solver ``options`` (the ``mva`` ones are read,
+    the others left), for ``auto``'s one line: exact, or which approximation and why.
+
+    >>> import qpn
+    >>> qn = product_form(qpn.compile_net(qpn.load("models/interactive.qpn")))
+    >>> describe(qn), describe(qn, {"mva": "schweitzer", "seed": 1})
+    ('mean value analysis is exact', "Schweitzer's approximate mean value analysis, as requested")
+    >>> describe(qn, {"exact_limit": 2})
+    'mean value analysis by the Linearizer, which is approximate: 3 population vectors > 2, too many for exact MVA'
+    """
+    if isinstance(options, SolverOptions):
+        options = options.as_dict()
+    own = {f.name for f in MVAOptions.fields()}
+    o = MVAOptions.of({k: v for k, v in (options or {}).items() if k in own})
+    algorithm, why = choose_algorithm(qn, o.mva, o.exact_limit)
+    if algorithm in ("exact", "open"):
+        return "mean value analysis is exact"
+    if o.mva != "auto":
+        who = "Schweitzer's" if algorithm == "schweitzer" else "the Linearizer's"
+        return f"{who} approximate mean value analysis, as requested"
+    return f"mean value analysis by the Linearizer, which is approximate: {why.split(': ', 1)[1]}"
+
+
 def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10,
             exact_limit: int = AUTO_LIMIT) -> Analysis:
     """Solve a product-form network description with the chosen algorithm (``auto``: exact
-    up to ``exact_limit`` population vectors, else Linearizer).
+    up to ``exact_limit`` population vectors, else Linearizer; :func:`choose_algorithm`).
 
     >>> import qpn
     >>> net = qpn.load("models/interactive.qpn")     # 2 users, think 1 s, cpu 1 s
@@ -109,33 +172,12 @@ def analyze(qn: QNModel, algorithm: str = "auto", tol: float = 1e-10,
     X = np.zeros(len(qn.chains))
     Q = np.zeros((len(qn.chains), len(qn.stations)))
     X[op] = 1.0
+    algorithm, reason = choose_algorithm(qn, algorithm, exact_limit)
     if not cl:
         Q[op], _ = open_network(D[op], servers, names)
-        return Analysis(X, Q, "open", 0, True,
-                        ["open network: closed-form BCMP/Jackson formulas per station"])
+        return Analysis(X, Q, "open", 0, True, [reason])
     N = np.array([qn.chains[c].population for c in cl], dtype=np.int64)
-    V = population_vectors(N)
-    nets = _exact_networks(qn)
-    why = []
-    if algorithm == "auto":
-        if V > exact_limit:
-            algorithm = "linearizer"
-            why.append(f"Linearizer (approximate MVA): {V} population vectors > {exact_limit}, "
-                       f"too many for exact MVA")
-        elif (int(N.sum()) + 1) * nets > AUTO_LEVELS:
-            algorithm = "linearizer"
-            why.append(f"Linearizer (approximate MVA): exact MVA would take {int(N.sum()) + 1:,} "
-                       f"population levels in each of {nets} network(s), one after the other "
-                       f"(more than {AUTO_LEVELS:,} steps)")
-        elif V * nets > MAX_VECTORS:
-            algorithm = "linearizer"
-            why.append(f"Linearizer (approximate MVA): exact MVA would run {nets} networks "
-                       f"(one per subset of the multi-server stations) of {V} vectors each")
-        else:
-            algorithm = "exact"
-            why.append(f"exact MVA: {V} population vectors <= {exact_limit}")
-    else:
-        why.append(f"{algorithm} MVA as requested ({V} population vectors)")
+    why = [reason]
     if algorithm == "exact":
         solver = exact_mva
     else:
@@ -281,7 +323,8 @@ class MVASolver:
                         converged=an.converged, chains=chain_info(qn),
                         stations=[st.element for st in qn.stations])
         res.explanation.append(f"product form: {ncl} closed and {len(qn.chains) - ncl} open "
-                               f"chain(s) over {len(qn.stations)} station(s)")
+                               f"chain(s) over {len(qn.stations)} station(s), solved by "
+                               + RAN.get(an.algorithm, f"{an.algorithm} MVA"))
         res.explanation += an.explanation
         if not an.converged:
             res.warnings.append(f"{an.algorithm} did not converge to tol={tol} in "
@@ -289,4 +332,5 @@ class MVASolver:
         return res
 
 
-__all__ = ["MVASolver", "MVAOptions", "analyze", "net_quantities", "Analysis", "ALGORITHMS", "AUTO_LIMIT"]
+__all__ = ["MVASolver", "MVAOptions", "analyze", "net_quantities", "Analysis", "ALGORITHMS", "AUTO_LIMIT",
+           "choose_algorithm", "describe"]

@@ -159,3 +159,33 @@ def test_export_refuses_colors_and_modes():
     with pytest.raises(ModelError, match="colored tokens") as e:
         qpn_to_pnml(qpn.compile_net(qpn.load(f"{MODELS}/central_server.qpn")))
     assert e.value.loc is not None
+
+
+def _named(net_attrs: str, name: str | None) -> bytes:
+    label = f"<name><text>{name}</text></name>" if name is not None else ""
+    return EXAMPLE.decode().replace(
+        '<net id="n1" type="http://www.pnml.org/version-2009/grammar/ptnet">',
+        f'<net {net_attrs} type="http://www.pnml.org/version-2009/grammar/ptnet">{label}').encode()
+
+
+@pytest.mark.parametrize("attrs,name,expected", [
+    ('id="n-7"', "Web shop: checkout (v2)", "Web_shop_checkout_v2"),   # the <name>, as a name
+    ('id="repair-shop"', None, "repair_shop"),                          # else the net's id
+    ('id="2nd"', None, "pnml_2nd"),                                     # not a leading digit
+    ('id="x"', "place", "pnml_place"),                                  # not a keyword
+    ('id="x"', "Café Müller", "Cafe_Muller"),                           # accents dropped
+    ('id="--"', " ", "two"),                                            # else the file's stem
+])
+def test_the_imported_model_is_named_after_the_net(tmp_path, attrs, name, expected):
+    data = _named(attrs, name)
+    net, text, _ = imported(data, "two.pnml")
+    assert f"\nnet {expected}\n" in text and net.name == expected
+    path = tmp_path / "two.pnml"              # through the loader, to the result's name
+    path.write_bytes(data)
+    assert solvers.solve(qpn.load(str(path)), "ctmc").model == expected
+
+
+def test_a_round_trip_keeps_the_models_name():
+    net = qpn.load(f"{MODELS}/mm1.qpn")
+    back, _, _ = imported(qpn_to_pnml(qpn.compile_net(net)).encode(), "exported.pnml")
+    assert back.name == "mm1"

@@ -14,7 +14,7 @@ import select
 import stat
 import threading
 
-from .runner import MODEL_FILE, OK, QUICK_SOLVE_BUDGET, WRONG, Outcome, run_command
+from .runner import MODEL_FILE, OK, QUICK_SOLVE_BUDGET, SPECIAL_KINDS, WRONG, Outcome, run_command
 
 FIFO, DEVICE, LINK = "out.fifo", "null.dev", "linked.qpn"
 OUTPUT_COMMANDS = {
@@ -82,3 +82,6 @@ def run_output_command(name: str, argv: list[str], budget: float) -> Outcome:
     elif not kept:
         res.outcome, res.signature = WRONG, f"{name}: {what} was replaced (exit {res.rc})"
     return res
+
+
+SPECIAL_KINDS["outputs"] = (OUTPUT_COMMANDS, run_output_command)

@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict
 from multiprocessing.connection import wait
 
+from . import outputs  # noqa: F401  (registers the "outputs" kind with the runner)
 from .corpus import ROOT
 from .runner import CRASH, HANG, Outcome, commands_for, make_workdir, run_input
 

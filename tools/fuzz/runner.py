@@ -50,6 +50,9 @@ INPUT_FILE = {"model": MODEL_FILE, "trace": TRACE_FILE, "qpe": QPE_FILE, "pnml":
               "lqn": LQN_FILE, "bundle": MODEL_FILE, "outputs": MODEL_FILE}
 #: where every solve writes its JSON, for the flow-check oracle
 RESULT_FILE = "solve.json"
+#: kinds whose commands run through their own function: kind -> (commands, run(name,
+#: argv, budget) -> Outcome); tools/fuzz/outputs.py registers "outputs"
+SPECIAL_KINDS: dict = {}
 #: solver budgets that keep one solve well under a second: a small CTMC, short
 #: simulations on one thread, imprecise results accepted
 SOLVE_BUDGET = ["--limit", "20000", "--events", "4000", "-R", "2", "--wall", "1", "--threads", "1",
@@ -225,9 +228,8 @@ def commands_for(kind: str, quick: bool = False) -> dict[str, list[str]]:
         return QUICK_TRACE_COMMANDS if quick else TRACE_COMMANDS
     if kind in ("qpe", "pnml", "lqn"):
         return _foreign(INPUT_FILE[kind], QUICK_SOLVE_BUDGET if quick else SOLVE_BUDGET)
-    if kind == "outputs":
-        from .outputs import OUTPUT_COMMANDS
-        return OUTPUT_COMMANDS
+    if kind in SPECIAL_KINDS:
+        return SPECIAL_KINDS[kind][0]
     return QUICK_MODEL_COMMANDS if quick else MODEL_COMMANDS
 
 
@@ -248,9 +250,8 @@ def run_input(kind: str, data: bytes, budget: float, workdir: str,
                 continue
             if on_begin:
                 on_begin(name)
-            if kind == "outputs":
-                from .outputs import run_output_command
-                results.append(run_output_command(name, list(argv), budget))
+            if kind in SPECIAL_KINDS:
+                results.append(SPECIAL_KINDS[kind][1](name, list(argv), budget))
                 continue
             res, stdout = run_command(name, list(argv), budget)
             if name == "fmt" and res.outcome == OK:
