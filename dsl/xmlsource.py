@@ -17,12 +17,22 @@ from xml.parsers import expat
 
 from qpn.errors import Loc, ModelError
 
-from .source import decode_source
+from .source import FileTooLarge, decode_source, model_size_limit, read_model_bytes
 
 MAX_DEPTH = 200   # deeper nesting is not a model: refuse before recursion hurts
+#: The longest element name, attribute name or value, or run of text read, in characters.
+#: Model files hold names, ids, numbers and expressions: the longest in the shipped QPME and
+#: PNML files (tests/data, models/qpme) has 53 characters.  A longer one is refused where
+#: it starts (a 100 MB attribute took 1.9 GB and 34 s to turn into a model).
+MAX_VALUE = 1 << 20
+#: What the tree holds per element (the element, its attribute dict and children list;
+#: 261 bytes measured for <a/>) and per byte of the file (names and values: 722 bytes
+#: for an element of 3 attributes in 60 bytes).  The whole file is at most
+#: source.model_size_limit() (16 MiB): 4 million empty elements, about 1.1 GB.
+ELEMENT_BYTES, XML_BYTE_BYTES = 260, 8
 
 
-@dataclass
+@dataclass(slots=True)
 class XElement:
     """One element: tag, attributes, position of its start tag, children."""
     tag: str
@@ -57,6 +67,13 @@ def parse_xml(data: bytes, file: str) -> XElement:
     -------
     The root element.
     """
+    limit = model_size_limit()
+    if len(data) > limit:
+        raise FileTooLarge(file, len(data), limit)
+    from qpn import resources
+    tags = data.count(b"<") - data.count(b"</")    # start tags, at most (and comments)
+    resources.require(f"the element tree of {file} ({resources.format_size(len(data))}, up to "
+                      f"{tags:,} elements)", ELEMENT_BYTES * tags + XML_BYTE_BYTES * len(data))
     text = None
     try:
         text = decode_source(data, file)
@@ -65,23 +82,50 @@ def parse_xml(data: bytes, file: str) -> XElement:
     p = expat.ParserCreate()
     stack: list[XElement] = []
     root: list[XElement] = []
+    run = [0, 0, 0]          # characters of the text read since the last tag, where it starts
+    shown = _shown(text)
 
-    def loc() -> Loc:
-        return Loc(file, p.CurrentLineNumber, p.CurrentColumnNumber + 1, source=text)
+    def loc(show: bool = True) -> Loc:
+        return Loc(file, p.CurrentLineNumber, p.CurrentColumnNumber + 1,
+                   source=shown if show else None)
+
+    def too_long(what: str, n: int | None, where: Loc) -> ModelError:
+        size = (f"{n:,} characters long, more than the {MAX_VALUE:,}" if n is not None
+                else f"longer than {MAX_VALUE:,} characters, the most")
+        return ModelError(f"{what} is {size} a name, value or text of a model file may have",
+                          where,
+                          hint="model files hold names, ids, numbers and expressions (the "
+                               "longest in the shipped QPME and PNML files has 53 characters): "
+                               "check that this file is a model")
 
     def start(tag, attrs):
         if len(stack) >= MAX_DEPTH:
             raise ModelError(f"elements nested more than {MAX_DEPTH} deep", loc())
-        e = XElement(tag, dict(attrs), p.CurrentLineNumber, p.CurrentColumnNumber + 1)
+        if len(tag) > MAX_VALUE:
+            raise too_long("an element name", len(tag), loc(False))
+        for k, v in attrs.items():
+            if len(k) > MAX_VALUE or len(v) > MAX_VALUE:
+                what = (f"an attribute name of <{tag}>" if len(k) > MAX_VALUE
+                        else f"the value of attribute '{k}' of <{tag}>")
+                raise too_long(what, max(len(k), len(v)), loc(False))
+        run[0] = 0
+        e = XElement(tag, attrs, p.CurrentLineNumber, p.CurrentColumnNumber + 1)
         (stack[-1].children if stack else root).append(e)
         stack.append(e)
 
     def end(tag):
+        run[0] = 0
         e = stack.pop()
         if e.text:
             e.text = "".join(e.text)
 
     def chars(data):
+        if not run[0]:
+            run[1:] = p.CurrentLineNumber, p.CurrentColumnNumber + 1
+        run[0] += len(data)
+        if run[0] > MAX_VALUE:
+            inside = f" in <{stack[-1].tag}>" if stack else ""
+            raise too_long(f"the text{inside}", None, Loc(file, run[1], run[2]))
         if stack:
             e = stack[-1]
             if not e.text:
@@ -99,16 +143,33 @@ def parse_xml(data: bytes, file: str) -> XElement:
     try:
         p.Parse(data, True)
     except expat.ExpatError as exc:
-        where = Loc(file, exc.lineno, exc.offset + 1, source=text)
+        where = Loc(file, exc.lineno, exc.offset + 1, source=shown)
         raise ModelError(f"not well-formed XML: {expat.ErrorString(exc.code)}", where,
                          hint="the file may be truncated or not an XML file") from None
     except (LookupError, ValueError) as exc:   # <?xml ... encoding="no-such-codec"?>
         raise ModelError(f"the XML declaration names an encoding Python cannot read ({exc})",
-                         Loc(file, 1, 1, source=text), expected='encoding="UTF-8"',
+                         Loc(file, 1, 1, source=shown), expected='encoding="UTF-8"',
                          hint="save the file as UTF-8 and declare encoding=\"UTF-8\"") from None
     if not root:
-        raise ModelError("the file holds no XML element", Loc(file, 1, 1, source=text))
+        raise ModelError("the file holds no XML element", Loc(file, 1, 1, source=shown))
     return root[0]
+
+
+#: errors show the located line of a file only if no line is longer than this
+SHOW_LINE = 2000
+
+
+def _shown(text: str | None) -> str | None:
+    """The file's text for showing a located line under an error, or None when a line of
+    it is too long to show (SHOW_LINE): the error still names the line and column, but a
+    line of megabytes (a file on one line, a huge value), with a caret under it, is no help.
+
+    >>> _shown("<a>\\n</a>"), _shown("<a>" + " " * SHOW_LINE + "</a>")
+    ('<a>\\n</a>', None)
+    """
+    if text is None or len(text) <= SHOW_LINE:
+        return text
+    return text if max(map(len, text.split("\n"))) <= SHOW_LINE else None
 
 
 def element_loc(e: XElement, file: str, source: str | None) -> Loc:
@@ -145,7 +206,7 @@ class XmlReader:
 
     def __init__(self, data: bytes, file: str):
         self.root = parse_xml(data, file)
-        self.file, self.source = file, text_of(data)
+        self.file, self.source = file, _shown(text_of(data))
         self.notes: list[str] = []
 
     def err(self, e: XElement, msg: str, **kw) -> ModelError:
@@ -167,8 +228,7 @@ def translate_file(path) -> tuple[str, list[str]]:
     import os
     if not os.path.isfile(path):
         raise ModelError(f"no such model file: {path}")
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_model_bytes(path)
     module, func = FOREIGN_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower(), FOREIGN_FORMATS[".qpe"])
     translate = getattr(importlib.import_module(module), func)
     return translate(data, os.fspath(path))

@@ -28,15 +28,18 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import zlib
 from contextlib import closing
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import IO, Iterable, Iterator
 
+from qpn import resources
+
 from .trace_schema import (CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, TraceError,
                            check_event, check_header_fields)
+from .trace_text import (LINE_ENV, _SURROGATE, _json_why, _lone_surrogate, _not_utf8, _sizes,
+                         _suggest_size, _utf8, line_limit)
 from .trace_timeline import Timeline
 
 __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
@@ -47,6 +50,16 @@ __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
 # re-parsed line by line to locate it.  64 KiB (~500 events) rather than more:
 # the events are checked (and grouped by callers) while still in the CPU cache.
 CHUNK_CHARS = 1 << 16
+
+#: What the events read hold in memory (the dicts and their values, as read): about
+#: EVENT_BYTES per event and CHAR_BYTES per character of text.  Measured on
+#: suites/rwcache (100 MB, 747,422 events: 440 MB held; the estimate 487 MB), on
+#: suites/sentinel_pipeline (62 MB: 304 MB; 277 MB), on 100 MB of 41-character
+#: events (837 MB; 939 MB) and of 1,040-character events (137 MB; 340 MB).
+EVENT_BYTES, CHAR_BYTES = 250, 3
+#: a compressed trace that expands more than this many times is suspect (the
+#: bundled .jsonl.gz traces expand 5 to 13 times)
+BOMB_RATIO = 100
 
 try:        # orjson parses a chunk ~1.4x faster than json, with less memory per event
     from orjson import loads as _loads
@@ -247,15 +260,21 @@ class TraceReader:
     """
 
     def __init__(self, source: str | os.PathLike | IO[str], *, strict: bool = True):
+        self._max_line = line_limit()
+        self._memory = resources.memory_limit()     # read once: reading lowers what is available
+        self._disk, self._text_size, self._gzip = 0, 0, None
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             self._fh: IO[str] = _open_text(self.path)
             self._own = True
+            self._disk, self._text_size, self._gzip = _sizes(self._fh, self.path)
         else:
             self.path = getattr(source, "name", "<trace>")
             if not isinstance(self.path, str):
                 self.path = "<trace>"
             self._fh, self._own = source, False
+        self._tail = ""              # the start of a line not read to its end yet
+        self._chars = 0              # characters of the whole lines read so far
         self.strict = strict
         self._checker = EventChecker()       # learns this trace's event shapes
         self.warnings: list[str] = []
@@ -264,7 +283,10 @@ class TraceReader:
         self.lineno = 1
         self._timeline = Timeline(self.path)
         self.dropped: list[dict] = []        # lenient: impossible events, to leave out
-        first = self._readline_or_lines(lambda: self._fh.readline(), 1)
+        first = self._readline_or_lines(lambda: self._fh.readline(self._max_line + 1), 1)
+        if len(first) - first.endswith("\n") > self._max_line:
+            self.close()
+            raise self._too_long(first, 1)
         try:
             if first.startswith("\ufeff"):
                 first = first[1:]              # a byte-order mark
@@ -295,6 +317,102 @@ class TraceReader:
             self.close()
             raise TraceError(f"the compressed trace is damaged or cut short ({exc})", self.path,
                              line) from None
+
+    def _too_long(self, start: str, line: int) -> TraceError:
+        """The error for a line longer than the limit (``start``: its beginning)."""
+        n = self._max_line
+        return TraceError(f"line longer than {n:,} bytes ({resources.format_size(n)}): "
+                          "not a trace event", self.path, line, 0, start[:200],
+                          hint=f"a trace holds one short JSON object per line (the largest "
+                               f"line of the bundled traces has 1,094 bytes); if this line is "
+                               f"meant to be read, raise the limit with {LINE_ENV}=SIZE "
+                               f"(e.g. {LINE_ENV}={_suggest_size(n * 4)})"
+                               + ("" if self.strict else "; --lenient keeps the events before it"))
+
+    def _lines(self) -> tuple[list[str], bool]:
+        """The next whole lines, about CHUNK_CHARS of text, without their newlines, and
+        whether the last one ended with a newline (False only for a last line cut off).
+
+        Never holds a line longer than the limit whole: such a line is refused (a
+        :class:`TraceError` at its number) once its first limit + 1 characters are read.
+        """
+        fh, limit = self._fh, self._max_line
+        parts = [self._tail] if self._tail else []
+        size = len(self._tail)
+        while True:
+            more = fh.read(CHUNK_CHARS)
+            if not more:                        # the end: a last line without newline
+                self._tail = ""
+                if not parts:
+                    return [], True
+                last = "".join(parts)
+                if len(last) > limit:
+                    raise self._too_long(last, self.lineno + 1)
+                self._chars += len(last)
+                return [last], False
+            if "\n" not in more:
+                size += len(more)
+                if size > limit:
+                    raise self._too_long(parts[0] if parts else more, self.lineno + 1)
+                parts.append(more)
+                continue
+            parts.append(more)
+            text = "".join(parts) if len(parts) > 1 else more
+            lines = text.split("\n")
+            self._tail = lines.pop()          # "" when the text ends with a newline
+            self._chars += len(text) - len(self._tail)
+            # only the first line can span several reads; a limit below a chunk (tests)
+            # needs every line looked at
+            if len(lines[0]) > limit or (limit < CHUNK_CHARS and max(map(len, lines)) > limit):
+                i = next(i for i, line in enumerate(lines) if len(line) > limit)
+                raise self._too_long(lines[i], self.lineno + 1 + i)
+            return lines, True
+
+    def _text_expected(self) -> int:
+        """Characters of text the whole file holds, as far as is known now: a plain file's
+        size; for a gzip file, the text read so far scaled by the share of the compressed
+        file it took (read ahead makes that share larger, the estimate lower), at least."""
+        if self._gzip is None:
+            return max(self._text_size, self._chars)
+        try:
+            consumed = self._gzip.tell()
+        except (OSError, ValueError):
+            consumed = 0
+        if consumed <= 0:
+            return self._chars
+        return max(self._chars, round(self._chars * self._disk / consumed))
+
+    def _check_memory(self, new: int) -> None:
+        """Refuse (a located TraceError) when the events of the whole trace, projected
+        from what was read so far and the size of the text to come, would need more than
+        the memory limit.  ``new``: events read but not counted yet."""
+        held = EVENT_BYTES * (self.count + new) + CHAR_BYTES * self._chars
+        size = self._text_expected()
+        need = held * size / max(self._chars, 1)
+        limit, source = self._memory
+        if need <= limit:
+            return
+        read = resources.format_size(self._chars)
+        if self._gzip is not None:
+            ratio = size / max(self._disk, 1)
+            whole = (f"the compressed file ({resources.format_size(self._disk)}) expands to "
+                     f"about {resources.format_size(size)} of text, {ratio:,.0f} times its "
+                     f"size (judged from the {read} read)")
+        elif self._text_size:
+            whole = f"the file holds {resources.format_size(size)} of text"
+        else:
+            whole = f"{read} of text read so far"
+        hint = (f"raise the limit with {resources.OPTION} SIZE or {resources.ENV}=SIZE (e.g. "
+                f"{resources.OPTION} {_suggest_size(need * 1.25)}) on a machine that has it")
+        if self._gzip is not None and size > BOMB_RATIO * self._disk:
+            hint += (f"; a trace compressed more than {BOMB_RATIO} times is unusual (the "
+                     "bundled ones: 5 to 13 times): this file may be a compression bomb")
+        self.close()
+        raise TraceError(f"reading this trace would need about {resources.format_size(need)} "
+                         f"for its events, above the memory limit of "
+                         f"{resources.format_size(limit)} ({source}): {whole}; its first "
+                         f"{self.count + new:,} events took {resources.format_size(held)}",
+                         self.path, self.lineno, hint=hint)
 
     def close(self) -> None:
         """Close the file if the reader opened it."""
@@ -336,11 +454,10 @@ class TraceReader:
             self.close()
 
     def _chunks(self) -> Iterator[list[dict]]:
-        fh = self._fh
         while True:
             start = self.lineno + 1          # number of the chunk's first line
             try:
-                chunk = self._readline_or_lines(lambda: fh.readlines(CHUNK_CHARS), start)
+                chunk, whole = self._readline_or_lines(self._lines, start)
             except TraceError as exc:
                 if self.strict:
                     raise
@@ -351,7 +468,7 @@ class TraceReader:
                 return
             self.lineno += len(chunk)
             events, lines, err = None, None, None
-            if chunk[-1].endswith("\n"):
+            if whole:
                 # one big string per chunk, not three ("[" + ... + "]"): each
                 # may cost fresh pages, a page fault per 4 KiB
                 first, last = chunk[0], chunk[-1]
@@ -368,7 +485,8 @@ class TraceReader:
                 if events is not None and len(events) != len(chunk):
                     events = None            # a line held two values: locate it below
             if events is None:
-                events, lines, err = self._slow(chunk, start)
+                events, lines, err = self._slow(chunk, start, whole)
+            self._check_memory(len(events))
             timeline = self._timeline
             timeline.chunk(self.count, events, start, lines)
             i = self._checker.first_invalid(events, timeline)
@@ -379,7 +497,7 @@ class TraceReader:
                 try:
                     events = json.loads(text)
                 except (ValueError, RecursionError):
-                    events, lines, err = self._slow(chunk, start)
+                    events, lines, err = self._slow(chunk, start, whole)
                 timeline.chunk(self.count, events, start, lines)
                 i = self._checker.first_invalid(events, timeline, min(i, len(events)))
             if i is not None:
@@ -398,8 +516,9 @@ class TraceReader:
                 self._fail(err)
                 return
 
-    def _slow(self, chunk: list[str], start: int):
-        """Parse line by line: skip blank lines, stop at the first bad one.
+    def _slow(self, chunk: list[str], start: int, whole: bool = True):
+        """Parse line by line: skip blank lines, stop at the first bad one.  ``whole``:
+        whether the last line ended with a newline.
 
         Returns (events, their line numbers, the error or None).
         """
@@ -413,7 +532,7 @@ class TraceReader:
             try:
                 obj = json.loads(line)
             except (ValueError, RecursionError) as exc:
-                if not line.endswith("\n") and i == len(chunk) - 1:
+                if not whole and i == len(chunk) - 1:
                     return out, nums, TraceError(
                         "truncated last line (the trace was cut off)", self.path, no, 0, line,
                         hint="--lenient keeps the events before it")
@@ -424,89 +543,6 @@ class TraceReader:
             out.append(obj)
             nums.append(no)
         return out, nums, None
-
-
-def _utf8(text: str) -> bool:
-    """Whether ``text`` (read with surrogateescape) came from valid UTF-8."""
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _not_utf8(line: str, path: str, no: int) -> "TraceError | None":
-    """The located error for a line holding bytes that are not UTF-8, or None."""
-    if line.isascii() or _utf8(line):
-        return None
-    col = next(i for i, ch in enumerate(line) if "\udc80" <= ch <= "\udcff")
-    byte = ord(line[col]) - 0xDC00
-    shown = line.rstrip("\n").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return TraceError(f"the line is not UTF-8 text: byte 0x{byte:02x} cannot be decoded",
-                      path, no, col + 1, shown, hint="a trace is JSON lines in UTF-8; "
-                      "--lenient keeps the events before this line")
-
-
-# a JSON escape of a UTF-16 surrogate (a run of backslashes of odd length before the u)
-_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _lone_surrogate(obj: object, line: str, path: str, no: int) -> "TraceError | None":
-    """The located error for a parsed line whose strings hold a lone UTF-16 surrogate
-    (JSON ``"\\ud800"`` not followed by a low half): that is not Unicode text, and
-    writing it anywhere (a model, a report) fails.  None if there is none."""
-    found = _surrogate_in(obj, "")
-    if found is None:
-        return None
-    where, ch = found
-    col = 0
-    for m in _SURROGATE.finditer(line):
-        esc = m.group()[-6:]
-        code = int(esc[2:], 16)
-        if code == ord(ch):
-            nxt = line[m.end():m.end() + 6]
-            if code >= 0xDC00 or not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", nxt):
-                col = m.end() - 6 + 1
-                break
-    kind = obj.get("kind") if type(obj) is dict else None
-    what = (f"{kind} event: " if type(kind) is str and kind.isprintable() and kind != "header"
-            else "header: " if kind == "header" else "")
-    return TraceError(f"{what}{where} is not Unicode text: it holds a lone UTF-16 surrogate "
-                      f"\\u{ord(ch):04x}", path, no, col, line.rstrip("\n").encode(
-                          "utf-8", "backslashreplace").decode("utf-8"),
-                      hint="a JSON \\ud800-\\udfff escape is half of a pair (high, then "
-                           "low): text cut in the middle of a character, or bytes written as "
-                           "text; --lenient keeps the events before this line")
-
-
-def _surrogate_in(obj: object, where: str):
-    """(the field, the character) of the first lone surrogate in ``obj``'s strings, or None."""
-    if type(obj) is str:
-        if obj.isascii():
-            return None
-        try:
-            obj.encode("utf-8")
-            return None
-        except UnicodeEncodeError as exc:
-            return (where or "a string"), obj[exc.start]
-    if type(obj) is dict:
-        for k, v in obj.items():
-            name = f"field {k!r}" if not where else f"{where}[{k!r}]"
-            if (found := _surrogate_in(k, f"a field name in {where or 'the line'}")) is not None:
-                return found
-            if (found := _surrogate_in(v, name)) is not None:
-                return found
-    elif type(obj) is list:
-        for i, v in enumerate(obj):
-            if (found := _surrogate_in(v, f"{where}[{i}]")) is not None:
-                return found
-    return None
-
-
-def _json_why(exc: BaseException) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return getattr(exc, "msg", None) or str(exc).split(";")[0]
 
 
 def _open_text(path: str) -> IO[str]:
