@@ -45,7 +45,7 @@ def flow_wrong(result: dict) -> str | None:
         if r.get("measure") in NONNEGATIVE and v < -1e-9 * max(1.0, abs(v)):
             return f"{r['measure']} of {r.get('element')} is negative ({v:g})"
         cells.setdefault((r.get("element"), r.get("color") or ""), {})[r.get("measure")] = v
-    if not analytic or result.get("status") != "ok":
+    if not analytic or result.get("level") is not None or result.get("status") != "ok":
         return None
     for (element, color), c in sorted(cells.items(), key=str):
         where = f"place {element}" + (f" color {color}" if color else "")
