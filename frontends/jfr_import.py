@@ -263,6 +263,10 @@ def jfr_to_events(doc, path: str = "<jfr>", *, strict: bool = True) -> JfrTrace:
         start = starts.get(tid) or {"kind": "thread_start", "tid": tid,
                                     "ts": mine[0]["ts"] if mine else last,
                                     **({"name": names[tid]} if tid in names else {})}
+        if mine and mine[0]["ts"] < start["ts"]:
+            # JFR stamps a ThreadStart when it commits it, and a thread started while
+            # the recording starts (JFR's own) can block before that: it ran from then
+            start["ts"] = mine[0]["ts"]
         start["cpu"] = 0
         busy, at = 0, start["ts"]
         for e in mine:

@@ -81,6 +81,26 @@ def test_mistakes_are_located(tmp_path):
 
 @pytest.mark.skipif(shutil.which("java") is None or shutil.which("jfr") is None,
                     reason="needs a JDK with jfr (Debian package openjdk-17-jdk)")
+def test_a_thread_that_blocks_before_its_start_event_runs_from_its_first_event(tmp_path):
+    # JFR stamps ThreadStart when it commits it: a thread started while the recording
+    # starts can enter a monitor earlier (seen live: JFR's PlatformRecorder lock)
+    with open(FIXTURE) as fh:
+        doc = json.load(fh)
+    late = next(r for r in doc["recording"]["events"] if r["type"] == "jdk.ThreadStart"
+                and r["values"]["thread"]["osThreadId"] == 110)
+    late["values"]["startTime"] = "2026-01-01T00:00:00.002900000Z"   # after its read and lock
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "run.jsonl"
+    assert main(["import-jfr", str(path), "-o", str(out)]) == 0
+    tr = read_trace(str(out))                       # the reader's lifecycle rule holds
+    mine = [e for e in tr.events if e["tid"] == 110]
+    assert mine[0]["kind"] == "thread_start" and mine[0]["ts"] - T0 == 2_000_000
+    assert mine[0]["name"] == "pool-1-thread-1"
+    lock = next(e for e in tr.events if e["kind"] == "object" and e["obj"] == 4096)
+    assert lock["ts"] - T0 == 2_800_000
+
+
 def test_qpn_trace_jfr_on_a_java_pool(tmp_path):
     out = tmp_path / "run.jsonl"
     rc = main(["trace", "--jfr", "-o", str(out), "--", "java", TASKPOOL, "2", "3", "10", "2",
