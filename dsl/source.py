@@ -71,6 +71,7 @@ class FileTooLarge(BinaryFile):
     an include names it at the include."""
 
     def __init__(self, file: str, size: int, limit: int, *, at_least: bool = False):
+        from qpn.resources import round_size
         self.size, self.limit = size, limit
         if at_least:     # it gave no size (a /proc file) or grew while read
             self.reason = f"it holds more than the {_size(limit)} a model file may have"
@@ -82,7 +83,7 @@ class FileTooLarge(BinaryFile):
             self, f"the file is too large for a model: {what}", Loc(file, 1, 1),
             expected=f"a model file of at most {_size(limit)} (the largest shipped model has 11 KB)",
             hint=f"check the file name; if this file is a model, raise the limit with "
-                 f"{MODEL_SIZE_ENV}=SIZE (e.g. {MODEL_SIZE_ENV}={_round_up(max(size, limit) * 2)}); "
+                 f"{MODEL_SIZE_ENV}=SIZE (e.g. {MODEL_SIZE_ENV}={round_size(max(size, limit) * 2)}); "
                  "parsing takes about a minute and 1.6 GB for each 16 MiB of declarations")
 
 
@@ -91,24 +92,11 @@ def _size(n: int) -> str:
     return format_size(n)
 
 
-def _round_up(n: int) -> str:
-    mib = -(-n // 2**20)
-    return f"{mib}MiB" if mib < 1024 else f"{-(-n // 2**30)}GiB"
-
-
 def model_size_limit() -> int:
     """The largest model file read: ``QPN_MODEL_SIZE_LIMIT`` (a size, e.g. 64MiB), else
     :data:`MAX_MODEL_BYTES`."""
-    from qpn.errors import QPNError
-    from qpn.resources import parse_size
-    env = os.environ.get(MODEL_SIZE_ENV, "").strip()
-    if not env:
-        return MAX_MODEL_BYTES
-    try:
-        return parse_size(env)
-    except QPNError:
-        raise QPNError(f"error: {MODEL_SIZE_ENV}={env!r} is not a size\nexpected: a number of "
-                       "bytes with an optional unit, e.g. 64MiB") from None
+    from qpn.resources import size_from_env
+    return size_from_env(MODEL_SIZE_ENV, MAX_MODEL_BYTES, "64MiB")
 
 
 def read_model_bytes(path: str | os.PathLike) -> bytes:

@@ -39,7 +39,7 @@ from qpn import resources
 from .trace_schema import (CAPABILITIES, FORMAT, KINDS, VERSION, EventChecker, TraceError,
                            check_event, check_header_fields)
 from .trace_text import (LINE_ENV, _SURROGATE, _json_why, _lone_surrogate, _not_utf8, _sizes,
-                         _suggest_size, _utf8, line_limit)
+                         _utf8, line_limit)
 from .trace_timeline import Timeline
 
 __all__ = ["TraceHeader", "TraceEvent", "Trace", "TraceError", "TraceReader",
@@ -326,7 +326,7 @@ class TraceReader:
                           hint=f"a trace holds one short JSON object per line (the largest "
                                f"line of the bundled traces has 1,094 bytes); if this line is "
                                f"meant to be read, raise the limit with {LINE_ENV}=SIZE "
-                               f"(e.g. {LINE_ENV}={_suggest_size(n * 4)})"
+                               f"(e.g. {LINE_ENV}={resources.round_size(n * 4)})"
                                + ("" if self.strict else "; --lenient keeps the events before it"))
 
     def _lines(self) -> tuple[list[str], bool]:
@@ -403,7 +403,7 @@ class TraceReader:
         else:
             whole = f"{read} of text read so far"
         hint = (f"raise the limit with {resources.OPTION} SIZE or {resources.ENV}=SIZE (e.g. "
-                f"{resources.OPTION} {_suggest_size(need * 1.25)}) on a machine that has it")
+                f"{resources.OPTION} {resources.round_size(need * 1.25)}) on a machine that has it")
         if self._gzip is not None and size > BOMB_RATIO * self._disk:
             hint += (f"; a trace compressed more than {BOMB_RATIO} times is unusual (the "
                      "bundled ones: 5 to 13 times): this file may be a compression bomb")

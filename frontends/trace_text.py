@@ -7,13 +7,11 @@ and the sizes a reader projects its memory from (see docs/trace-format.md).
 from __future__ import annotations
 
 import gzip
-import math
 import os
 import re
 from typing import IO
 
 from qpn import resources
-from qpn.errors import QPNError
 
 from .trace_schema import TraceError
 
@@ -113,20 +111,8 @@ def _json_why(exc: BaseException) -> str:
 def line_limit() -> int:
     """The longest line a trace may hold: ``QPN_TRACE_LINE_LIMIT`` (a size, e.g. 8MiB), else
     :data:`MAX_LINE`."""
-    env = os.environ.get(LINE_ENV, "").strip()
-    if not env:
-        return MAX_LINE
-    try:
-        return resources.parse_size(env)
-    except QPNError:
-        raise QPNError(f"error: {LINE_ENV}={env!r} is not a size\nexpected: a number of bytes "
-                       "with an optional unit, e.g. 8MiB") from None
+    return resources.size_from_env(LINE_ENV, MAX_LINE, "8MiB")
 
-
-def _suggest_size(n: float) -> str:
-    """A whole number of MiB (or GiB from 1 GiB on) at or above ``n``, for a hint."""
-    unit, size = ("GiB", 2**30) if n >= 2**30 else ("MiB", 2**20)
-    return f"{max(1, math.ceil(n / size))}{unit}"
 
 
 def _sizes(fh: IO[str], path: str) -> tuple[int, int, IO[bytes] | None]:

@@ -172,12 +172,7 @@ class Timeline:
             if th is None:
                 self.threads[tid] = _Thread(False, False, pos, self.replay)
             elif not th.live:
-                if th.started:
-                    self.errors.append((pos, "end2", tid, th.end, [pos]))
-                else:
-                    th.late.append((pos, "end2", th.end))
-                    if th.pre_list is not None:
-                        th.pre_list.append(pos)
+                self._past_end(th, tid, pos, "end2")
             else:
                 th.live, th.end = False, pos
                 self.live.discard(tid)
@@ -190,14 +185,20 @@ class Timeline:
         elif not th.live:
             if not self.replay and self.event(th.end)["ts"] == ev["ts"]:
                 self._unsorted()       # (at its end's ns: decided in order once read)
-            elif th.started:
-                self.errors.append((pos, "after", tid, th.end, [pos]))
             else:
-                th.late.append((pos, "after", th.end))
-                if th.pre_list is not None:
-                    th.pre_list.append(pos)
+                self._past_end(th, tid, pos, "after")
         elif th.pre_list is not None and not th.started:
             th.pre_list.append(pos)
+
+    def _past_end(self, th, tid, pos: int, what: str) -> None:
+        """An event (``after``) or a second end (``end2``) of an ended thread: an error if
+        it started, else kept for the check of its (later) start."""
+        if th.started:
+            self.errors.append((pos, what, tid, th.end, [pos]))
+        else:
+            th.late.append((pos, what, th.end))
+            if th.pre_list is not None:
+                th.pre_list.append(pos)
 
     def _unsorted(self) -> None:
         """From here on the file is not read in the rules' order: sort it once read."""

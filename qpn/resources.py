@@ -81,6 +81,29 @@ def format_size(n: float) -> str:
     return f"{int(n)} B"
 
 
+def round_size(n: float) -> str:
+    """A whole number of MiB (or GiB from 1 GiB on) at or above ``n``, for a hint.
+
+    >>> round_size(3 * 2**20 + 1), round_size(2**30), round_size(10)
+    ('4MiB', '1GiB', '1MiB')
+    """
+    unit, size = ("GiB", 2**30) if n >= 2**30 else ("MiB", 2**20)
+    return f"{max(1, math.ceil(n / size))}{unit}"
+
+
+def size_from_env(name: str, default: int, example: str) -> int:
+    """The size the environment variable ``name`` sets (``8MiB``), else ``default``; a
+    QPNError naming the variable when it is not a size."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return default
+    try:
+        return parse_size(env)
+    except QPNError:
+        raise QPNError(f"error: {name}={env!r} is not a size\nexpected: a number of bytes "
+                       f"with an optional unit, e.g. {example}") from None
+
+
 def _suggest(needed: float) -> str:
     """A round size above ``needed`` for the hint ('12GiB')."""
     if not math.isfinite(needed) or needed > 2**60:
