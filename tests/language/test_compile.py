@@ -37,15 +37,14 @@ def test_inhibitor_and_capacity_enabling():
     net = qpn.parse("place a init 3\nplace b capacity 2\nplace stop\n"
                     "transition t : a -> b delay exp(1)\ntransition s : a -> a delay exp(1) unless 2 stop\n")
     c = qpn.compile_net(net)
-    pre, post = c.pre.toarray(), c.post.toarray()
     m = c.m0.copy()
-    assert enabled_modes(c, pre, post, m).tolist() == [True, True]
+    assert enabled_modes(c, m).tolist() == [True, True]
     m[1] = 2  # b full
-    assert enabled_modes(c, pre, post, m).tolist() == [False, True]
+    assert enabled_modes(c, m).tolist() == [False, True]
     m[2] = 2  # two tokens in stop inhibit s
-    assert enabled_modes(c, pre, post, m).tolist() == [False, False]
+    assert enabled_modes(c, m).tolist() == [False, False]
     m[2] = 1
-    assert enabled_modes(c, pre, post, m).tolist() == [False, True]
+    assert enabled_modes(c, m).tolist() == [False, True]
 
 
 def test_shared_queue_has_classes_of_both_places():
@@ -78,3 +77,47 @@ def test_too_many_bindings_is_refused():
     big = "colors s = 1 .. 2000\nplace p : s\nplace q : s\nplace r : s\ntransition t : p(i), q(j), r(k) -> p(j) delay exp(1)\n"
     with pytest.raises(ModelError, match="variable bindings"):
         qpn.parse(big)
+
+
+MIXED = """place a init 3
+place b capacity 2
+place stop
+place q queue fcfs service exp(1) init 1
+transition t : a -> b delay exp(1)
+transition s : a -> a delay exp(1) unless 2 stop
+transition halt priority 2 : b -> stop
+transition back : b -> q
+transition out : q -> a delay exp(2)
+"""
+
+
+@pytest.mark.parametrize("source", ["mixed", "sw_server.qpn", "central_server.qpn",
+                                    "subnets.qpn", "counted_loop.qpn", "webserver.qpn",
+                                    "priorities.qpn"])
+def test_the_search_steps_one_marking_as_it_steps_a_batch(source, monkeypatch):
+    # explore() steps small levels marking by marking in Python and large ones as one
+    # batch of arrays: all-scalar and all-batch searches must find the same graph
+    from qpn.structure import reachability as r
+    net = qpn.parse(MIXED) if source == "mixed" else qpn.load(f"{MODELS}/{source}")
+    c = qpn.compile_net(net)
+    found = {}
+    for small in (1, 10**9):
+        monkeypatch.setattr(r, "_SMALL_LEVEL", small)
+        found[small] = [r.explore(c, limit) for limit in (300, 20_000)]
+    for a, b in zip(found[1], found[10**9]):
+        assert (a.complete, a.markings) == (b.complete, b.markings)
+        if a.complete:
+            assert a.ever_enabled.tolist() == b.ever_enabled.tolist()
+            assert bool(a.deadlocks) == bool(b.deadlocks)
+    # and one batch of markings gives what stepping each of them gives
+    rules = r._Rules(c)
+    ms = [tuple(int(x) for x in c.m0)]
+    for m in list(ms):
+        ms.extend(rules.step(m)[1])
+    for m in list(ms)[:50]:
+        ms.extend(rules.step(m)[1])
+    fired, succ, dead = rules.level(np.array(ms[:200], dtype=np.int64))
+    one = [rules.step(m) for m in ms[:200]]
+    assert sorted(map(tuple, succ.tolist())) == sorted(n for _, nx in one for n in nx)
+    assert set(np.flatnonzero(fired).tolist()) == {i for en, _ in one for i in en}
+    assert sorted(map(tuple, dead.tolist())) == sorted(m for m, (_, nx) in zip(ms, one) if not nx)
