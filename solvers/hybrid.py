@@ -53,11 +53,12 @@ class FlowEquivalent:
     method: str
     ci: list[float] | None = None
     population: str = ""
+    approximate: bool = False       # an approximate MVA (the Linearizer) solved it
 
     def describe(self) -> str:
         """One line for a result's explanation."""
         k = len(self.throughput)
-        how = "exact" if self.ci is None else \
+        how = "approximate" if self.approximate else "exact" if self.ci is None else \
             f"simulated, CI up to {max(c / x for c, x in zip(self.ci, self.throughput) if x > 0):.1%}"
         return (f"hybrid: {self.instance} replaced by a flow-equivalent server: its throughput "
                 f"X(n) = {_short(self.throughput)} /s for n = 1..{k} tokens inside "
@@ -177,20 +178,21 @@ def flow_equivalent(net, instance: str, *, population: int | None = None, method
              f"transition {prefix}{LEAVE} : {cout}{arc} -> {prefix}{CUSTOMERS}{arc}"]
     import qpn
     alone = qpn.parse(_text(flat, keep, extra), f"<{instance} alone>")
-    xs, cis, used = [], [], None
+    xs, cis, used, approximate = [], [], None, False
     for n in range(1, K + 1):
         res = solve(alone, method, options=options, **{**params, POP: n})
         cell = res.cell("throughput", prefix + LEAVE)
         xs.append(float(cell.value))
         cis.append(cell.ci)
-        used = res.method
+        used = res.method_label
+        approximate |= used != res.method       # (the label names an approximate MVA)
     if any(not (x > 0 and math.isfinite(x)) for x in xs):
         bad = next(n for n, x in enumerate(xs, 1) if not (x > 0 and math.isfinite(x)))
         raise SolverError(f"hybrid: {instance} alone has throughput {xs[bad - 1]} with {bad} "
                           f"token(s) inside: it does not give its tokens back")
     exact = all(c is None for c in cis)
     return FlowEquivalent(instance, cin, cout, pin.colors, xs, used,
-                          None if exact else [float(c or 0.0) for c in cis], why)
+                          None if exact else [float(c or 0.0) for c in cis], why, approximate)
 
 
 def replace_with(net, fes: list[FlowEquivalent]):

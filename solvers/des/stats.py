@@ -273,12 +273,16 @@ def student_t(level: float, df: np.ndarray | int) -> np.ndarray:
 
 def percentiles_from_hist(h: np.ndarray, qs) -> list[float]:
     """Percentiles ``qs`` of pooled samples, interpolated log-linearly inside a bin (one
-    cumulative sum for all of them).
+    cumulative sum for all of them).  A percentile below 1 ns (the first bin) is 0: the
+    histograms resolve no shorter time; one above 10^7 s is that bound.
 
     >>> h = np.zeros(NBINS); h[[100, 200]] = 1
     >>> p50, p100 = percentiles_from_hist(h, (0.5, 1.0))
     >>> bool(bin_edges()[100] <= p50 <= bin_edges()[101] <= bin_edges()[200] <= p100 <= bin_edges()[201])
     True
+    >>> h = np.zeros(NBINS); h[0] = 9; h[300] = 1     # nine residences below 1 ns
+    >>> percentiles_from_hist(h, (0.9,))
+    [0.0]
     """
     total = h.sum()
     if total == 0:
@@ -292,8 +296,10 @@ def percentiles_from_hist(h: np.ndarray, qs) -> list[float]:
         lo, hi = edges[b], edges[b + 1]
         before = cum[b - 1] if b > 0 else 0
         frac = (target - before) / max(h[b], 1)
-        if lo <= 0 or not np.isfinite(hi):
-            out.append(float(lo if np.isfinite(lo) and lo > 0 else hi))
+        if lo <= 0:            # below 1 ns, the histograms' floor: no finer value is known
+            out.append(0.0)
+        elif not np.isfinite(hi):
+            out.append(float(lo))
         else:
             out.append(float(lo * (hi / lo) ** frac))
     return out

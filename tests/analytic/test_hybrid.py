@@ -49,6 +49,17 @@ def test_the_subnet_alone_has_its_closed_form_throughputs():
     assert ctmc.throughput == pytest.approx(fes.throughput, rel=1e-9)
 
 
+def test_a_subnet_solved_by_an_approximate_mva_is_not_called_exact():
+    fes = flow_equivalent(qpn.load(MODEL), "web", population=6, method="mva",
+                          options={"mva": "linearizer"})
+    # the Linearizer is within a few per cent of the closed form, not equal to it
+    exact = [n / ((n + 1) * D_CPU) for n in range(1, 7)]
+    assert fes.throughput == pytest.approx(exact, rel=0.05) and fes.throughput != exact
+    assert fes.approximate and fes.method == "mva (Linearizer, approximate)"
+    assert "(mva (Linearizer, approximate) on the subnet alone, approximate;" in fes.describe()
+    assert "exact" not in fes.describe()
+
+
 def test_the_hybrid_solve_of_a_product_form_net_is_exact():
     net = qpn.load(MODEL)
     whole = solve(net, "ctmc")

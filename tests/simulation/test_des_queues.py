@@ -201,6 +201,16 @@ def test_percentiles_of_a_point_mass_lie_in_its_bin():
     assert res.get("residence_var", "work") == pytest.approx(0.0, abs=1e-12)
 
 
+def test_percentiles_below_one_nanosecond_read_zero_not_the_histograms_floor():
+    # a subnormal step: its residences lie below the histograms' first edge (1 ns)
+    net = qpn.parse("place think init 2\nplace cpu queue fcfs service det(1e-320 s)\n"
+                    "transition go : think -> cpu delay exp(1)\ntransition back : cpu -> think\n")
+    res = des(net, {"events": 4000, "replications": 2, "kernel": "general"})
+    assert res.get("residence", "cpu") == pytest.approx(0.0, abs=1e-300)
+    assert [res.get(f"residence_p{q}", "cpu") for q in (50, 90, 99)] == [0.0, 0.0, 0.0]
+    assert res.get("residence_p90", "think") > 1.0       # (about 3.9 s: two tokens, one timer)
+
+
 def test_percentiles_of_independent_uniform_residence_times():
     # An IS place with uniform(1 s, 2 s) service: residence times are i.i.d.
     # uniform, so the p-quantile is 1 + p and the sample quantile of n draws has
