@@ -67,6 +67,7 @@ class _Names:
     def __init__(self):
         self.used: set[str] = set()
         self.of: dict[tuple[str, str], str] = {}
+        self.origin: dict[str, tuple[str, str]] = {}   # qpn name -> (kind, LQN name) it stands for
 
     def give(self, kind: str, name: str, suffix: str) -> str:
         base = _IDENT.sub("_", name) or kind
@@ -81,6 +82,7 @@ class _Names:
             n += 1
         self.used.add(out)
         self.of[(kind, name)] = out
+        self.origin.setdefault(out, (kind, name))
         return out
 
 
@@ -118,24 +120,27 @@ class _Writer:
                 self.notes.append(f"processor '{p.name}': a quantum of {_num(p.quantum)} is read as "
                                   "processor sharing")
             disc = "ps" if p.sched in ("s", "c") else "fcfs"
-            self.decls.append(f"cpu {name} cores {self.param(name + '_cores', p.multiplicity)} {disc}")
+            cores = self.param(name + '_cores', p.multiplicity, ("proc", p.name))
+            self.decls.append(f"cpu {name} cores {cores} {disc}")
         for t in m.tasks.values():
             if not t.ref:
                 name = n.give("task", t.name, "task")
                 if t.multiplicity is not None:
                     self.size_of[t.name] = self.param(name.removesuffix("_task") + "_threads",
-                                                      t.multiplicity)
+                                                      t.multiplicity, ("task", t.name))
                     self.decls.append(f"semaphore {name} permits {self.size_of[t.name]}")
             else:
                 n.give("task", t.name, "task")
         for e in m.entries.values():
             n.give("entry", e.name, "entry")
 
-    def param(self, name: str, value: int) -> str:
-        """A count as a parameter (so that --set sweeps it); 1 stays a literal."""
+    def param(self, name: str, value: int, of: tuple[str, str]) -> str:
+        """A count of the LQN element ``of`` (kind, name) as a parameter (so that --set
+        sweeps it); 1 stays a literal."""
         if value == 1:
             return "1"
         name = self.names.give("param", name, "n")
+        self.names.origin[name] = of
         self.params.append(f"param {name} = {value}")
         return name
 
@@ -257,6 +262,7 @@ class _Writer:
         if (kind, e.name) not in self.names.of:
             base = self.names.of[("entry", e.name)].removesuffix("_entry")
             self.names.of[(kind, e.name)] = self.names.give(kind, base + "_" + suffix, suffix)
+            self.names.origin[self.names.of[(kind, e.name)]] = ("entry", e.name)
         return self.names.of[(kind, e.name)]
 
     def queue_name(self, e: LqnEntry) -> str:
@@ -345,7 +351,7 @@ class _Writer:
         if not body:
             raise ModelError(f"reference task '{t.name}' does nothing: its entry '{e.name}' has "
                              "no demand and no calls", t.loc)
-        size = self.param("n_" + name.removesuffix("_task"), t.multiplicity)
+        size = self.param("n_" + name.removesuffix("_task"), t.multiplicity, ("task", t.name))
         head = (f"population {name} size {size} think exp({_num(t.think)})" if t.think > 0
                 else f"pool {name} size {size}")
         self.runners.append(head + " {\n" + "\n".join(body) + "\n}")
@@ -395,3 +401,42 @@ def lqn_to_qpn(data: bytes | str, file: str = "<string>") -> tuple[str, list[str
         w.notes.append(f"no request reaches entr{'y' if len(idle) == 1 else 'ies'} "
                        f"{', '.join(repr(n) for n in idle)}: nothing calls {'it' if len(idle) == 1 else 'them'}")
     return w.write(), w.notes
+
+
+#: a line of the translation that declares a named element (the name is what
+#: _Names.origin maps back to the LQN element)
+_DECLARES = re.compile(r"\s*(?:param\s+(?P<p>\w+)\s*=|behavior\s+(?P<b>\w+)\s*\{|"
+                       r"(?:pool|population)\s+(?P<r>\w+)\s+size|source\s+(?P<s>\w+)\s+every|"
+                       r"cpu\s+(?P<c>\w+)\s+cores|semaphore\s+(?P<m>\w+)\s+permits|"
+                       r"blocking queue\s+(?P<q>\w+))")
+_KIND_WORDS = {"proc": "processor", "task": "task", "entry": "entry"}
+
+
+def origin_of(data: bytes | str, file: str, line: int):
+    """The LQN element that line ``line`` of the translation comes from: (its Loc in the
+    LQN file, "entry 'x'") -- the element declared at that line or the nearest one
+    above it (a step of a behavior is its entry's, where its task line names it) --
+    or None.
+
+    >>> text = ("G \\"g\\" 1e-05 50 10 0.9 -1\\nP 2\\np users f i\\np box f\\n-1\\nT 2\\n"
+    ...         "t users r go -1 users z 1 m 3\\nt app n serve -1 box m 2\\n-1\\nE 2\\n"
+    ...         "s go 0.1 -1\\ny go serve 1 -1\\ns serve 1e-320 -1\\n-1\\n")
+    >>> qtext, _ = lqn_to_qpn(text, "m.lqn")
+    >>> n = next(i for i, ln in enumerate(qtext.splitlines(), 1) if "1e-320" in ln)
+    >>> loc, what = origin_of(text, "m.lqn", n)
+    >>> (str(loc), what)
+    ('m.lqn:8:9', "entry 'serve'")
+    """
+    m = read_lqn(data, file)
+    w = _Writer(m)
+    lines = w.write().splitlines()
+    where = {"proc": m.processors, "task": m.tasks, "entry": m.entries}
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        d = _DECLARES.match(lines[i])
+        name = d and next((g for g in d.groups() if g), None)
+        if name in w.names.origin:
+            kind, lqn = w.names.origin[name]
+            element = where.get(kind, {}).get(lqn)
+            if element is not None and element.loc is not None:
+                return element.loc, f"{_KIND_WORDS[kind]} '{lqn}'"
+    return None

@@ -194,11 +194,29 @@ def load_foreign(path):
     text, notes = translate_file(path)
     for n in notes:
         print(f"{os.fspath(path)}: note: {n}", file=sys.stderr)
+    as_qpn = os.fspath(path) + " (as qpn)"
     try:
-        return parse(text, os.fspath(path) + " (as qpn)")
-    except ModelError as exc:   # a mistake the reader did not catch: show it in the qpn text
-        raise ModelError(f"the model translates to a qpn model that is not valid: {exc.message}",
-                         exc.loc, hint="run 'qpn convert' to see the translation") from None
+        return parse(text, as_qpn)
+    except ModelError as exc:   # a mistake the reader did not catch
+        raise translation_error(path, text, exc, as_qpn) from None
+
+
+def translation_error(path, text: str, exc: ModelError, as_qpn: str) -> ModelError:
+    """``exc``, raised in the translation of a foreign model, at the foreign file's element
+    that made the line (the format's ``origin_of``, where it has one), else in the qpn text."""
+    from .xmlsource import origin_of_translation
+    where = None
+    if exc.loc is not None and exc.loc.file == as_qpn and exc.loc.line:
+        where = origin_of_translation(path, exc.loc.line)
+    if where is None:
+        return ModelError(f"the model translates to a qpn model that is not valid: {exc.message}",
+                          exc.loc, hint="run 'qpn convert' to see the translation")
+    loc, what = where
+    line = text.splitlines()[exc.loc.line - 1].strip()
+    line = line if len(line) <= 120 else line[:117] + "..."
+    return ModelError(f"{what} translates to qpn that is not valid: {exc.message}", loc,
+                      hint=f"its translation (line {exc.loc.line} of 'qpn convert'): {line}"
+                           + (f"\n{exc.hint}" if exc.hint else ""))
 
 
 __all__ = ["parse", "load", "load_foreign", "parse_expr", "default_name"]

@@ -50,7 +50,7 @@ from collections import defaultdict
 from qpn import disciplines
 
 from .qpe_runs import num, run_comment
-from .xmlsource import XElement, XmlReader, model_name
+from .xmlsource import XElement, XmlReader, element_loc, model_name
 
 XSI_TYPE = "xsi:type"
 STRATEGIES = {d.qpme: d.name for d in disciplines.all_disciplines() if d.qpme}
@@ -470,3 +470,34 @@ def qpe_to_qpn(data: bytes, file: str) -> tuple[str, list[str]]:
         head, rest = text.split("\n\n", 1)
         text = head + "\n" + "\n".join(runs) + "\n\n" + rest
     return text, reader.notes
+
+
+#: the comment the translation writes above each element: # 'QPME name' (id)...
+_ELEMENT_COMMENT = re.compile(r"# (?:QPME queue )?'(?P<name>[^']*)' \((?P<id>[^)]*)\)")
+
+
+def origin_of(data: bytes, file: str, line: int):
+    """The QPME element that line ``line`` of the translation comes from: (the Loc of its
+    start tag, "place 'cpu'") -- the element whose comment (``# 'name' (id)``) is
+    nearest above that line -- or None.
+
+    >>> data = open("tests/data/qpe/bcmp_twin.qpe", "rb").read()
+    >>> text, _ = qpe_to_qpn(data, "m.qpe")
+    >>> n = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("place cpu"))
+    >>> loc, what = origin_of(data, "m.qpe", n + 2)       # its service line
+    >>> loc.line, what
+    (21, "place 'cpu'")
+    """
+    lines = qpe_to_qpn(data, file)[0].splitlines()
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        m = _ELEMENT_COMMENT.match(lines[i])
+        if m:
+            reader = _Reader(data, file)
+            stack = [reader.root]
+            while stack:
+                e = stack.pop()
+                if e.get("id") == m["id"] and e.tag in ("place", "transition", "queue"):
+                    return element_loc(e, file, reader.source), f"{e.tag} '{m['name']}'"
+                stack.extend(e.children)
+            return None
+    return None

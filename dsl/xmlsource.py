@@ -222,6 +222,22 @@ FOREIGN_FORMATS = {".qpe": ("qpn.dsl.qpe", "qpe_to_qpn"), ".pnml": ("qpn.dsl.pnm
                    ".lqn": ("qpn.dsl.lqn_translate", "lqn_to_qpn")}
 
 
+def origin_of_translation(path, line: int):
+    """(Loc, what) of the element of foreign model file ``path`` that made line ``line`` of
+    its translation, for the formats whose translator has an ``origin_of(data, file,
+    line)``; None otherwise or when it cannot tell."""
+    import importlib
+    import os
+    module, _ = FOREIGN_FORMATS.get(os.path.splitext(os.fspath(path))[1].lower(), FOREIGN_FORMATS[".qpe"])
+    origin_of = getattr(importlib.import_module(module), "origin_of", None)
+    if origin_of is None:
+        return None
+    try:
+        return origin_of(read_model_bytes(path), os.fspath(path), line)
+    except (ModelError, OSError):
+        return None
+
+
 def translate_file(path) -> tuple[str, list[str]]:
     """The qpn text of a foreign model file (.qpe, .pnml, .lqn) and the translation's notes."""
     import importlib

@@ -179,7 +179,12 @@ def cmd_convert(args) -> int:
         for n in notes:
             print(f"{args.file}: note: {n}", file=sys.stderr)
         from . import parse
-        parse(text, args.file + " (as qpn)")   # refuse to write a model that does not load
+        from qpn.dsl.parser import translation_error
+        as_qpn = args.file + " (as qpn)"
+        try:
+            parse(text, as_qpn)   # refuse to write a model that does not load
+        except ModelError as exc:
+            raise translation_error(args.file, text, exc, as_qpn) from None
     elif dst == ".lqn":
         from qpn.dsl.lqn_export import qpn_to_lqn
         text, notes = qpn_to_lqn(load_model(args.file, args.set))

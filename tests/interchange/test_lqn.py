@@ -377,6 +377,29 @@ def test_a_processor_without_tasks_and_a_huge_demand_are_read_and_solved(tmp_pat
     assert "error: unstable: tokens in" in out.stderr and "record_requests.items" in out.stderr
 
 
+@pytest.mark.parametrize("old, new, line, col, what, words", [
+    # a demand below the shortest time qpn takes: the entry, on its task's line
+    ("s route 0.1 -1", "s route 1e-320 -1", 11, 13, "entry 'route'", "exp: mean must be between"),
+    # a thread count past the integers: the task's line
+    ("t back n serve -1 back m 2", "t back n serve -1 back m 1e308", 12, 3, "task 'back'",
+     "whole numbers must be within"),
+])
+def test_an_error_in_the_translation_is_shown_at_the_lqn_element_that_made_it(
+        tmp_path, old, new, line, col, what, words):
+    text = open(os.path.join(TESTS_DIR, "data/lqn/forwarding.lqn"), encoding="utf-8").read()
+    assert old in text
+    f = tmp_path / "m.lqn"
+    f.write_text(text.replace(old, new))
+    with pytest.raises(ModelError) as err:
+        qpn.load(str(f))
+    e = err.value
+    assert (e.loc.file, e.loc.line, e.loc.col) == (str(f), line, col)
+    assert e.message.startswith(f"{what} translates to qpn that is not valid: ") and words in e.message
+    assert "(as qpn)" not in str(e) and "of 'qpn convert'" in e.hint
+    out = subprocess.run([sys.executable, "-m", "qpn.cli", "check", str(f)], capture_output=True, text=True)
+    assert out.returncode != 0 and out.stderr.startswith(f"{f}:{line}:{col}: error: {what}"), out.stderr
+
+
 def test_a_tiny_squared_coefficient_of_variation_is_deterministic():
     """c = 1e-300 (a fuzzing mutant) asked for erlang(1e300); below 1e-3 it is det, noted."""
     qtext, notes = lqn_to_qpn(_cs(extra="  c server 1e-300 -1\n"), "m.lqn")

@@ -311,3 +311,21 @@ def test_export_refuses_what_qpme_cannot_say():
         with pytest.raises(ModelError, match=message) as e:
             qpn_to_qpe(qpn.compile_net(qpn.load(f"{MODELS}/{name}.qpn")))
         assert e.value.loc is not None and e.value.loc.file.endswith(f"{name}.qpn")
+
+
+def test_an_error_in_the_translation_is_shown_at_the_qpme_element_that_made_it(tmp_path):
+    # the reader takes 1e308 servers (a number >= 1); qpn's queue refuses it: the error
+    # stands at the place that uses the queue, with its translated line as a hint
+    text = open(os.path.join(DATA, "bcmp_twin.qpe"), encoding="utf-8").read()
+    old = '<queue id="_q4" name="disk2" number-of-servers="2"'
+    assert old in text
+    f = tmp_path / "m.qpe"
+    f.write_text(text.replace(old, old.replace('"2"', '"1e308"')))
+    with pytest.raises(ModelError) as err:
+        qpn.load(str(f))
+    e = err.value
+    place_line = next(i for i, ln in enumerate(text.splitlines(), 1) if 'name="disk2" queue-ref' in ln)
+    assert (e.loc.file, e.loc.line) == (str(f), place_line)
+    assert e.message.startswith("place 'disk2' translates to qpn that is not valid: ")
+    assert "servers" in e.message and "(as qpn)" not in str(e)
+    assert "of 'qpn convert'): queue fcfs servers 1" in e.hint
