@@ -15,8 +15,9 @@ from .options import SolverOptions
 from .result import Result
 
 EXACT_PH = (Exp, Erlang, HyperExp, HyperExpFit)
-#: the share of the simulation's wall-clock cap (--wall) the CTMC probe may spend (in CPU
-#: seconds, at most PROBE_SECONDS): a user who caps a solve at 1 s does not wait 2 s for it
+#: the share of the simulation's wall-clock cap (--wall) the CTMC probe may spend (as a
+#: budget of states, at most PROBE_SECONDS' worth): a user who caps a solve at 1 s does not
+#: wait 2 s for it
 PROBE_SHARE_OF_WALL = 0.25
 
 

@@ -116,12 +116,18 @@ def build(compiled, options: dict | CTMCOptions | None = None) -> CTMC:
 
 
 #: states a bounded exploration may generate to count exactly when the bound is too high,
-#: and the CPU time it may take (a chain it cannot count that fast is taken as too large;
-#: CPU, not wall, so that a busy machine does not change the answer); longer when the CTMC
-#: was asked for by name (--method ctmc) than when auto considers it
+#: and the time it may take, as a budget of states: PROBE_RATE states a second (a budget
+#: of states, not of time, so that neither a busy nor a slow machine changes the answer:
+#: auto chose the CTMC or the simulator for one model by the load); longer when the CTMC
+#: was asked for by name (--method ctmc) than when auto considers it.  CPU time of
+#: PROBE_BACKSTOP times the seconds (PROBE_SECONDS at least: the first probe of a process
+#: imports what it needs) stops a chain whose vanishing markings cost far more than its
+#: states.
 PROBE_STATES = 250_000
 PROBE_SECONDS = 2.0
 NAMED_PROBE_SECONDS = 10.0
+PROBE_RATE = PROBE_STATES / PROBE_SECONDS
+PROBE_BACKSTOP = 4.0
 
 
 def _probe_key(o: CTMCOptions, cutoff: int) -> tuple:
@@ -134,15 +140,16 @@ def keep_probe(compiled, o: CTMCOptions, cutoff: int, spec: CTMCSpec, space) -> 
 
 
 def probe(spec: CTMCSpec, limit: int | None, seconds: float = PROBE_SECONDS):
-    """When the state bound is above the limits, explore up to PROBE_STATES: a chain
-    that ends there is counted exactly (spec.estimate becomes its size) and returned."""
+    """When the state bound is above the limits, explore up to PROBE_STATES (or the
+    ``seconds`` of work at PROBE_RATE, or the state limit): a chain that ends there is
+    counted exactly (spec.estimate becomes its size) and returned."""
     if size_problem(spec, limit) is None or len(spec.bounds) != spec.ncols:
         return None
-    n = min(PROBE_STATES, state_limit(spec, limit))
+    n = min(PROBE_STATES, state_limit(spec, limit), max(1000, int(seconds * PROBE_RATE)))
     if not resources.fits(n * spec.bytes_per_state):
         return None
     try:
-        space = Explorer(spec, n, seconds=seconds).run()
+        space = Explorer(spec, n, seconds=max(seconds, PROBE_SECONDS) * PROBE_BACKSTOP).run()
     except SolverError:
         return None
     spec.estimate, spec.estimate_kind, spec.estimate_how = float(len(space.states)), "exact", \

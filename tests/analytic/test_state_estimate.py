@@ -146,3 +146,29 @@ def test_tokens_waiting_in_a_depository_are_counted(name):
     exact = _exact(spec)
     assert states is None or exact == states
     assert spec.estimate_kind == "upper bound" and spec.estimate >= exact
+
+
+def test_autos_choice_does_not_depend_on_the_speed_of_the_machine(monkeypatch):
+    # a queue of capacity 2^31: its bound is far above the limit, a probe counts the chain
+    # (595 states).  The probe's budget is states, not CPU seconds: a machine five times
+    # slower (its clock read five times fast) chose the simulator with --wall 1
+    import os
+    import time
+    import qpn.solvers.ctmc.explore as explore
+    from conftest import TESTS_DIR
+    text = open(os.path.join(TESTS_DIR, "models_synth", "small_server.qpn")).read()
+    text = text.replace("capacity 3", "capacity 2147483648")
+    opts = {"wall": 1.0, "limit": 20000}
+    fast = choose(qpn.compile_net(qpn.parse(text)), opts)
+    real = time.process_time
+
+    class SlowClock:
+        perf_counter = staticmethod(time.perf_counter)
+
+        @staticmethod
+        def process_time():
+            return real() * 5
+
+    monkeypatch.setattr(explore, "time", SlowClock)
+    slow = choose(qpn.compile_net(qpn.parse(text)), opts)
+    assert fast == slow and fast[0] == "ctmc" and "595 states (exact, counted by exploring it)" in fast[1]
