@@ -145,6 +145,9 @@ class EventEngine:
         self.wall_cap = math.inf
         self.deadline: float | None = None
         self.burst: tuple[int, int, float] | None = None
+        #: a store still to grow past that deadline (each growth lays every lane out anew:
+        #: seconds with a million tokens) stops the run instead: the lanes that asked
+        self.capped: list[int] = []
         self.epoch_end = next_epoch(0)
 
     @property
@@ -322,6 +325,9 @@ class EventEngine:
                             out.append((lane, code))
                         else:
                             waiting.append(lane)
+                    elif late and code in (GROW_RING, GROW_WORK, GROW_MULTI):
+                        self.capped.append(lane)   # paused before the event: its counts hold
+                        out.append((lane, YIELD))
                     else:
                         self._resolve(lane, code)
                         waiting.append(lane)

@@ -161,7 +161,7 @@ def run(engine, *, t_end: float | None, events: int | None, sequential=None,
 
 #: steps per lane of the first chunk, and the times (s) under which a chunk doubles
 #: and over which it halves
-FIRST_CHUNK, QUICK_CHUNK, SLOW_CHUNK = 64, 0.02, 0.25
+FIRST_CHUNK, QUICK_CHUNK, SLOW_CHUNK = 1, 0.02, 0.25
 
 
 def chunk_steps(lanes: int) -> int:
@@ -210,7 +210,7 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
                 grid *= 2
             elif took > SLOW_CHUNK and grid > 1:
                 grid //= 2
-            if getattr(engine, "burst", None) is not None:
+            if getattr(engine, "burst", None) is not None or getattr(engine, "capped", None):
                 break
             # an epoch ends only while lanes go on: where the last chunk ended is not a
             # property of the run (chunk sizes follow the wall clock)
@@ -234,7 +234,7 @@ def run_chunked(engine, *, t_end: float | None, events: int | None, sequential=N
         stopped = "interrupted"
     finally:
         bar.close()
-    if getattr(engine, "burst", None) is not None:
+    if getattr(engine, "burst", None) is not None or getattr(engine, "capped", None):
         stopped = "wall-clock cap"
     engine.flush()
     return RunInfo(engine.gstep, time.perf_counter() - t0, partial, stopped, int(engine.steps.sum()))
