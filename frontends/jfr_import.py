@@ -291,6 +291,8 @@ def read_jfr_json(path: str, *, strict: bool = True) -> JfrTrace:
     """:func:`jfr_to_events` of a ``jfr print --json`` file.  A file cut short (a copy
     stopped, a disk full) is an error at the line where it stops; with ``strict=False``
     the events complete before it are kept, with a warning."""
+    from .trace_text import require_import_memory
+    require_import_memory(path, "jfr print --json")
     with open(path, encoding="utf-8", errors="replace") as fh:
         text = fh.read()
     try:

@@ -299,6 +299,8 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
 
 def read_perf_script(path: str, *, root: int | None = None, strict: bool = True) -> PerfTrace:
     """:func:`perf_to_events` of the ``perf script`` text in the file at ``path``."""
+    from .trace_text import require_import_memory
+    require_import_memory(path, "perf script")
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()

@@ -339,6 +339,8 @@ def strace_to_events(text: str, path: str = "<strace>", *, strict: bool = True,
 
 def read_strace(path: str, *, strict: bool = True, cost: StraceCost | None = None) -> StraceTrace:
     """:func:`strace_to_events` of the file at ``path``."""
+    from .trace_text import require_import_memory
+    require_import_memory(path, "strace")
     with open(path, encoding="utf-8", errors="replace") as fh:
         return strace_to_events(fh.read(), path, strict=strict, cost=cost)
 
