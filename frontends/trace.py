@@ -259,8 +259,12 @@ class TraceReader:
     ``warnings``/``complete`` say what happened.
     """
 
-    def __init__(self, source: str | os.PathLike | IO[str], *, strict: bool = True):
+    def __init__(self, source: str | os.PathLike | IO[str], *, strict: bool = True,
+                 analysis: tuple[str, float] | None = None):
         self._max_line = line_limit()
+        # what the caller does with the events and how many times their memory it holds
+        # again meanwhile ("building a model from", 1.3): part of the projection
+        self._analysis = analysis
         self._memory = resources.memory_limit()     # read once: reading lowers what is available
         self._disk, self._text_size, self._gzip = 0, 0, None
         if isinstance(source, (str, os.PathLike)):
@@ -388,7 +392,7 @@ class TraceReader:
         the memory limit.  ``new``: events read but not counted yet."""
         held = EVENT_BYTES * (self.count + new) + CHAR_BYTES * self._chars
         size = self._text_expected()
-        need = held * size / max(self._chars, 1)
+        need = held * size / max(self._chars, 1) * (1 + (self._analysis or ("", 0.0))[1])
         limit, source = self._memory
         if need <= limit:
             return
@@ -408,8 +412,10 @@ class TraceReader:
             hint += (f"; a trace compressed more than {BOMB_RATIO} times is unusual (the "
                      "bundled ones: 5 to 13 times): this file may be a compression bomb")
         self.close()
-        raise TraceError(f"reading this trace would need about {resources.format_size(need)} "
-                         f"for its events, above the memory limit of "
+        doing, extra = (f"{self._analysis[0]} this trace", " and their analysis") \
+            if self._analysis else ("reading this trace", "")
+        raise TraceError(f"{doing} would need about {resources.format_size(need)} "
+                         f"for its events{extra}, above the memory limit of "
                          f"{resources.format_size(limit)} ({source}): {whole}; its first "
                          f"{self.count + new:,} events took {resources.format_size(held)}",
                          self.path, self.lineno, hint=hint)

@@ -160,17 +160,24 @@ def test_a_compression_bomb_of_small_events_is_refused_while_reading(tmp_path, c
     # 64 MiB of events that would need ~580 MiB, in a gzip file of ~190 KiB: refused from
     # how fast the text grows against the compressed file, long before the limit is held
     path = bomb(tmp_path / "bomb.jsonl.gz")
-    for command in (["trace-check", path], ["build", path, "-o", tmp_path / "m.qpn"]):
-        rc, err = run(capsys, *command, "--memory-limit", "256MiB")
-        assert rc == 2
-        m = re.fullmatch(BOMB.format(path=re.escape(path)), err)
-        assert m, err
-        line, need, held = int(m.group(1)), float(m.group(2)), float(m.group(9))
-        assert int(m.group(8).replace(",", "")) == line - 1
-        assert need >= 256 and int(m.group(5).replace(",", "")) > 100
-        assert m.group(10) == "MiB" and held < 32       # refused with little of the limit held
-        # the suggestion is a quarter above the need (shown rounded to 0.1 MiB)
-        assert math.ceil((need - 0.05) * 1.25) <= int(m.group(11)) <= math.ceil((need + 0.05) * 1.25)
+    rc, err = run(capsys, "trace-check", path, "--memory-limit", "256MiB")
+    assert rc == 2
+    m = re.fullmatch(BOMB.format(path=re.escape(path)), err)
+    assert m, err
+    line, need, held = int(m.group(1)), float(m.group(2)), float(m.group(9))
+    assert int(m.group(8).replace(",", "")) == line - 1
+    assert need >= 256 and int(m.group(5).replace(",", "")) > 100
+    assert m.group(10) == "MiB" and held < 32       # refused with little of the limit held
+    # the suggestion is a quarter above the need (shown rounded to 0.1 MiB)
+    assert math.ceil((need - 0.05) * 1.25) <= int(m.group(11)) <= math.ceil((need + 0.05) * 1.25)
+    # build projects its analysis too (2.3 times the events): refused sooner, with less read
+    rc, err = run(capsys, "build", path, "-o", tmp_path / "m.qpn", "--memory-limit", "256MiB")
+    assert rc == 2 and not (tmp_path / "m.qpn").exists()
+    m = re.match(rf"{re.escape(path)}:(\d+): error: building a model from this trace would need "
+                 r"about (\d+\.\d) MiB for its events and their analysis, above the memory limit "
+                 r"of 256\.0 MiB", err)
+    assert m, err
+    assert int(m.group(1)) <= line and float(m.group(2)) >= 256
 
 
 def test_a_bomb_whose_trailer_lies_about_its_size_is_refused_alike(tmp_path, capsys):
