@@ -139,10 +139,21 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
     symlink is written through (its target is replaced, the link kept).  A
     device node or FIFO is written as it is, a socket refused; a file with
     several hard links, or owned by someone the process cannot give it back
-    to, is rewritten in place.  Errors name ``path``.
+    to, is rewritten in place.  ``"-"`` is standard output (as :func:`check_output`
+    lets it pass).  Errors name ``path``.
     """
     path = os.fspath(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    if path == "-":
+        import sys
+        sys.stdout.flush()
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:             # a text-only stream (a test's capture)
+            sys.stdout.write(raw.decode("utf-8", "replace"))
+        else:
+            out.write(raw)
+            out.flush()
+        return
     kind = _special_kind(path)
     if kind == "socket":
         raise OutputError(path, "it is a socket", "write to a file, or to standard output with -")

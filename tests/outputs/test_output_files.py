@@ -207,3 +207,16 @@ def test_fmt_write_keeps_the_owner_and_group_of_another_users_file(tmp_path):
     st = os.stat(f)
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o664)
     assert f.read_text().endswith("\nplace a init 1\n")
+
+
+def test_dash_is_standard_output_for_every_writer_not_a_file_named_dash(tmp_path, monkeypatch):
+    # check_output let "-" pass as standard output while write_atomic created ./-
+    import subprocess
+    monkeypatch.chdir(tmp_path)
+    qpe = os.path.join(os.path.dirname(__file__), "..", "data", "qpe", "bcmp_twin.qpe")
+    out = subprocess.run([sys.executable, "-m", "qpn.cli", "convert", os.path.abspath(qpe), "-o", "-"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# Imported from the QPME model bcmp_twin.qpe")
+    assert "net " in out.stdout and not (tmp_path / "-").exists()
+    assert os.listdir(tmp_path) == []
