@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="address-space limit per worker in GiB (default 3)")
     p.add_argument("--programs", choices=("quick", "all", "none"), default="quick",
                    help="test programs to trace for seed traces (default quick: three)")
+    p.add_argument("--window", metavar="START:END",
+                   help="run only inputs START..END-1 of the campaign's sequence")
     p.add_argument("--no-shrink", action="store_true", help="keep the first small repro as found")
     a = p.parse_args(argv)
     # Ctrl-C or SIGTERM stops a campaign with its report written (KeyboardInterrupt),
@@ -51,8 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     if not a.out:
         p.error("--out is required for a campaign")
     last = [0]
+    told: set = set()
 
     def progress(camp) -> None:
+        for sig, f in camp.failures.items():
+            if sig not in told:
+                told.add(sig)
+                print(f"new failure at input {camp.total}: [{f.outcome}] {sig} (from {f.origin})",
+                      file=sys.stderr, flush=True)
         if camp.total - last[0] >= 100 or camp.total == 1:
             last[0] = camp.total
             print(f"{camp.total} inputs, {len(camp.failures)} failure signature(s)",
@@ -61,10 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     camp = run_campaign(a.models, a.traces, a.seed, jobs=a.jobs, budget=a.budget,
                         memory=int(a.memory * 2 ** 30), out=a.out, shrink=not a.no_shrink,
                         programs=a.programs, progress=progress, qpe=a.qpe, pnml=a.pnml,
-                        lqn=a.lqn, extremes=a.extremes)
+                        lqn=a.lqn, extremes=a.extremes, window=_window(p, a.window))
     with open(f"{a.out}/report.txt", encoding="utf-8") as fh:
         sys.stdout.write(fh.read())
     return 1 if camp.failures else 0
+
+
+def _window(p, text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        start, end = (int(x) for x in text.split(":"))
+    except ValueError:
+        p.error(f"--window {text!r}: expected START:END, two whole numbers")
+    if not 0 <= start < end:
+        p.error(f"--window {text!r}: expected 0 <= START < END")
+    return start, end
 
 
 def replay(paths: list[str], budget: float, memory: int) -> int:

@@ -166,13 +166,21 @@ def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: flo
                  memory: int = DEFAULT_MEMORY, out: str | None = None, shrink: bool = True,
                  programs: str = "quick", cache_dir: str | None = None, progress=None,
                  quick: bool = False, qpe: int = 0, pnml: int = 0, lqn: int = 0,
-                 extremes: int = 0) -> Campaign:
+                 extremes: int = 0, window: tuple[int, int] | None = None) -> Campaign:
     """Run a campaign; with ``out`` write report.json, report.txt and one
-    reproducing input per failure signature there."""
+    reproducing input per failure signature there. Each new signature's input is
+    also saved in ``out/found/`` the moment it fails, so a campaign that is killed
+    (not interrupted) keeps them. ``window=(start, end)`` runs only the inputs
+    numbered start..end-1 of the same sequence (to run again a stretch where a
+    killed campaign found something)."""
     cache_dir = cache_dir or os.path.join(out or ".", "seeds")
     camp = Campaign()
     with Pool(jobs, budget, memory, quick) as pool:
         items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml, lqn, extremes)
+        if window:
+            items = itertools.islice(items, window[0], window[1])
+        if out:
+            items = _saving_new_failures(camp, items, out)
         t0 = time.perf_counter()
         try:
             first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
@@ -194,6 +202,24 @@ def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: flo
     if out:
         write_report(camp, out, seed)
     return camp
+
+
+def _saving_new_failures(camp: Campaign, items, out: str):
+    """Pass ``items`` through; before each next input is handed out, write the input
+    of every failure signature recorded since (as found, unshrunk)."""
+    saved: set = set()
+    folder = os.path.join(out, "found")
+    for item in items:
+        for sig, f in list(camp.failures.items()):
+            if sig not in saved:
+                saved.add(sig)
+                os.makedirs(folder, exist_ok=True)
+                name = os.path.join(folder, f"{len(saved):02d}-{_slug(sig)}{_EXT[f.kind]}")
+                with open(name, "wb") as fh:
+                    fh.write(f.data)
+                with open(os.path.join(folder, "signatures.txt"), "a", encoding="utf-8") as fh:
+                    fh.write(f"{os.path.basename(name)}\t{f.outcome}\t{sig}\t{f.origin}\n")
+        yield item
 
 
 def shrink_input(pool: Pool, f: Finding, max_runs: int = 80) -> bytes:
@@ -249,6 +275,10 @@ def _slug(sig: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", sig).strip("-")[:60]
 
 
+_EXT = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe", "pnml": ".pnml",
+        "lqn": ".lqn", "bundle": ".json", "outputs": ".out.qpn"}
+
+
 def write_report(camp: Campaign, out: str, seed: int) -> None:
     os.makedirs(out, exist_ok=True)
     entries = []
@@ -256,9 +286,7 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
         os.makedirs(os.path.join(out, group), exist_ok=True)
         ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
         for i, f in enumerate(ordered, 1):
-            ext = {"model": ".qpn", "trace": ".jsonl", "qpe": ".qpe", "pnml": ".pnml",
-                   "lqn": ".lqn", "bundle": ".json", "outputs": ".out.qpn"}[f.kind]
-            name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{ext}")
+            name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{_EXT[f.kind]}")
             with open(os.path.join(out, name), "wb") as fh:
                 fh.write(f.data)
             entries.append({"group": group, "signature": f.signature, "outcome": f.outcome,
