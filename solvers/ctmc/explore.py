@@ -29,6 +29,10 @@ MAX_VANISHING = 200_000     # vanishing markings resolved at once, at most (and 
 #: successor rows generated at once: a wider level is explored in chunks of the frontier
 CHUNK_SUCCESSORS = 1 << 16
 FIRST_CHUNK = 256          # frontier states in the first chunk of a level
+#: a level (or a chunk of one, or a round of immediate firings) costs a probe's budget as
+#: much as this many states: a Python round trip of about 0.5 ms, the time of 60 states of a
+#: wide level (a thin chain of 6,667 vanishing markings took 8 s on a budget of 20,000 states)
+LEVEL_WORK = 64
 
 
 class Keyer:
@@ -146,7 +150,8 @@ class Explorer:
     """Breadth-first generation of the tangible states of ``spec``, at most ``limit`` of
     them (and ``seconds`` of CPU time: a probe), vanishing markings resolved on the way."""
 
-    def __init__(self, spec: CTMCSpec, limit: int = 2_000_000, seconds: float | None = None):
+    def __init__(self, spec: CTMCSpec, limit: int = 2_000_000, seconds: float | None = None,
+                 work: int | None = None):
         if len(spec.bounds) != spec.ncols:   # build_spec left a chain too large unlaid
             resources.require(f"the CTMC with {spec.estimate_phrase()}", spec.memory_bytes(),
                               hint="use --method des or smaller parameters")
@@ -158,6 +163,9 @@ class Explorer:
         # busy machine (a wall budget refused ispass03's 63,271 states under load)
         self.seconds = seconds
         self.t_start = time.process_time()
+        # a probe's budget of work in states: each state and vanishing marking 1, each level
+        # or round LEVEL_WORK (machine-independent: the same answer on a slow machine)
+        self.work, self.work_done = work, 0
         self.imm = np.asarray(spec.immediate, dtype=np.int64)
         # immediate modes the population cut-off can disable (_cut_rows looks at these only)
         self.imm_cut = [int(m) for m in self.imm if self.dyn.unc_delta[m] > 0] \
@@ -206,7 +214,7 @@ class Explorer:
         for rnd in range(MAX_ROUNDS):
             R, w, par = cur
             # a round may branch many rows (a probe's budget holds inside the resolution too)
-            self._in_time(self.t_start, f"round {rnd + 1} of immediate firings")
+            self._spend(LEVEL_WORK + len(R), f"round {rnd + 1} of immediate firings")
             E, P = self._immediate_choice(R)
             cut = self._cut_rows(R, E)
             if cut.any():
@@ -276,6 +284,11 @@ class Explorer:
                               "more than 1e16 apart)", construct="timeless trap", methods=())
         return X
 
+    def _key_list(self, R: np.ndarray) -> list:
+        """Hashable keys of rows (ints, or bytes for keys of several words)."""
+        keys = self.keyer(R) if len(R) else np.zeros(0, dtype=np.int64)
+        return [k.tobytes() for k in keys] if self.keyer.words > 1 else keys.tolist()
+
     def _resolve_linear(self, cur, out):
         """Immediate transitions that can loop: absorb exactly with (I - P_VV)^-1."""
         import scipy.sparse as sp
@@ -294,44 +307,47 @@ class Explorer:
         edges_v, edges_t = [], []
         tang_rows: list[np.ndarray] = []
         entry_ids = []
-        for i in range(len(R0)):
-            k = keyer(R0[i:i + 1])[0].tobytes() if keyer.words > 1 else int(keyer(R0[i:i + 1])[0])
+        for k, row in zip(self._key_list(R0), R0):
             if k not in vkeys:
                 vkeys[k] = len(vrows)
-                vrows.append(R0[i])
+                vrows.append(row)
             entry_ids.append(vkeys[k])
         todo = list(range(len(vrows)))
         mode_prob: list[tuple[int, int, float]] = []
         cut_v: set[int] = set()          # vanishing markings whose choice the cut-off changed
         while todo:
-            self._in_time(self.t_start, f"{len(vrows):,} vanishing markings")
+            # one round of firings for the whole batch: per marking in Python, 17,165
+            # vanishing markings took 8 s (campaign 49); as arrays, a fraction of a second
+            self._spend(LEVEL_WORK + len(todo), f"{len(vrows):,} vanishing markings")
             batch = np.stack([vrows[v] for v in todo])
             E, P = self._immediate_choice(batch)
+            if not E.any(axis=1).all():
+                raise RuntimeError("tangible row in vanishing set")
             cut_v.update(np.asarray(todo)[self._cut_rows(batch, E)].tolist())
+            bi, jj = np.nonzero(P > 0)            # row-major: marking by marking, mode by mode
+            src = np.asarray(todo, dtype=np.int64)[bi]
+            pij = P[bi, jj]
+            mode_prob.extend(zip(src.tolist(), self.imm[jj].tolist(), pij.tolist()))
+            # par carries the pair's number through the splits of fire (phases, servers)
+            Rn, wn, pair = self.dyn.fire(batch[bi], pij, np.arange(len(bi)), self.imm[jj])
+            order = np.argsort(pair, kind="stable")
+            Rn, wn, vsrc = Rn[order], wn[order], src[pair[order]]
+            En, _ = self._immediate_choice(Rn)
+            vanish = En.any(axis=1)
+            keys = self._key_list(Rn[vanish])
             nxt = []
-            for bi, v in enumerate(todo):
-                if bi % 256 == 255:
-                    self._in_time(self.t_start, f"{len(vrows):,} vanishing markings")
-                if not E[bi].any():
-                    raise RuntimeError("tangible row in vanishing set")
-                for j in np.flatnonzero(P[bi] > 0):
-                    mode_prob.append((v, int(self.imm[j]), float(P[bi, j])))
-                    br = self.dyn.fire(batch[bi:bi + 1], np.array([P[bi, j]]), np.array([v]),
-                                       np.array([self.imm[j]]))
-                    Rn, wn, _ = br
-                    En, _ = self._immediate_choice(Rn)
-                    for r in range(len(Rn)):
-                        if En[r].any():
-                            k = keyer(Rn[r:r + 1])[0]
-                            k = k.tobytes() if keyer.words > 1 else int(k)
-                            if k not in vkeys:
-                                vkeys[k] = len(vrows)
-                                vrows.append(Rn[r])
-                                nxt.append(vkeys[k])
-                            edges_v.append((v, vkeys[k], wn[r]))
-                        else:
-                            edges_t.append((v, len(tang_rows), wn[r]))
-                            tang_rows.append(Rn[r])
+            kv = iter(keys)
+            for r, (v, wr, is_v) in enumerate(zip(vsrc.tolist(), wn.tolist(), vanish.tolist())):
+                if is_v:
+                    k = next(kv)
+                    if k not in vkeys:
+                        vkeys[k] = len(vrows)
+                        vrows.append(Rn[r])
+                        nxt.append(vkeys[k])
+                    edges_v.append((v, vkeys[k], wr))
+                else:
+                    edges_t.append((v, len(tang_rows), wr))
+                    tang_rows.append(Rn[r])
             todo = nxt
             if len(vrows) > min(MAX_VANISHING, self.limit):
                 # vanishing markings count against the state limit too (--limit 20,000 let
@@ -432,9 +448,14 @@ class Explorer:
         rates.append(wb)
         return new, (reg.blocks[-1] if len(new) else None)
 
-    def _in_time(self, t0: float, where: str) -> None:
-        """A probe's budget (``seconds`` of CPU time): SolverError once it is spent."""
-        if self.seconds is not None and time.process_time() - t0 > self.seconds:
+    def _spend(self, units: int, where: str) -> None:
+        """Count ``units`` of a probe's work; SolverError once its budget (``work``) or
+        its CPU time (``seconds``) is spent."""
+        self.work_done += units
+        if self.work is not None and self.work_done > self.work:
+            raise SolverError(f"exploration stopped at its budget of {self.work:,} states' work "
+                              f"at {where}", construct="state-space size")
+        if self.seconds is not None and time.process_time() - self.t_start > self.seconds:
             raise SolverError(f"exploration stopped after {self.seconds:g} s of CPU time at {where}",
                               construct="state-space size")
 
@@ -463,7 +484,7 @@ class Explorer:
         """Explore from the initial marking until no new state appears (a SolverError past
         the state, time or memory limits)."""
         t0 = time.perf_counter()
-        self.t_start = time.process_time()
+        self.t_start, self.work_done = time.process_time(), 0
         dyn = self.dyn
         reg = Registry(self.keyer, self.spec.ncols, self.limit)
         R, w, par = dyn.initial_rows()
@@ -494,7 +515,7 @@ class Explorer:
                     # the fan-out may jump from one level to the next (20 -> 470 successors per
                     # state): each level starts small and grows its chunks 4x at most
                     step = max(1, min(CHUNK_SUCCESSORS // fan, 4 * step))
-                    self._in_time(self.t_start, f"{reg.size:,} states")
+                    self._spend(LEVEL_WORK + min(step, len(frontier) - a), f"{reg.size:,} states")
                     self._check_memory(reg, min(step, len(frontier) - a), (srcs, dsts, rates),
                                        self.flows, fan)
                     n_edges = len(dsts)

@@ -141,15 +141,18 @@ def keep_probe(compiled, o: CTMCOptions, cutoff: int, spec: CTMCSpec, space) -> 
 
 def probe(spec: CTMCSpec, limit: int | None, seconds: float = PROBE_SECONDS):
     """When the state bound is above the limits, explore up to PROBE_STATES (or the
-    ``seconds`` of work at PROBE_RATE, or the state limit): a chain that ends there is
-    counted exactly (spec.estimate becomes its size) and returned."""
+    ``seconds`` of work at PROBE_RATE, or the state limit; each level and round of
+    immediate firings costs ``explore.LEVEL_WORK`` states' work): a chain that ends there
+    is counted exactly (spec.estimate becomes its size) and returned."""
     if size_problem(spec, limit) is None or len(spec.bounds) != spec.ncols:
         return None
-    n = min(PROBE_STATES, state_limit(spec, limit), max(1000, int(seconds * PROBE_RATE)))
+    work = max(1000, int(seconds * PROBE_RATE))
+    n = min(PROBE_STATES, state_limit(spec, limit), work)
     if not resources.fits(n * spec.bytes_per_state):
         return None
     try:
-        space = Explorer(spec, n, seconds=max(seconds, PROBE_SECONDS) * PROBE_BACKSTOP).run()
+        space = Explorer(spec, n, seconds=max(seconds, PROBE_SECONDS) * PROBE_BACKSTOP,
+                         work=work).run()
     except SolverError:
         return None
     spec.estimate, spec.estimate_kind, spec.estimate_how = float(len(space.states)), "exact", \

@@ -9,6 +9,7 @@ from qpn.compile import compile_net
 from qpn.solvers.ctmc.explore import Explorer
 from qpn.solvers.ctmc.spec import build_spec
 from qpn.solvers.auto import choose
+from qpn.solvers.ctmc.solver import PROBE_RATE
 
 MODELS = "models"
 
@@ -130,6 +131,31 @@ DEPOSITORY_NETS = {
 }
 
 
+def test_a_probe_counts_rounds_of_immediate_firings_against_its_budget(monkeypatch):
+    # campaign 49: 2^32 consumers each take their first step by an immediate firing, one
+    # at a time: a thin chain of vanishing markings, one per round.  The probe's budget of
+    # 20,000 states let it run 17,458 rounds (8 s, the CPU backstop); now a round costs
+    # LEVEL_WORK states' work and the probe stops after budget / LEVEL_WORK rounds
+    import os
+    import qpn.solvers.ctmc.explore as explore
+    from conftest import TESTS_DIR
+    text = open(os.path.join(TESTS_DIR, "..", "models", "sw_producer_consumer.qpn")).read()
+    text = text.replace("param consumers = 1\n", "param consumers = 4294967296\n")
+    assert "4294967296" in text
+    rounds = []
+    spend = explore.Explorer._spend
+
+    def counting(self, units, where):
+        rounds.append(units)
+        return spend(self, units, where)
+    monkeypatch.setattr(explore.Explorer, "_spend", counting)
+    method, why = choose(qpn.compile_net(qpn.parse(text)), {"wall": 1.0, "limit": 20000})
+    budget = int(0.25 * PROBE_RATE)
+    assert method == "des" and "not for the CTMC" in why
+    assert len(rounds) <= budget // explore.LEVEL_WORK + 1
+    assert sum(rounds) > budget      # it was the budget that stopped it
+
+
 def test_open_tokens_placed_above_the_cutoff_are_counted():
     # campaign 26: 2^31 initial tokens drained one by one were bounded by the cut-off
     # ('at most 305 states'); auto then explored 20,000 levels for 8 s
@@ -151,14 +177,15 @@ def test_tokens_waiting_in_a_depository_are_counted(name):
 def test_autos_choice_does_not_depend_on_the_speed_of_the_machine(monkeypatch):
     # a queue of capacity 2^31: its bound is far above the limit, a probe counts the chain
     # (595 states).  The probe's budget is states, not CPU seconds: a machine five times
-    # slower (its clock read five times fast) chose the simulator with --wall 1
+    # slower (its clock read five times fast) chose the simulator with --wall 1.  The
+    # chain's levels and rounds of immediate firings cost 34,000 states' work (0.3 s): --wall 2
     import os
     import time
     import qpn.solvers.ctmc.explore as explore
     from conftest import TESTS_DIR
     text = open(os.path.join(TESTS_DIR, "models_synth", "small_server.qpn")).read()
     text = text.replace("capacity 3", "capacity 2147483648")
-    opts = {"wall": 1.0, "limit": 20000}
+    opts = {"wall": 2.0, "limit": 20000}
     fast = choose(qpn.compile_net(qpn.parse(text)), opts)
     real = time.process_time
 
