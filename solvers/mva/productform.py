@@ -335,7 +335,20 @@ def _traffic(P, idx: np.ndarray, arrivals: np.ndarray | None, ref: int = 0) -> n
         arrivals[ref] = 1.0
         A[ref, :] = 0.0
         A[ref, ref] = 1.0
-    return np.atleast_1d(spsolve(A.tocsc(), arrivals))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # a singular A: the visits are not finite, said below
+        return np.atleast_1d(spsolve(A.tocsc(), arrivals))
+
+
+def _visits_beyond_floats(c, v: np.ndarray, idx) -> str | None:
+    """A reason when the visit ratios did not come out finite: a routing probability
+    below the rounding of 1 (weight 1e-320 beside 2: 2e320 visits per cycle, campaign 49)
+    makes the traffic equations singular in floating point."""
+    if np.all(np.isfinite(v)):
+        return None
+    return (f"place {slot_name(c, idx[0])}: the visit ratios do not fit in floating point (a "
+            "routing probability below the rounding of 1: weights more than 1e16 apart)")
 
 
 def product_form(compiled) -> "QNModel | list[str]":
@@ -408,6 +421,10 @@ def product_form(compiled) -> "QNModel | list[str]":
                                f"{', '.join(srcs)} can never leave (a cycle without exit)")
                 continue
             v[idx] = _traffic(P, idx, lam[idx])
+            why = _visits_beyond_floats(c, v[idx], idx)
+            if why:
+                reasons.append(why)
+                continue
             chains.append(Chain(" + ".join(srcs), False, arrival_rate=float(lam[idx].sum()),
                                 slots=idx.tolist()))
         else:
@@ -429,6 +446,10 @@ def product_form(compiled) -> "QNModel | list[str]":
             with_tokens = [s for s in stations_in if c.m0[s] > 0]
             ref = (with_tokens or stations_in)[0]
             v[rec] = _traffic(P, rec, None, int(np.flatnonzero(rec == ref)[0]))
+            why = _visits_beyond_floats(c, v[rec], rec)
+            if why:
+                reasons.append(why)
+                continue
             chains.append(Chain(slot_name(c, ref), True, population=pop, slots=idx.tolist(),
                                 reference=int(ref), recurrent=rec.tolist()))
         slot_visits.append(v)

@@ -73,6 +73,25 @@ def test_junction_place_and_weights_become_visit_ratios():
     assert v == pytest.approx({"cpu": 1.0, "d1": 0.25, "d2": 0.75}, rel=1e-12)
 
 
+def test_visit_ratios_beyond_the_floats_are_a_reason_not_a_hang():
+    # campaign 49: a way out of weight 1e-320 beside 2 makes 2e320 cpu visits per cycle;
+    # the singular traffic equations gave inf visits and auto's MVA ran for minutes
+    text = """
+        place think queue is service exp(1 s) init 1000000
+        place cpu queue ps service exp(40 ms)
+        place disk queue fcfs service exp(60 ms)
+        transition start : think -> cpu
+        transition io : cpu -> disk weight 2
+        transition done : cpu -> think weight {w}
+        transition back : disk -> cpu
+    """
+    reasons = product_form(qpn.compile_net(qpn.parse(text.format(w="1e-320"))))
+    assert isinstance(reasons, list) and len(reasons) == 1
+    assert reasons[0].startswith("place ") and "do not fit in floating point" in reasons[0]
+    qn = product_form(qpn.compile_net(qpn.parse(text.format(w="1e-3"))))   # 2001 visits: fine
+    assert {k.label: k.visits for k in qn.classes}["cpu"] == pytest.approx(2001, rel=1e-9)
+
+
 def test_higher_priority_routing_mode_takes_every_token():
     qn = pf("""
         place cpu queue ps service exp(10 ms) init 2
