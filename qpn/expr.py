@@ -282,9 +282,9 @@ def _fmt_number(v: int | float) -> str:
         raise TypeError("booleans are not numbers")
     if isinstance(v, int):
         return str(v)
-    if math.isinf(v) and v > 0:
-        return "inf"
-    if math.isinf(v) or math.isnan(v):
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"      # '-inf' parses back to the literal -inf
+    if math.isnan(v):
         raise ValueError(f"cannot print {v} as a number literal")
     return repr(float(v))
 

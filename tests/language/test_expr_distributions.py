@@ -16,6 +16,8 @@ from qpn.expr import BinOp, Num, Ref, Unary, evaluate, fmt, to_sympy
     ("2 ^ 3 ^ 2", 512), ("-2 ^ 2", -4), ("(1 + 2) * 3", 9), ("10 / 4", 2.5),
     ("max(1, 2, 3) - min(4, 5)", -1), ("sqrt(16) + abs(-2)", 6.0), ("ceil(1.2) + floor(1.8)", 3),
     ("1 < 2 and not 2 < 1", True), ("1 == 2 or 3 != 3", False), ("inf", math.inf),
+    # campaign 49: '--inf' (minus the literal -inf) crashed fmt and show
+    ("-inf", -math.inf), ("--inf", math.inf), ("2 * -inf", -math.inf),
 ])
 def test_expression_values_and_round_trip(text, value):
     e = parse_expr(text)
