@@ -155,8 +155,25 @@ def uneven(samples_by: dict, *, min_n: int = 3, ratio: float = 1.2,
     a, b = groups[lo], groups[hi]
     if a.var() == 0 and b.var() == 0:
         return means
-    from scipy.stats import ttest_ind
-    return means if ttest_ind(a, b, equal_var=False).pvalue < p else None
+    return means if welch_p(a, b) < p else None
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p-value of Welch's t-test (unequal variances) for samples ``a``, ``b``:
+    scipy.stats.ttest_ind(a, b, equal_var=False).pvalue, without importing scipy.stats
+    (1.2 s, a fifth of a small qpn build); the t distribution is scipy.special's.
+
+    >>> round(welch_p(np.array([1, 1.1, 0.9]), np.array([2, 2.1, 1.9])), 6)
+    0.000255
+    """
+    from scipy.special import stdtr
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se2 = va + vb
+    if se2 == 0:
+        return 0.0 if a.mean() != b.mean() else 1.0
+    t = (a.mean() - b.mean()) / math.sqrt(se2)
+    df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    return float(2 * stdtr(df, -abs(t)))
 
 
 def moments(samples) -> tuple[int, float, float]:
