@@ -194,6 +194,54 @@ def test_shrinking_keeps_the_failure_and_drops_the_rest():
     assert pool.runs <= 80
 
 
+class _FakeCampaignPool:
+    """A pool for run_campaign: the 3rd input it is handed crashes; it records what the
+    report on disk said while the campaign ran."""
+
+    def __init__(self, out):
+        self.out, self.workers, self.seen = out, [], []
+
+    def __call__(self, *args):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def map(self, items):
+        import json
+        for n, (key, kind, data) in enumerate(items):
+            sig = "S" if n == 2 else None
+            yield key, kind, data, [Outcome("check", CRASH if sig else OK, signature=sig)]
+            path = os.path.join(self.out, "report.json")
+            if os.path.exists(path):
+                with open(path) as fh:
+                    r = json.load(fh)
+                self.seen.append((r["finished"], tuple(r["complete"])))
+
+
+def test_a_campaign_keeps_its_findings_and_says_how_far_it_got(tmp_path, monkeypatch):
+    # campaign 49 was killed with its session at 68,201 inputs and lost its 5 findings:
+    # now each new failure's input is saved at once, and the report is a checkpoint
+    # that says from where to go on (--window)
+    import tools.fuzz.campaign as campaign
+    out = str(tmp_path / "c")
+    pool = _FakeCampaignPool(out)
+    monkeypatch.setattr(campaign, "Pool", pool)
+    monkeypatch.setattr(campaign, "CHECKPOINT_SECONDS", 0.0)
+    camp = run_campaign(12, 0, 5, out=out, shrink=False, window=(5, 12))
+    assert camp.total == 7 and camp.finished and (camp.first, camp.next_missing) == (5, 12)
+    assert pool.seen[0] == (False, (5, 6)) and pool.seen[-1] == (False, (5, 12))
+    found = sorted(os.listdir(os.path.join(out, "found")))
+    assert found == ["01-S.qpn", "signatures.txt"]
+    whole = list(campaign.make_inputs(12, 0, 5, str(tmp_path / "seeds")))
+    assert open(os.path.join(out, "found", "01-S.qpn"), "rb").read() == whole[7][2]
+    text = open(os.path.join(out, "report.txt")).read()
+    assert "finished; inputs 5..11 of the sequence all done" in text
+
+
 def _dying_worker(conn, budget, memory, workdir, quick):
     """A stand-in worker: ends its process on its first input (a segfault, the
     kernel's OOM killer), or never answers (a hang no alarm reaches)."""

@@ -18,6 +18,7 @@ from .netgen import generated_models
 from .pool import DEFAULT_MEMORY, Pool
 from .runner import FAILURES, HANG, MEMORY, SUSPECT, Outcome
 
+CHECKPOINT_SECONDS = 60.0   # report.json rewritten this often while a campaign runs
 GENERATED_SHARE = 0.25      # of the models: Hypothesis nets; the rest mutate the seeds
 
 
@@ -128,6 +129,16 @@ class Campaign:
     slowest: list = field(default_factory=list)               # (seconds, command, origin)
     command_seconds: Counter = field(default_factory=Counter)  # command -> seconds spent
     interrupted: bool = False
+    first: int = 0          # the first input's number in the campaign's sequence
+    next_missing: int = 0   # inputs first..next_missing-1 are all done
+    finished: bool = False  # False in a checkpoint: still running, or killed since
+    _done: set = field(default_factory=set)
+
+    def done(self, index: int) -> None:
+        self._done.add(index)
+        while self.next_missing in self._done:
+            self._done.remove(self.next_missing)
+            self.next_missing += 1
 
     def record(self, origin: str, kind: str, data: bytes, results: list[Outcome]) -> None:
         self.inputs[kind] += 1
@@ -153,7 +164,8 @@ class Campaign:
             by_class[outcome] += n
         return {
             "inputs": dict(self.inputs), "seconds": round(self.seconds, 1),
-            "interrupted": self.interrupted,
+            "interrupted": self.interrupted, "finished": self.finished,
+            "complete": [self.first, self.next_missing],
             "inputs_per_second": round(self.total / self.seconds, 2) if self.seconds else None,
             "runs_by_outcome": dict(by_class),
             "runs_by_command": {f"{c} {o}": n for (c, o), n in sorted(self.outcomes.items())},
@@ -179,6 +191,9 @@ def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: flo
         items = make_inputs(models, traces, seed, cache_dir, programs, qpe, pnml, lqn, extremes)
         if window:
             items = itertools.islice(items, window[0], window[1])
+        camp.first = camp.next_missing = window[0] if window else 0
+        # numbered, so that a checkpoint can say up to where every input is done
+        items = (((camp.first + i, o), k, d) for i, (o, k, d) in enumerate(items))
         if out:
             items = _saving_new_failures(camp, items, out)
         t0 = time.perf_counter()
@@ -186,12 +201,20 @@ def run_campaign(models: int, traces: int, seed: int, jobs: int = 1, budget: flo
             first = next(items, None)   # the seeds, and the Hypothesis nets drawn up front
             for w in pool.workers:
                 w.wait_ready()
-            t0 = time.perf_counter()    # throughput without the start (seeds, numba caches)
+            t0 = last = time.perf_counter()   # throughput without the start (seeds, numba caches)
             items = itertools.chain([first] if first else [], items)
-            for origin, kind, data, results in pool.map(items):
+            for (index, origin), kind, data, results in pool.map(items):
                 camp.record(origin, kind, data, results)
+                camp.done(index)
                 if progress:
                     progress(camp)
+                if out and time.perf_counter() - last > CHECKPOINT_SECONDS:
+                    # a checkpoint: a campaign killed with its session keeps its report, and
+                    # runs on with --window NEXT_MISSING:END
+                    camp.seconds = last = time.perf_counter()
+                    camp.seconds -= t0
+                    write_report(camp, out, seed)
+            camp.finished = True
         except KeyboardInterrupt:       # report what was found so far
             camp.interrupted, shrink = True, False
         camp.seconds = time.perf_counter() - t0
@@ -301,8 +324,12 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
 
 def report_text(camp: Campaign, seed: int, entries: list[dict]) -> str:
     s = camp.summary()
+    first, nxt = s["complete"]
+    state = "finished" if s["finished"] else "interrupted" if s["interrupted"] else \
+        f"CHECKPOINT (running, or killed: go on with --window {nxt}:END)"
     lines = [f"qpn fuzz campaign, seed {seed}: {s['inputs']} inputs in {s['seconds']} s "
              f"({s['inputs_per_second']} inputs/s)",
+             f"{state}; inputs {first}..{nxt - 1} of the sequence all done",
              "runs by outcome: " + ", ".join(f"{k} {v}" for k, v in sorted(s["runs_by_outcome"].items())),
              f"{len(camp.failures)} failure signature(s), {len(camp.suspects)} suspect note(s)", ""]
     for e in entries:
