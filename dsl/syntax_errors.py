@@ -58,11 +58,24 @@ def describe_expected(parser, expected) -> str:
 
 
 _HINTS = {
-    # (unexpected token value, something in expected) -> hint
+    # unexpected token value -> hint; (value, the first word of its line) -> a hint for
+    # that statement (a '{' after 'subnet S' is a missing parameter list, not a mode block)
     "=": "initial tokens are written 'init 3'; parameters are declared with 'param name = value'",
     "{": "a transition with several modes is written 'transition t { mode a : p -> q ... }'",
+    ("{", "subnet"): "a subnet declares its parameters in parentheses, even none: "
+                     "'subnet Name() { ... }'",
+    ("{", "instance"): "an instance is written 'instance name = Subnet(...)', without a body",
+    ("{", "place"): "a place's options follow its name on the line: "
+                    "'place p queue ps service exp(1 ms) init 3'",
     "<-": "arcs go from inputs to outputs: 'transition t : p -> q'",
 }
+
+
+def _hint_for(text: str, source: str, line: int) -> str | None:
+    lines = source.splitlines()
+    first = lines[line - 1].split(None, 1)[0] if 0 < line <= len(lines) and lines[line - 1].split() \
+        else ""
+    return _HINTS.get((text, first), _HINTS.get(text))
 
 
 def syntax_error(exc: UnexpectedInput, parser, file: str, source: str) -> ModelError:
@@ -98,7 +111,7 @@ def syntax_error(exc: UnexpectedInput, parser, file: str, source: str) -> ModelE
     if tok.type == "NAME":
         did = suggest(text, keywords or _STATEMENTS)
     elif text in _HINTS:
-        hint = _HINTS[text]
+        hint = _hint_for(text, source, line)
     what = f"unexpected '{text}'"
     if tok.type != "NAME" and text[:1].isalpha():
         what = f"unexpected keyword '{text}'"

@@ -43,6 +43,18 @@ def test_expected_is_stated():
     assert "'->'" in info.value.expected
 
 
+@pytest.mark.parametrize("src,hint", [
+    ("net d\nsubnet S {\n  input a\n}\n", "'subnet Name() { ... }'"),
+    ("place p {\n}\n", "a place's options follow its name"),
+    ("place a\ntransition t : a -> a {\n mode m : a -> a\n}\n", "'transition t { mode a : p -> q ... }'"),
+])
+def test_an_unexpected_brace_gets_the_hint_of_its_statement(src, hint):
+    # a subnet without its parameter list was told how to write a transition's modes
+    with pytest.raises(ModelError) as info:
+        qpn.parse(src)
+    assert info.value.hint and hint in info.value.hint
+
+
 @pytest.mark.parametrize("cid,src,fragment,line,col", CASES[::7], ids=[c[0] for c in CASES[::7]])
 def test_cli_prints_no_traceback(tmp_path, capsys, cid, src, fragment, line, col):
     f = tmp_path / "bad.qpn"
