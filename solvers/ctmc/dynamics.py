@@ -179,7 +179,11 @@ class Dynamics:
         # rows split as tokens pick phases or servers: every slot's arrivals (G) travel with
         # their row, so that a later queue reads its own arrivals row by row (campaign 20:
         # a hyperexp IS queue fed with a PS queue by one firing, 2 rows of counts for 6 rows)
-        G = self.post[modes]
+        # the mode rides as G's last column: a split row (phases, servers) keeps its mode, so
+        # a later seq queue reads ``modes == m`` by row (campaign 50: a firing into a
+        # hyperexp PS queue and an FCFS queue of colors split 6 rows into 12, and the
+        # FCFS queue's mask of 6 rows failed)
+        G = np.column_stack([self.post[modes], modes])
         for qi, q in enumerate(self.spec.queues):
             if not self.feeds[hit, qi].any():
                 continue
@@ -196,9 +200,11 @@ class Dynamics:
                 # _settle carries its third argument by row: pass row numbers, then map back
                 R, w, origin = self._settle(q, qi, R, w, np.arange(len(R)))
                 par, G = par[origin], G[origin]
+                modes = G[:, -1]
             elif q.max_phases > 1:
                 for k in range(len(q.classes)):
                     R, w, par, G = self._enter_phases(q, qi, k, R, w, par, G, col=q.classes[k])
+                modes = G[:, -1]
         return self.timed_update(R, w, par)
 
     def _enter_phases(self, q, qi, k, R, w, par, got, col=None):
