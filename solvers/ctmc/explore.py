@@ -25,7 +25,6 @@ from .dynamics import Dynamics
 from .spec import CTMCSpec, events_per_state
 
 MAX_ROUNDS = 64
-MAX_VANISHING = 200_000     # vanishing markings resolved at once, at most (and the state limit)
 #: successor rows generated at once: a wider level is explored in chunks of the frontier
 CHUNK_SUCCESSORS = 1 << 16
 FIRST_CHUNK = 256          # frontier states in the first chunk of a level
@@ -290,8 +289,9 @@ class Explorer:
         return [k.tobytes() for k in keys] if self.keyer.words > 1 else keys.tolist()
 
     def _resolve_linear(self, cur, out):
-        """Immediate transitions that can loop: absorb exactly with (I - P_VV)^-1."""
-        import scipy.sparse as sp
+        """Immediate transitions that can loop: the vanishing markings reachable from the
+        rows ``cur`` absorbed exactly with (I - P_VV)^-1 (:mod:`.vanishing`)."""
+        from . import vanishing
         R0, w0, par0 = cur
         E0, _ = self._immediate_choice(R0)
         cut0 = self._cut_rows(R0, E0)
@@ -301,117 +301,15 @@ class Explorer:
         if not V0.all():
             out.append((R0[~V0], w0[~V0], par0[~V0]))
         R0, w0, par0 = R0[V0], w0[V0], par0[V0]
-        keyer = self.keyer
-        vkeys: dict = {}
-        vrows: list[np.ndarray] = []
-        edges_v, edges_t = [], []
-        tang_rows: list[np.ndarray] = []
-        entry_ids = []
-        for k, row in zip(self._key_list(R0), R0):
-            if k not in vkeys:
-                vkeys[k] = len(vrows)
-                vrows.append(row)
-            entry_ids.append(vkeys[k])
-        todo = list(range(len(vrows)))
-        mode_prob: list[tuple[int, int, float]] = []
-        cut_v: set[int] = set()          # vanishing markings whose choice the cut-off changed
-        while todo:
-            # one round of firings for the whole batch: per marking in Python, 17,165
-            # vanishing markings took 8 s (campaign 49); as arrays, a fraction of a second
-            self._spend(LEVEL_WORK + len(todo), f"{len(vrows):,} vanishing markings")
-            batch = np.stack([vrows[v] for v in todo])
-            E, P = self._immediate_choice(batch)
-            if not E.any(axis=1).all():
-                raise RuntimeError("tangible row in vanishing set")
-            cut_v.update(np.asarray(todo)[self._cut_rows(batch, E)].tolist())
-            bi, jj = np.nonzero(P > 0)            # row-major: marking by marking, mode by mode
-            src = np.asarray(todo, dtype=np.int64)[bi]
-            pij = P[bi, jj]
-            mode_prob.extend(zip(src.tolist(), self.imm[jj].tolist(), pij.tolist()))
-            # par carries the pair's number through the splits of fire (phases, servers)
-            Rn, wn, pair = self.dyn.fire(batch[bi], pij, np.arange(len(bi)), self.imm[jj])
-            order = np.argsort(pair, kind="stable")
-            Rn, wn, vsrc = Rn[order], wn[order], src[pair[order]]
-            En, _ = self._immediate_choice(Rn)
-            vanish = En.any(axis=1)
-            keys = self._key_list(Rn[vanish])
-            nxt = []
-            kv = iter(keys)
-            for r, (v, wr, is_v) in enumerate(zip(vsrc.tolist(), wn.tolist(), vanish.tolist())):
-                if is_v:
-                    k = next(kv)
-                    if k not in vkeys:
-                        vkeys[k] = len(vrows)
-                        vrows.append(Rn[r])
-                        nxt.append(vkeys[k])
-                    edges_v.append((v, vkeys[k], wr))
-                else:
-                    edges_t.append((v, len(tang_rows), wr))
-                    tang_rows.append(Rn[r])
-            todo = nxt
-            if len(vrows) > min(MAX_VANISHING, self.limit):
-                # vanishing markings count against the state limit too (--limit 20,000 let
-                # 200,000 of them take 22 s)
-                raise SolverError(f"immediate transitions generate more than "
-                                  f"{min(MAX_VANISHING, self.limit):,} vanishing markings in a row "
-                                  "(the state limit; a very long run of immediate firings)",
-                                  methods=("des",))
-        nv = len(vrows)
-        A = sp.identity(nv, format="csc")
-        if edges_v:
-            a, b, c = zip(*edges_v)
-            A = A - sp.csc_matrix((c, (a, b)), shape=(nv, nv))
-        from scipy.sparse.csgraph import connected_components
-        Pvv = sp.csr_matrix(((np.ones(len(edges_v)) if edges_v else []),
-                             ([e[0] for e in edges_v], [e[1] for e in edges_v])), shape=(nv, nv))
-        exits = np.zeros(nv, dtype=bool)
-        for v, _t, _w in edges_t:
-            exits[v] = True
-        if cut_v:
-            # an entry that can reach such a marking has its parent at the cut-off
-            hit = np.zeros(nv, dtype=bool)
-            hit[list(cut_v)] = True
-            while True:     # add the markings with an edge into the set, until none is new
-                more = hit | ((Pvv @ hit.astype(float)) > 0)
-                if (more == hit).all():
-                    break
-                hit = more
-            entries = hit[np.asarray(entry_ids, dtype=np.int64)]
-            if entries.any():
-                self.cut_parents.append(par0[entries])
-        ncomp, lab = connected_components(Pvv, directed=True, connection="strong")
-        for comp in range(ncomp):
-            members = np.flatnonzero(lab == comp)
-            if exits[members].any():
-                continue
-            succ = set(Pvv[members].indices.tolist())
-            if succ <= set(members.tolist()):
-                trans = sorted({self.spec.compiled.modes[m].transition
-                                for v, m, _p in mode_prob if v in set(members.tolist())})
-                raise SolverError("timeless trap: immediate transitions "
-                                  f"{', '.join(repr(t) for t in trans)} can fire forever without "
-                                  "time passing", construct="timeless trap", methods=())
-        nt = len(tang_rows)
-        if nt == 0:     # every path of immediate firings stays vanishing (up to the cut-off)
-            trans = sorted({m.transition for m in self.spec.compiled.modes if m.kind == "immediate"})
-            raise SolverError("timeless trap: immediate transitions "
-                              f"{', '.join(repr(t) for t in trans)} never lead to a marking where "
-                              "time passes (their firings pile tokens up to the CTMC's cut-off)",
-                              construct="timeless trap", methods=())
-        B = sp.csc_matrix(([e[2] for e in edges_t], ([e[0] for e in edges_t], [e[1] for e in edges_t])),
-                          shape=(nv, nt))
-        # spsolve returns a 1-D array when B has one column (or A one row): keep the shape
-        X = self._solve_vanishing(A, B, mode_prob)
-        X = sp.csr_matrix(np.reshape(X, (nv, nt))) if not sp.issparse(X) else X.tocsr()
-        M = sp.csr_matrix(([p for _, _, p in mode_prob], ([v for v, _, _ in mode_prob],
-                                                           [m for _, m, _ in mode_prob])),
-                          shape=(nv, len(self.spec.compiled.modes)))
-        Nm = self._solve_vanishing(A, M.tocsc(), mode_prob)
-        Nm = (sp.csr_matrix(np.reshape(Nm, (nv, len(self.spec.compiled.modes))))
-              if not sp.issparse(Nm) else Nm.tocsr())
-        T = np.stack(tang_rows) if tang_rows else np.zeros((0, self.spec.ncols), dtype=np.int64)
-        for i in range(len(R0)):
-            e = entry_ids[i]
+        g = vanishing.vanishing_graph(self, R0)
+        at_cut = vanishing.entries_at_cutoff(g)
+        if at_cut.any():
+            self.cut_parents.append(par0[at_cut])
+        modes = self.spec.compiled.modes
+        vanishing.refuse_traps(g, modes)
+        X, Nm = vanishing.absorb(g, len(modes), lambda A, B: self._solve_vanishing(A, B, g.mode_prob))
+        T = np.stack(g.tangible)
+        for i, e in enumerate(g.entries):
             row = X[e]
             out.append((T[row.indices], w0[i] * row.data, np.full(len(row.indices), par0[i])))
             frow = Nm[e]
