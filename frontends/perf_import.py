@@ -119,135 +119,175 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
     ``root``: the traced command's process id; its threads and descendants are kept
     (None: every process with a system-call event, as when ``perf record`` followed
     one command)."""
-    out = PerfTrace(TraceHeader(source="perf", clock="monotonic",
-                                capabilities={"thread_cpu": True, "file_io": True,
-                                              "socket_io": True}))
-    ours: set[int] = set()
-    cpu = _Threads()
-    pending: dict[int, tuple] = {}          # tid -> (call, args, ts, cpu)
-    futex: list[FutexCall] = []
-    alive: set[int] = set()
-    seen: set[int] = set()
-    maps: dict[int, list] = {}              # pid -> its executable mappings
-    probed = False
+    reader = _PerfReader(path, root, strict)
+    for no, line in enumerate(text.splitlines(), 1):
+        reader.line(no, line)
+    if reader.first is None:
+        raise TraceError("no event of the traced program here", path, 1, 0,
+                         (text.splitlines() or [""])[0],
+                         hint="record with qpn trace --perf, or perf record -e ... -- CMD and "
+                              "perf script --ns -F pid,tid,cpu,time,event,trace")
+    return reader.finish()
 
-    def site(pid: int, addr: int) -> str:
+
+class _PerfReader:
+    """The state of a read, line by line: the traced threads, their CPU clocks, the
+    system calls entered and not yet left, the futex calls and the executable mappings
+    (for the sites of pthread probes).  One method per kind of perf event."""
+
+    def __init__(self, path: str, root: int | None, strict: bool):
+        self.path, self.root, self.strict = path, root, strict
+        self.out = PerfTrace(TraceHeader(source="perf", clock="monotonic",
+                                         capabilities={"thread_cpu": True, "file_io": True,
+                                                       "socket_io": True}))
+        self.ours: set[int] = set()
+        self.cpu = _Threads()
+        self.pending: dict[int, tuple] = {}          # tid -> (call, args, ts, cpu)
+        self.futex: list[FutexCall] = []
+        self.alive: set[int] = set()
+        self.seen: set[int] = set()
+        self.maps: dict[int, list] = {}              # pid -> its executable mappings
+        self.probed = False
+        self.pthread = PthreadEvents(self.site)
+        self.first: int | None = None
+
+    def site(self, pid: int, addr: int) -> str:
         # the latest mapping of an address wins (an exec maps the new image over the old)
-        for start_, length, pgoff, name in reversed(maps.get(pid) or maps.get(root) or ()):
+        for start_, length, pgoff, name in reversed(self.maps.get(pid) or self.maps.get(self.root)
+                                                    or ()):
             if start_ <= addr < start_ + length:
                 return f"{name}+{addr - start_ + pgoff:#x}"
         return f"{addr:#x}"
 
-    pthread = PthreadEvents(site)
-    first = None
-
-    def start(tid: int, ts: int, parent: int | None = None) -> None:
-        if tid in alive:
+    def start(self, tid: int, ts: int, parent: int | None = None) -> None:
+        if tid in self.alive:
             return
-        alive.add(tid)
-        seen.add(tid)
-        ev = {"kind": "thread_start", "tid": tid, "ts": ts, "cpu": cpu.clock(tid, ts)
+        self.alive.add(tid)
+        self.seen.add(tid)
+        ev = {"kind": "thread_start", "tid": tid, "ts": ts, "cpu": self.cpu.clock(tid, ts)
               if parent is None else 0}
         if parent is not None:
             ev["parent"] = parent
-        out.events.append(ev)
+        self.out.events.append(ev)
 
-    for no, line in enumerate(text.splitlines(), 1):
+    def _bad(self, no: int, line: str, what: str, **hint) -> None:
+        """A line that cannot be read: an error, or (lenient) a warning and the line left out."""
+        if self.strict:
+            raise TraceError(what, self.path, no, 0, line, **hint)
+        self.out.warnings.append(f"{self.path}:{no}: {what.split(':')[0]}; left out")
+
+    # ------------------------------------------------------------- one line
+    def line(self, no: int, line: str) -> None:
         m = _LINE.match(line)
         if not m:
             if line.strip() and not line.lstrip().startswith("#"):
-                if strict:
-                    raise TraceError("not a perf script line: expected 'PID/TID [CPU] SECONDS: "
-                                     "EVENT: FIELDS'", path, no, 0, line,
-                                     hint="print with perf script --ns -F pid,tid,cpu,time,event,trace")
-                out.warnings.append(f"{path}:{no}: not a perf script line; left out")
-            continue
+                self._bad(no, line, "not a perf script line: expected 'PID/TID [CPU] SECONDS: "
+                          "EVENT: FIELDS'",
+                          hint="print with perf script --ns -F pid,tid,cpu,time,event,trace")
+            return
         pid, tid = int(m.group("pid")), int(m.group("tid"))
         ts = seconds_ns(f'{m.group("sec")}.{m.group("frac")}')
         if ts >= 1 << 63 or pid >= 1 << 31 or tid >= 1 << 31:
-            if strict:
-                raise TraceError("a thread id or time out of range", path, no, 0, line)
-            out.warnings.append(f"{path}:{no}: a thread id or time out of range; left out")
-            continue
+            self._bad(no, line, "a thread id or time out of range")
+            return
         event, rest = m.group("event"), m.group("rest")
         if event.startswith("PERF_RECORD_"):
-            if event.startswith("PERF_RECORD_SWITCH") and tid in ours:
-                (cpu.on if rest.startswith("IN") else cpu.off)(tid, ts)
-            elif event.startswith("PERF_RECORD_MMAP"):
-                mm = _MMAP.search(rest)
-                if mm and "x" in mm.group("prot"):
-                    maps.setdefault(pid, []).append((int(mm.group("start"), 16),
-                                                     int(mm.group("len"), 16),
-                                                     int(mm.group("pgoff"), 16),
-                                                     os.path.basename(mm.group("path"))))
-            continue
+            self.record(event, rest, pid, tid, ts)
+            return
         f = dict(_FIELD.findall(rest))
         if event == "sched:sched_switch":
-            prev, nxt = _int(f.get("prev_pid", "")), _int(f.get("next_pid", ""))
-            if prev in ours:
-                cpu.off(prev, ts)
-            if nxt in ours:
-                cpu.on(nxt, ts)
-            continue
-        if event == "sched:sched_process_fork":
-            parent, child = _int(f.get("pid", "")), _int(f.get("child_pid", ""))
-            if parent is None or child is None or not 0 < child < 1 << 31:
-                if strict:
-                    raise TraceError("a fork without its pid and child_pid", path, no, 0, line)
-                out.warnings.append(f"{path}:{no}: a fork without its pid and child_pid; left out")
-                continue
-            if parent in ours or (root is not None and parent == root and not ours):
-                ours.update((parent, child))
-                start(parent, ts)
-                start(child, ts, parent)
-            continue
-        if root is None and not ours and event.startswith("syscalls:") and tid > 0:
-            ours.add(tid)                    # no root given: the first caller's process
-            root = pid
-        if tid not in ours:
-            if root is not None and pid == root and tid > 0:
-                ours.add(tid)                # a thread of the root process seen first here
+            self.switch(f, ts)
+        elif event == "sched:sched_process_fork":
+            self.fork(f, ts, no, line)
+        elif self.traced(event, pid, tid, ts):
+            self.event(event, rest, f, pid, tid, ts)
+
+    def record(self, event: str, rest: str, pid: int, tid: int, ts: int) -> None:
+        """PERF_RECORD_SWITCH (a CPU slice of a traced thread), PERF_RECORD_MMAP (an
+        executable mapping, for sites)."""
+        if event.startswith("PERF_RECORD_SWITCH") and tid in self.ours:
+            (self.cpu.on if rest.startswith("IN") else self.cpu.off)(tid, ts)
+        elif event.startswith("PERF_RECORD_MMAP"):
+            mm = _MMAP.search(rest)
+            if mm and "x" in mm.group("prot"):
+                self.maps.setdefault(pid, []).append((int(mm.group("start"), 16),
+                                                      int(mm.group("len"), 16),
+                                                      int(mm.group("pgoff"), 16),
+                                                      os.path.basename(mm.group("path"))))
+
+    def switch(self, f: dict, ts: int) -> None:
+        prev, nxt = _int(f.get("prev_pid", "")), _int(f.get("next_pid", ""))
+        if prev in self.ours:
+            self.cpu.off(prev, ts)
+        if nxt in self.ours:
+            self.cpu.on(nxt, ts)
+
+    def fork(self, f: dict, ts: int, no: int, line: str) -> None:
+        parent, child = _int(f.get("pid", "")), _int(f.get("child_pid", ""))
+        if parent is None or child is None or not 0 < child < 1 << 31:
+            self._bad(no, line, "a fork without its pid and child_pid")
+            return
+        if parent in self.ours or (self.root is not None and parent == self.root and not self.ours):
+            self.ours.update((parent, child))
+            self.start(parent, ts)
+            self.start(child, ts, parent)
+
+    def traced(self, event: str, pid: int, tid: int, ts: int) -> bool:
+        """Whether the event's thread is the program's (adopting the first caller when no
+        root was given); the program's first event starts the trace."""
+        if self.root is None and not self.ours and event.startswith("syscalls:") and tid > 0:
+            self.ours.add(tid)                    # no root given: the first caller's process
+            self.root = pid
+        if tid not in self.ours:
+            if self.root is not None and pid == self.root and tid > 0:
+                self.ours.add(tid)                # a thread of the root process seen first here
             else:
-                continue
-        if first is None:
-            first = ts
-            out.header.start_ns = ts
-            out.header.program = {"pid": root if root is not None else pid}
-        start(tid, ts)
-        if event == "sched:sched_process_exec" and tid == root:
+                return False
+        if self.first is None:
+            self.first = ts
+            self.out.header.start_ns = ts
+            self.out.header.program = {"pid": self.root if self.root is not None else pid}
+        self.start(tid, ts)
+        return True
+
+    def event(self, event: str, rest: str, f: dict, pid: int, tid: int, ts: int) -> None:
+        """An event of a traced thread: exec, pthread probe, exit or system call."""
+        if event == "sched:sched_process_exec" and tid == self.root:
             # the root became the command (perf execs qpn's wrapper shell, which execs the
             # command): what the images before did is not the program's
-            out.events[:] = [e for e in out.events if e["tid"] != tid or e["kind"] == "thread_start"]
-            futex[:] = [c for c in futex if c.tid != tid]
-            pending.pop(tid, None)
-            continue
+            self.out.events[:] = [e for e in self.out.events
+                                  if e["tid"] != tid or e["kind"] == "thread_start"]
+            self.futex[:] = [c for c in self.futex if c.tid != tid]
+            self.pending.pop(tid, None)
+            return
         probe = event.partition(":")[2]
         base = probe[:-len(RETURN)] if probe.endswith(RETURN) else probe
         if base in PROBES:                   # a pthread call (perf_pthread.py)
-            probed = True
-            now = cpu.clock(tid, ts)
+            self.probed = True
+            now = self.cpu.clock(tid, ts)
             if probe.endswith(RETURN):
-                pthread.ret(pid, tid, ts, base, now, _signed(_int(f.get("r", ""))))
+                self.pthread.ret(pid, tid, ts, base, now, _signed(_int(f.get("r", ""))))
             else:
-                pthread.entry(pid, tid, ts, base, f, now)
-            continue
-        if event == "sched:sched_process_exit":
-            if tid in alive:
-                alive.discard(tid)
-                out.events.append({"kind": "thread_end", "tid": tid, "ts": ts,
-                                   "cpu": cpu.clock(tid, ts)})
-                cpu.off(tid, ts)
-            continue
-        if not event.startswith("syscalls:sys_"):
-            continue
+                self.pthread.entry(pid, tid, ts, base, f, now)
+        elif event == "sched:sched_process_exit":
+            if tid in self.alive:
+                self.alive.discard(tid)
+                self.out.events.append({"kind": "thread_end", "tid": tid, "ts": ts,
+                                        "cpu": self.cpu.clock(tid, ts)})
+                self.cpu.off(tid, ts)
+        elif event.startswith("syscalls:sys_"):
+            self.syscall(event, rest, f, pid, tid, ts)
+
+    def syscall(self, event: str, rest: str, f: dict, pid: int, tid: int, ts: int) -> None:
+        """An entry is held until its exit: then a futex call, a sleep or an I/O event."""
         side, _, call = event[len("syscalls:sys_"):].partition("_")
-        now = cpu.clock(tid, ts)
+        now = self.cpu.clock(tid, ts)
         if side == "enter":
-            pending[tid] = (call, f, ts, now)
-            continue
-        if tid not in pending or pending[tid][0] != call:
-            continue                         # entered before the recording began
-        call, args, t0, c0 = pending.pop(tid)
+            self.pending[tid] = (call, f, ts, now)
+            return
+        if tid not in self.pending or self.pending[tid][0] != call:
+            return                           # entered before the recording began
+        call, args, t0, c0 = self.pending.pop(tid)
         ret = _signed(_int(rest.strip()))
         ok = ret is not None and ret >= 0
         ev = {"tid": tid, "ts": t0, "cpu": c0, "dur": ts - t0}
@@ -258,15 +298,15 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
                     "lock" if cmd in _LOCK else "unlock" if cmd == 7 else None)
             addr = _int(args.get("uaddr", ""))
             if kind is not None and addr:
-                futex.append(FutexCall(tid, t0, ts - t0, addr, kind, cmd in (9, 10),
-                                       _int(args.get("val", "")), ret if ok else -1, pid, c0))
-            continue
+                self.futex.append(FutexCall(tid, t0, ts - t0, addr, kind, cmd in (9, 10),
+                                            _int(args.get("val", "")), ret if ok else -1, pid, c0))
+            return
         if call in SLEEP:
-            out.events.append({**ev, "kind": "wait", "on": "sleep", "ok": ok})
-            continue
+            self.out.events.append({**ev, "kind": "wait", "on": "sleep", "ok": ok})
+            return
         op = READS.get(call) or WRITES.get(call) or OTHER_IO.get(call)
         if op is None:
-            continue
+            return
         ev.update(kind="io", op=op, ok=ok, cpu_dur=max(0, now - c0))
         fd = _int(args.get("fd", "")) if op != "open" else (ret if ok else None)
         if fd is not None and fd >= 0:
@@ -275,26 +315,28 @@ def perf_to_events(text: str, path: str = "<perf script>", *, root: int | None =
             ev["bytes"] = ret
         if op == "accept" and ok:
             ev["conn"] = ret
-        out.events.append(ev)
-    if first is None:
-        raise TraceError("no event of the traced program here", path, 1, 0,
-                         (text.splitlines() or [""])[0],
-                         hint="record with qpn trace --perf, or perf record -e ... -- CMD and "
-                              "perf script --ns -F pid,tid,cpu,time,event,trace")
-    fevents, objects = futex_events(futex, seen)
-    if probed:
-        # the pthread calls themselves are in the trace: the futexes add only the joins
-        fevents, objects = [e for e in fevents if e.get("on") == "join"], []
-        objects = list(pthread.objects.values())
-        fevents += pthread.events
-        out.header.capabilities.update(lock_uncontended=True, lock_hold=True, sites=True)
-    out.events[:0] = objects
-    out.events.extend(fevents)
-    last = max(e["ts"] for e in out.events)
-    for tid in sorted(alive):
-        out.events.append({"kind": "thread_end", "tid": tid, "ts": last, "cpu": cpu.clock(tid, last)})
-    out.events.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
-    return out
+        self.out.events.append(ev)
+
+    # ------------------------------------------------------------- the end
+    def finish(self) -> PerfTrace:
+        """The futex (or pthread) events and objects added, the threads still alive
+        ended at the last event, everything in time order."""
+        out = self.out
+        fevents, objects = futex_events(self.futex, self.seen)
+        if self.probed:
+            # the pthread calls themselves are in the trace: the futexes add only the joins
+            fevents = [e for e in fevents if e.get("on") == "join"]
+            objects = list(self.pthread.objects.values())
+            fevents += self.pthread.events
+            out.header.capabilities.update(lock_uncontended=True, lock_hold=True, sites=True)
+        out.events[:0] = objects
+        out.events.extend(fevents)
+        last = max(e["ts"] for e in out.events)
+        for tid in sorted(self.alive):
+            out.events.append({"kind": "thread_end", "tid": tid, "ts": last,
+                               "cpu": self.cpu.clock(tid, last)})
+        out.events.sort(key=lambda e: (e["ts"], e["kind"] != "thread_start"))
+        return out
 
 
 def read_perf_script(path: str, *, root: int | None = None, strict: bool = True) -> PerfTrace:
