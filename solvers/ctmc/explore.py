@@ -213,7 +213,7 @@ class Explorer:
         for rnd in range(MAX_ROUNDS):
             R, w, par = cur
             # a round may branch many rows (a probe's budget holds inside the resolution too)
-            self._spend(LEVEL_WORK + len(R), f"round {rnd + 1} of immediate firings")
+            self.spend_round(len(R), f"round {rnd + 1} of immediate firings")
             E, P = self._immediate_choice(R)
             cut = self._cut_rows(R, E)
             if cut.any():
@@ -346,6 +346,10 @@ class Explorer:
         rates.append(wb)
         return new, (reg.blocks[-1] if len(new) else None)
 
+    def spend_round(self, states: int, where: str) -> None:
+        """Count a level's chunk or a round of immediate firings over ``states`` rows."""
+        self._spend(LEVEL_WORK + states, where)
+
     def _spend(self, units: int, where: str) -> None:
         """Count ``units`` of a probe's work; SolverError once its budget (``work``) or
         its CPU time (``seconds``) is spent."""
@@ -413,7 +417,7 @@ class Explorer:
                     # the fan-out may jump from one level to the next (20 -> 470 successors per
                     # state): each level starts small and grows its chunks 4x at most
                     step = max(1, min(CHUNK_SUCCESSORS // fan, 4 * step))
-                    self._spend(LEVEL_WORK + min(step, len(frontier) - a), f"{reg.size:,} states")
+                    self.spend_round(min(step, len(frontier) - a), f"{reg.size:,} states")
                     self._check_memory(reg, min(step, len(frontier) - a), (srcs, dsts, rates),
                                        self.flows, fan)
                     n_edges = len(dsts)

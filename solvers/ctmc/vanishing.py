@@ -48,14 +48,13 @@ def vanishing_graph(ex, R0: np.ndarray) -> VanishingGraph:
 
     A round fires the whole frontier as one batch: per marking in Python, a thin chain
     of 17,165 vanishing markings took 8 s (campaign 49)."""
-    from .explore import LEVEL_WORK
     g = VanishingGraph()
     for k, row in zip(ex._key_list(R0), R0):
         g.entries.append(g.add(k, row)[0])
     todo = list(range(len(g.rows)))
     cap = min(MAX_VANISHING, ex.limit)
     while todo:
-        ex._spend(LEVEL_WORK + len(todo), f"{len(g.rows):,} vanishing markings")
+        ex.spend_round(len(todo), f"{len(g.rows):,} vanishing markings")
         batch = np.stack([g.rows[v] for v in todo])
         E, P = ex._immediate_choice(batch)
         if not E.any(axis=1).all():
