@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import disciplines
-from .colors import color_label, color_values
+from .colors import ColorIndex, color_count, color_label, color_values
 from .distributions import Distribution
 from .errors import Loc, ModelError
 from .expr import Expr, Num, Ref, TupleExpr, evaluate, fmt, refs
@@ -251,7 +251,7 @@ class _Compiler:
                 for v in cs.values:
                     self.env[v] = v
         self.cvalues: dict[str, list] = {}
-        self.cindex: dict[str, dict] = {}
+        self.cindex: dict[str, ColorIndex] = {}
         self.sample: int | None = None     # bindings per mode to check (None: all)
         self.place_colors = {p.name: p.colors for p in net.places}
 
@@ -259,10 +259,23 @@ class _Compiler:
         if csname is None:
             return [None]
         if csname not in self.cvalues:
-            vals = color_values(self.colorsets[csname], self.colorsets, self.env)
-            self.cvalues[csname] = vals
-            self.cindex[csname] = {v: i for i, v in enumerate(vals)}
+            self.cvalues[csname] = color_values(self.colorsets[csname], self.colorsets, self.env)
         return self.cvalues[csname]
+
+    def count_of(self, csname: str | None) -> int:
+        """The number of colors of a set, counted without listing them unless listed."""
+        if csname is None:
+            return 1
+        if csname in self.cvalues:
+            return len(self.cvalues[csname])
+        return color_count(self.colorsets[csname], self.colorsets, self.env)
+
+    def index_of(self, csname: str) -> ColorIndex:
+        """Color -> its index in the color set (computed, not a table of every color)."""
+        ix = self.cindex.get(csname)
+        if ix is None:
+            ix = self.cindex[csname] = ColorIndex(self.colorsets[csname], self.colorsets, self.env)
+        return ix
 
     def ev(self, e: Expr, env=None) -> Any:
         if type(e) is Num and e.unit is None:
@@ -277,7 +290,10 @@ class _Compiler:
         for q in self.net.queues:
             queue_index[q.name] = len(queues)
             queues.append(self.compile_queue(q))
-        m0: list[int] = []
+        # validating a net too large to unfold (a sample of bindings): slots are numbers
+        # only, no per-slot arrays (a counted loop of 10^6 rounds took 2.3 s to refuse)
+        sampled = self.sample is not None
+        nslots = 0
         for pi, p in enumerate(self.net.places):
             colors = self.values_of(p.colors)
             cap = None
@@ -285,19 +301,25 @@ class _Compiler:
                 cap = _int(self.ev(p.capacity), f"the capacity of '{p.name}'", p.loc, minimum=1,
                            allow_inf=True)
                 cap = None if cap == math.inf else cap
-            slots = list(range(len(slot_color), len(slot_color) + len(colors)))
-            for c in colors:
-                slot_place.append(pi)
-                slot_color.append(c)
-                slot_q.append(False)
-            qslots = None
-            qi = None
-            if isinstance(p, QueueingPlace):
-                qslots = list(range(len(slot_color), len(slot_color) + len(colors)))
+            slots = range(nslots, nslots + len(colors)) if sampled else \
+                list(range(nslots, nslots + len(colors)))
+            nslots += len(colors)
+            if not sampled:
                 for c in colors:
                     slot_place.append(pi)
                     slot_color.append(c)
-                    slot_q.append(True)
+                    slot_q.append(False)
+            qslots = None
+            qi = None
+            if isinstance(p, QueueingPlace):
+                qslots = range(nslots, nslots + len(colors)) if sampled else \
+                    list(range(nslots, nslots + len(colors)))
+                nslots += len(colors)
+                if not sampled:
+                    for c in colors:
+                        slot_place.append(pi)
+                        slot_color.append(c)
+                        slot_q.append(True)
                 if isinstance(p.queue, Queue):
                     qi = len(queues)
                     queues.append(self.compile_queue(p.queue))
@@ -306,7 +328,7 @@ class _Compiler:
                 self.add_classes(queues[qi], p, pi, colors, slots, qslots)
             places.append(CompiledPlace(p.name, colors, qslots is not None, cap, slots, qslots, qi,
                                         getattr(p, "departure", "normal"), p.loc))
-        m0 = np.zeros(len(slot_color), dtype=np.int64)
+        m0 = np.zeros(0 if sampled else nslots, dtype=np.int64)
         for cp, p in zip(places, self.net.places):
             total = 0
             for t in p.init:
@@ -318,7 +340,8 @@ class _Compiler:
                 if total > MAX_COUNT:     # several init terms: each in range, their sum not
                     raise ModelError(f"the initial marking of '{p.name}' must be at most 2^53 = "
                                      f"{MAX_COUNT:,} tokens, got {_big(total)}", p.loc)
-                m0[target] += n
+                if not sampled:
+                    m0[target] += n
             if cp.capacity is not None and total > cp.capacity:
                 raise ModelError(f"place '{p.name}' starts with {total} tokens but its capacity is "
                                  f"{cp.capacity}", p.loc)
@@ -380,6 +403,13 @@ class _Compiler:
             else:
                 prio[self.color_value(p.colors, c, self.env, p.loc)] = v
         bound_once: dict[int, Distribution] = {}   # every color binds in the same env
+        if self.sample is not None:     # validating only: every color has a time, a sample binds
+            if default is None:
+                missing = next((c for c in colors if c not in by_color), None)
+                if missing is not None:
+                    raise ModelError(f"queueing place '{p.name}' has no service time for color "
+                                     f"'{color_label(missing)}'", p.loc)
+            colors = colors[:self.sample]
         for c, s, qs in zip(colors, slots, qslots):
             d = by_color.get(c, default)
             if d is None:
@@ -398,7 +428,7 @@ class _Compiler:
     # ------------------------------------------------------------ colors
     def color_value(self, csname, e: Expr, env, loc, what="color"):
         v = self.ev(e, env)
-        if csname is not None and (self.values_of(csname) is None or v not in self.cindex[csname]):
+        if csname is not None and (self.values_of(csname) is None or v not in self.index_of(csname)):
             raise ModelError(f"{what}: color {color_label(v)} is not in color set '{csname}'", loc,
                              expected=_describe_set(self.values_of(csname)))
         return v
@@ -407,7 +437,7 @@ class _Compiler:
         if csname is None:
             return 0
         v = self.color_value(csname, e, env, loc, what)
-        return self.cindex[csname][v]
+        return self.index_of(csname)[v]
 
     # -------------------------------------------------------- transitions
     def variables(self, mode) -> dict[str, str]:
@@ -436,13 +466,13 @@ class _Compiler:
         guards not applied): what compiling will enumerate, counted before doing it."""
         out = []
         for p in self.net.places:
-            n = len(self.values_of(p.colors)) * (2 if isinstance(p, QueueingPlace) else 1)
+            n = self.count_of(p.colors) * (2 if isinstance(p, QueueingPlace) else 1)
             out.append((n, f"place '{p.name}'", p.loc))
         for t in self.net.transitions:
             for m in t.modes:
                 n = 1
                 for cs in self.variables(m).values():
-                    n *= len(self.values_of(cs))
+                    n *= self.count_of(cs)
                 out.append((n, f"transition '{t.name}'", m.loc or t.loc))
         return out
 

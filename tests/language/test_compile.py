@@ -121,3 +121,25 @@ def test_the_search_steps_one_marking_as_it_steps_a_batch(source, monkeypatch):
     assert sorted(map(tuple, succ.tolist())) == sorted(n for _, nx in one for n in nx)
     assert set(np.flatnonzero(fired).tolist()) == {i for en, _ in one for i in en}
     assert sorted(map(tuple, dead.tolist())) == sorted(m for m, (_, nx) in zip(ms, one) if not nx)
+
+
+def test_the_computed_color_index_agrees_with_a_table_of_every_color():
+    # compile's color index is computed (a range's offset, a record's mixed-radix number):
+    # a table of 10^6 loop contexts took 0.6 s to build at each of three compiles
+    from qpn.colors import ColorIndex, color_values
+    from qpn.expr import Num
+    from qpn.model import EnumColors, RangeColors, RecordColors
+    sets = {"job": EnumColors("job", ("a", "b", "c")), "n": RangeColors("n", Num(-2), Num(5)),
+            "m": RangeColors("m", Num(0), Num(0))}
+    sets["r"] = RecordColors("r", (("k", "job"), ("i", "n"), ("z", "m")))
+    sets["rr"] = RecordColors("rr", (("x", "r"), ("y", "n")))
+    foreign = (7, -3, 2.0, 2.5, True, "d", ("a", 1), ("a", 1, 0), (("a", 1, 0), 3), None,
+               (("a", 1.0, 0), 3.0), ("a", -2, 0))
+    for name, cs in sets.items():
+        vals = color_values(cs, sets, {})
+        table = {v: i for i, v in enumerate(vals)}
+        ix = ColorIndex(cs, sets, {})
+        assert ix.size == len(vals) and [ix[v] for v in vals] == list(range(len(vals))), name
+        for v in foreign:          # equal as a dict's keys compare: 2.0 is 2, True is 1
+            assert (v in ix) == (v in table), (name, v)
+            assert ix.get(v) == table.get(v), (name, v)

@@ -204,6 +204,31 @@ def test_a_net_that_unfolds_too_far_is_refused_with_the_estimate(tmp_path, capsy
     assert main(["check", str(f), "--set", "threads=2"]) == 0
 
 
+def test_validating_a_net_too_large_to_unfold_checks_every_color_without_unfolding(monkeypatch):
+    # campaign 50: a counted loop of 10^6 rounds took 2.3 s of CPU to refuse, most of it
+    # validation building a slot per color; now the slots are numbers (ranges) and a
+    # sample of the colors binds its service
+    import qpn.compile as compile_mod
+    made = []
+    add = compile_mod._Compiler.add_classes
+
+    def counting(self, cq, p, pi, colors, slots, qslots):
+        add(self, cq, p, pi, colors, slots, qslots)
+        made.append((type(slots).__name__, len(slots), len(cq.classes)))
+    monkeypatch.setattr(compile_mod._Compiler, "add_classes", counting)
+    text = ("colors n = 1 .. 1000000\nplace a : n init 1, 2\n"
+            "place q : n queue fcfs service exp(1) init 3\n"
+            "transition u : q(y) -> a(y)\n")
+    assert compile_mod.compile_net(qpn.parse(text).flatten(), check_only=True) is None
+    # (parse validates too: one call there, one here)
+    assert made and set(made) == {("range", 1_000_000, compile_mod.CHECKED_SAMPLE)}
+    # within the limit, every slot is made
+    made.clear()
+    small = text.replace("1000000", "100")
+    assert compile_mod.compile_net(qpn.parse(small).flatten()).m0.sum() == 3   # colors 1, 2, 3
+    assert made and set(made) == {("list", 100, 100)}
+
+
 def test_expansion_estimate_counts_slots_and_bindings():
     from qpn.compile import _Compiler
     from qpn.params import param_values
