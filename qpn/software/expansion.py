@@ -13,7 +13,6 @@ and every check works on it unchanged.
 """
 from __future__ import annotations
 
-from ..errors import ModelError
 from ..model import Instance, Param, Place, Queue, Transition
 from ..params import values_of
 from . import ast as sw
@@ -41,12 +40,12 @@ def _core_names(core_items) -> dict[str, str]:
     return out
 
 
-def _param_values(core_items) -> dict | None:
+def _param_values(core_items) -> dict:
+    """The parameters' values; a parameter without one is the model's error, raised here:
+    expanded without values, the software layer's checks of counts saw nothing and a
+    'parallel for 0' reached a division by zero (campaign 50)."""
     params = [it for it in core_items if isinstance(it, Param)]
-    try:
-        return values_of(params)
-    except ModelError:
-        return None  # reported by the core validation
+    return values_of(params)
 
 
 def expand(blocks, core_items=()) -> list:

@@ -159,3 +159,19 @@ def test_cli_prints_located_software_errors(tmp_path, capsys):
     assert main(["check", str(f)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "bad.qpn:6:9: error: unlock 'm' without holding it" in err
+
+
+def test_a_bad_parameter_stops_the_expansion_before_its_counts_are_used():
+    # campaign 50: with a parameter out of range, the software layer expanded without any
+    # values, its checks of counts saw nothing, and 'parallel for 0' divided by zero
+    import os
+    from conftest import TESTS_DIR
+    text = open(os.path.join(TESTS_DIR, "..", "models", "sw_omp_sync.qpn")).read()
+    text = text.replace("param work = 1 ms", "param work = 99999999999999999999999999999999999999")
+    text = text.replace("parallel for 4 as histogram", "parallel for 0 as histogram")
+    with pytest.raises(ModelError) as info:
+        qpn.parse(text)
+    assert "parameter 'work' is out of range" in str(info.value) and info.value.loc.line == 17
+    # with the parameter fixed, the count is the error, located at it
+    with pytest.raises(ModelError, match="iterations of a parallel for must be a whole number >= 1"):
+        qpn.parse(text.replace("99999999999999999999999999999999999999", "1 ms"))
