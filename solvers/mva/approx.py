@@ -61,6 +61,8 @@ def seidmann(demands: np.ndarray, servers: np.ndarray):
 def _core(D, N, delay, F, Q0, tol, max_iter):
     """Fixed point at population N with Linearizer corrections F[k, c, i]."""
     C, M = D.shape
+    if C == 1 and N[0] > 0:
+        return _core_one_chain(D[0], float(N[0]), delay, F[0, 0])
     live = N > 0
     Nf = N.astype(float)
     Q = Q0.copy()
@@ -81,6 +83,47 @@ def _core(D, N, delay, F, Q0, tol, max_iter):
         if done:
             return X, Q, it, True
     return X, Q, it, False
+
+
+def _core_one_chain(d, n: float, delay, f):
+    """The fixed point of one chain as one equation in its throughput X, solved by a
+    bracketing root finder rather than iterated: each queueing station holds
+    ``Q_i = X d_i (1 + (n-1) f_i) / (1 - X d_i (n-1)/n)`` (from ``R_i = d_i (1 + (n-1)(Q_i/n
+    + f_i))``), a delay ``X d_i``, and their sum is ``n``, increasing in X.  The iteration
+    moves by about 1/n a sweep: 2^32 customers took 100,000 sweeps (10 s, campaign 50).
+    Returns what :func:`_core` returns (X, Q, evaluations, converged)."""
+    from scipy.optimize import brentq
+    a = (n - 1.0) / n
+    q = ~delay & (d > 0)
+    dq, gq = d[q], 1.0 + (n - 1.0) * f[q]
+    dd = float(d[delay].sum())
+
+    def excess(x: float) -> float:
+        return float((x * dq * gq / (1.0 - x * dq * a)).sum()) + x * dd - n
+
+    if a > 0 and len(dq):
+        top = 1.0 / (a * dq.max())             # the bottleneck saturates as X approaches it
+        hi = top
+        for k in range(1, 60):                 # the largest X below it where excess > 0
+            hi = top * (1.0 - 2.0 ** -k)
+            if excess(hi) > 0:
+                break
+        else:
+            hi = None
+    else:                                      # n = 1, or delays only: linear in X
+        tot = float(d.sum())
+        hi = n / tot * 2.0 if tot > 0 else None
+    if hi is None or not excess(hi) > 0:
+        x = 0.0 if hi is None else hi          # no root within the floats: saturated
+        evals = 0
+    else:
+        x, info = brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps,
+                         full_output=True)
+        evals = info.function_calls
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = np.where(q, d * (1.0 + (n - 1.0) * f) / (1.0 - x * d * a), d)
+    Q = (x * R)[None, :]
+    return np.array([x]), Q, evals, True
 
 
 def _start(D, N, delay):
