@@ -307,6 +307,10 @@ def write_report(camp: Campaign, out: str, seed: int) -> None:
     entries = []
     for group, findings in (("failures", camp.failures), ("suspects", camp.suspects)):
         os.makedirs(os.path.join(out, group), exist_ok=True)
+        # a checkpoint's numbering changes as counts grow: the last report's files go first
+        for old in os.listdir(os.path.join(out, group)):
+            if re.match(r"\d{2,}-", old):
+                os.remove(os.path.join(out, group, old))
         ordered = sorted(findings.values(), key=lambda f: (-f.count, f.signature))
         for i, f in enumerate(ordered, 1):
             name = os.path.join(group, f"{i:02d}-{_slug(f.signature)}{_EXT[f.kind]}")
